@@ -1,0 +1,102 @@
+# edgebench: `make sweep` (the main job) and `make test`, on a fresh Debian/Ubuntu machine as root.
+# Everything the targets need is installed by them: apt packages, MinIO + mc (go install, pinned), a virtualenv.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT       := $(abspath .)
+STATE      := $(ROOT)/.edgebench
+VENV       := $(ROOT)/.venv
+PY         := $(VENV)/bin/python
+EDGEBENCH  := $(VENV)/bin/edgebench
+TOOLS      ?= $(HOME)/.local/share/edgebench/tools
+SWEEP      ?= workflows/sweep.yaml
+ARGS       ?=
+# Pinned MinIO server and client (Go module versions of their release commits)
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
+APT_PACKAGES  := iproute2 iputils-ping nftables iperf3 wireguard-tools curl ca-certificates python3-venv
+KUBECTL_VERSION := v1.34.2
+
+export EDGEBENCH_TOOLS := $(TOOLS)
+export EDGEBENCH_HOME  := $(ROOT)
+export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
+
+.PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean
+
+help: ## list the targets
+	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables: SWEEP=$(SWEEP)  ARGS='-p NAME=VALUE ...' (sweep parameter overrides)"
+
+setup: apt tools venv ## install everything (apt packages, MinIO + mc, Python virtualenv, DuckDB httpfs)
+
+apt: ## install the Debian/Ubuntu packages (only those missing)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing $$missing"; \
+	  [ "$$(id -u)" = 0 ] || { echo "error: installing packages needs root (sudo make ...)" >&2; exit 1; }; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v go >/dev/null || { echo "apt: installing golang-go (MinIO is built from source)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
+	@command -v kubectl >/dev/null || { echo "kubectl: installing $(KUBECTL_VERSION) into $(TOOLS)"; mkdir -p $(TOOLS); \
+	  curl -fsSL -o $(TOOLS)/kubectl https://dl.k8s.io/release/$(KUBECTL_VERSION)/bin/linux/$$(dpkg --print-architecture)/kubectl \
+	  && chmod +x $(TOOLS)/kubectl || echo "kubectl: download failed; only needed for the management-cluster path"; }
+
+tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) ## build MinIO and mc (go install, pinned; ~3 min once)
+
+$(TOOLS)/minio-$(MINIO_VERSION):
+	@echo "minio: go install github.com/minio/minio@$(MINIO_VERSION) (a few minutes, once)"
+	@mkdir -p $(TOOLS) && cd /tmp && GOBIN=$(TOOLS) GOFLAGS=-buildvcs=false go install github.com/minio/minio@$(MINIO_VERSION)
+	@touch $@
+
+$(TOOLS)/mc-$(MC_VERSION):
+	@echo "mc: go install github.com/minio/mc@$(MC_VERSION)"
+	@mkdir -p $(TOOLS) && cd /tmp && GOBIN=$(TOOLS) GOFLAGS=-buildvcs=false go install github.com/minio/mc@$(MC_VERSION)
+	@touch $@
+
+venv: $(VENV)/.stamp ## create the Python virtualenv with edgebench, dbt-duckdb, Streamlit
+
+$(VENV)/.stamp: requirements.txt containers/runner/pyproject.toml
+	@echo "venv: installing Python packages into $(VENV)"
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -r requirements.txt
+	@$(PY) -m pip install -q -e containers/runner
+	@$(PY) -c "from edgebench.warehouse import ensure_httpfs; ensure_httpfs()"
+	@touch $@
+
+minio: tools ## start the local MinIO on 127.0.0.1:9000 (data in .edgebench/minio)
+	@scripts/minio.sh start
+
+minio-stop: ## stop the local MinIO
+	@scripts/minio.sh stop
+
+sweep: setup minio ## run the default sweep on the local testbed, build the warehouse, print the summary
+	@rc=0; $(EDGEBENCH) sweep $(SWEEP) --local $(ARGS) || rc=$$?; \
+	 $(EDGEBENCH) warehouse || exit $$?; \
+	 echo; echo "Portal: make portal, then open http://127.0.0.1:8501"; exit $$rc
+
+warehouse: setup minio ## rebuild the warehouse (.edgebench/warehouse.duckdb) from what is in MinIO
+	@$(EDGEBENCH) warehouse
+
+summary: venv ## print the throughput summary from the warehouse
+	@$(EDGEBENCH) summary
+
+portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
+	@$(VENV)/bin/streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
+	  --server.headless true --browser.gatherUsageStats false
+
+test: setup ## install everything, then run the whole test suite
+	@$(PY) -m pytest -q tests
+
+bench: setup ## benchmarks: host baseline vs iperf3 by hand, side by side
+	@$(PY) bench/host_baseline.py
+
+clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
+	-@[ -x $(EDGEBENCH) ] && $(EDGEBENCH) testbed down || true
+	-@scripts/minio.sh stop
+	rm -rf $(STATE)

@@ -1,0 +1,113 @@
+"""Matrix expansion: a sweep -> cells (one installed environment each) -> runs (one tool invocation each).
+
+Ids are hashes of the parameters, so the same cell or run always gets the same id and the same object keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import catalog
+from .spec import Sweep
+
+
+def _digest(obj: Any, n: int) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:n]
+
+
+@dataclass(frozen=True)
+class Cell:
+    sweep_id: str
+    substrate: str
+    distribution: str
+    cni: str
+    cni_mode: str
+    tuning_profile: str = "default_settings"
+    netem_scenario: str = "none"
+
+    @property
+    def env(self) -> dict[str, str]:
+        d = asdict(self)
+        d.pop("sweep_id")
+        return d
+
+    @property
+    def cell_id(self) -> str:
+        return "c-" + _digest(self.env, 10)
+
+    @property
+    def cni_info(self) -> catalog.CniMode:
+        return catalog.resolve_cni(f"{self.cni}:{self.cni_mode}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cell_id": self.cell_id, "sweep_id": self.sweep_id, **self.env}
+
+
+@dataclass(frozen=True)
+class Run:
+    cell: Cell
+    workload: str
+    protocol: str
+    path: str
+    placement: str
+    length_bytes: int
+    duration_s: int
+    repetition: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        key = {
+            "cell": self.cell.cell_id,
+            "workload": self.workload,
+            "protocol": self.protocol,
+            "path": self.path,
+            "placement": self.placement,
+            "length_bytes": self.length_bytes,
+            "duration_s": self.duration_s,
+            "repetition": self.repetition,
+            "params": self.params,
+        }
+        return "r-" + _digest(key, 12)
+
+    @property
+    def prefix(self) -> str:
+        """Object key prefix of this run (see docs/results-layout.md)."""
+        return f"runs/{self.cell.sweep_id}/{self.cell.cell_id}/{self.run_id}/"
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.protocol} {self.path} {self.placement} "
+            f"len={self.length_bytes} rep={self.repetition}"
+        )
+
+
+def expand(sweep: Sweep) -> list[Cell]:
+    v = sweep.values
+    distribution = "none" if v["substrate"] == "local" else v["distribution"]
+    return [
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode)
+        for cm in v["cnis"]
+    ]
+
+
+def runs_for(sweep: Sweep, cell: Cell) -> list[Run]:
+    """The runs of one cell, repetitions outermost so that slow drift spreads over all variants."""
+    v = sweep.values
+    out = []
+    for rep in range(1, v["repetitions"] + 1):
+        for tool, protocol in v["workloads"]:
+            if tool != "iperf3":
+                continue
+            lengths = v["iperf3-lengths"] if protocol == "tcp" else v["iperf3-udp-lengths"]
+            params = {"bitrate": v["iperf3-udp-bitrate"]} if protocol == "udp" else {}
+            for path, placement in v["iperf3-paths"]:
+                for length in lengths:
+                    out.append(
+                        Run(cell, tool, protocol, path, placement, length, v["duration"], rep, dict(params))
+                    )
+    return out

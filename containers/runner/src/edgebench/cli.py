@@ -1,0 +1,219 @@
+"""`edgebench`: the command line of the step runner."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import catalog as catalog_mod
+from . import spec as spec_mod
+from .errors import EdgebenchError
+
+app = typer.Typer(
+    help="edgebench: benchmark Kubernetes networking stacks (CNIs and their modes) for edge clusters.\n\n"
+    "A sweep file is an Argo Workflow (workflows/sweep.yaml): the same file runs on a management cluster with "
+    "`argo submit` and here, on the local network-namespace testbed, with `edgebench sweep FILE --local`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+testbed_app = typer.Typer(help="The local network-namespace testbed (needs root).", no_args_is_help=True)
+app.add_typer(testbed_app, name="testbed")
+out = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."
+
+
+def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
+    return spec_mod.load(file, spec_mod.parse_overrides(params), substrate="local" if local else None)
+
+
+def _on_sigterm(signum, frame):  # turn `kill` into KeyboardInterrupt so that teardown (finally) runs
+    raise KeyboardInterrupt
+
+
+@app.command()
+def sweep(
+    file: Path = typer.Argument(..., help="Sweep file: an Argo Workflow, e.g. workflows/sweep.yaml."),
+    param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
+    local: bool = typer.Option(False, "--local", help="Run on the local network-namespace testbed (substrate=local)."),
+    rerun: bool = typer.Option(False, "--rerun", help="Measure again runs already stored for this sweep id (same keys, overwritten)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the cells and runs; change nothing."),
+):
+    """Run a sweep: for every cell build the datapath, run the workloads, store raw output + manifests in MinIO.
+
+    Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
+    from .cells import expand, runs_for
+
+    s = _load(file, param, local)
+    cells = expand(s)
+    n_runs = sum(len(runs_for(s, c)) for c in cells)
+    out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {n_runs} runs, "
+              f"{s.values['duration']}s each (substrate={s.values['substrate']})")
+    if dry_run:
+        for c in cells:
+            out.print(f"  {c.cell_id}  {c.cni}:{c.cni_mode}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
+        return
+    if s.values["substrate"] != "local":
+        raise EdgebenchError(
+            f"substrate {s.values['substrate']!r} runs on a management cluster: `argo submit {file}` "
+            "(see README, 'Run on a management cluster'); here use --local"
+        )
+    from .runner import run_local
+    from .store import ResultStore
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    report = run_local(s, ResultStore(), rerun=rerun, log=out.print)
+    c = report.counts
+    out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
+              f"{c['skipped']} already stored")
+    if report.failures:
+        err.print("[red]failed runs (recorded with their error in MinIO):[/]")
+        for f in report.failures:
+            err.print(f"  {f}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def cells(
+    file: Path = typer.Argument(..., help="Sweep file (Argo Workflow)."),
+    param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
+    local: bool = typer.Option(False, "--local", help="Expand for substrate=local."),
+):
+    """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out)."""
+    from .cells import expand
+
+    s = _load(file, param, local)
+    typer.echo(json.dumps([c.to_json() for c in expand(s)]))
+
+
+@app.command()
+def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
+    """Print the CNI catalog: every CNI mode, its datapath, encapsulation, port, MTU, multicast, encryption."""
+    rows = catalog_mod.rows()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title="edgebench CNI catalog (MTU on a 1500-byte underlay)")
+    for col in ("cni", "mode", "version", "datapath", "encap", "udp", "mtu", "multicast", "encryption", "local testbed"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["cni"], r["mode"] + (" *" if r["default"] else ""), r["version"] or "-", r["datapath"],
+                  r["encapsulation"], str(r["udp_port"] or "-"), str(r["mtu"]), r["multicast"], r["encryption"],
+                  r["local_testbed"])
+    out.print(t)
+    out.print("* default mode. Sources: `edgebench catalog --json` lists each CNI's source tags.")
+
+
+@testbed_app.command("up")
+def testbed_up(
+    cni: str = typer.Option("host", "--cni", help="CNI entry, name or name:mode (see `edgebench catalog`)."),
+    prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix (default: eb or $EDGEBENCH_TESTBED_PREFIX)."),
+):
+    """Build the testbed for one CNI mode (replacing any testbed with the same prefix)."""
+    from .testbed import Testbed
+
+    cm = catalog_mod.resolve_cni(cni)
+    state = Testbed(prefix).up(cm)
+    out.print(f"testbed {state['prefix']} up: {cm.key} ({cm.datapath}), pod MTU {state['mtu']}")
+
+
+@testbed_app.command("down")
+def testbed_down(prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix.")):
+    """Remove everything the testbed created (also what a killed run left behind)."""
+    from .testbed import Testbed, require_root
+
+    require_root()
+    removed = Testbed(prefix).down()
+    out.print(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
+
+
+@testbed_app.command("status")
+def testbed_status(
+    prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Show the testbed's namespaces and addresses."""
+    from .testbed import Testbed, require_root
+
+    require_root()
+    st = Testbed(prefix).status()
+    if as_json:
+        typer.echo(json.dumps(st, indent=2))
+        return
+    if not st["up"]:
+        out.print(f"testbed {st['prefix']}: down")
+        return
+    s = st["state"] or {}
+    out.print(f"testbed {st['prefix']}: up, {s.get('cni')}:{s.get('mode')} ({s.get('datapath')}), pod MTU {s.get('mtu')}")
+    for ns, addrs in st["namespaces"].items():
+        out.print(f"  {ns}: " + "; ".join(addrs))
+
+
+@app.command()
+def upload():
+    """Send results left in the local spool (.edgebench/spool) to the object store."""
+    from .store import ResultStore
+
+    store = ResultStore()
+    store.check()
+    out.print(f"uploaded {store.flush()} object(s)")
+
+
+@app.command()
+def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary.")):
+    """Build the DuckDB warehouse (dbt) from the raw results in MinIO, then print a summary."""
+    from . import warehouse as wh
+
+    wh.build()
+    if summary:
+        _print_summary(wh.iperf3_summary())
+
+
+def _print_summary(rows: list[dict]) -> None:
+    if not rows:
+        out.print("the warehouse has no ok iperf3 runs yet")
+        return
+    t = Table(title="iperf3 throughput per CNI datapath (mean over repetitions; overhead vs host on the same substrate)")
+    cols = ["substrate", "cni", "cni_mode", "protocol", "path", "placement", "length_bytes", "n_runs",
+            "throughput_mbps", "overhead_pct"]
+    for col in cols:
+        t.add_column(col, justify="right" if col in ("length_bytes", "n_runs", "throughput_mbps", "overhead_pct") else "left")
+    for r in rows:
+        cells = []
+        for col in cols:
+            v = r.get(col)
+            cells.append("-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v))
+        t.add_row(*cells)
+    out.print(t)
+
+
+@app.command()
+def summary():
+    """Print the throughput summary from the warehouse (no rebuild)."""
+    from . import warehouse as wh
+
+    _print_summary(wh.iperf3_summary())
+
+
+def main() -> None:
+    try:
+        app()
+    except EdgebenchError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted: the testbed was torn down; runs already measured are stored")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

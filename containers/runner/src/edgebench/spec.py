@@ -1,0 +1,228 @@
+"""The sweep spec: an Argo Workflow whose spec.arguments.parameters carry the matrix.
+
+The same file is submitted with `argo submit` and run here with `edgebench sweep FILE --local`. Everything is
+validated before any side effect: bad input raises SpecError (one message, exit code 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from . import catalog
+from .errors import SpecError
+
+SUBSTRATES = ("local", "kind", "ssh")
+DISTRIBUTIONS = ("k3s", "k0s", "microk8s", "kubeadm", "kind")
+_SIZE = re.compile(r"^(\d+)([KkMm]?)$")
+_RATE = re.compile(r"^(\d+(?:\.\d+)?)([KMG]?)$")
+_SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def parse_size(text: str) -> int:
+    """iperf3-style size: 1400, 128K, 1M (binary multiples, as iperf3 reads them)."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a size (examples: 1400, 128K, 1M)")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+
+
+def _json_list(name: str, value: str) -> list[str]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"parameter {name!r} must be a JSON list of strings, e.g. [\"a\",\"b\"]; got {value!r} ({exc.msg})"
+        ) from None
+    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+        raise SpecError(f"parameter {name!r} must be a JSON list of strings; got {value!r}")
+    if not data:
+        raise SpecError(f"parameter {name!r} must not be empty")
+    dupes = sorted({x for x in data if data.count(x) > 1})
+    if dupes:
+        raise SpecError(f"parameter {name!r} lists {', '.join(dupes)} more than once")
+    return data
+
+
+def _int(name: str, value: str, minimum: int) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise SpecError(f"parameter {name!r} must be an integer; got {value!r}") from None
+    if n < minimum:
+        raise SpecError(f"parameter {name!r} must be >= {minimum}; got {n}")
+    return n
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise SpecError(f"parameter {name!r} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _sizes(name: str, value: str, lo: int, hi: int) -> list[int]:
+    out = []
+    for item in _json_list(name, value):
+        try:
+            n = parse_size(item)
+        except ValueError as exc:
+            raise SpecError(f"parameter {name!r}: {exc}") from None
+        if not lo <= n <= hi:
+            raise SpecError(f"parameter {name!r}: {item} is outside {lo}..{hi} bytes")
+        out.append(n)
+    return out
+
+
+def _cnis(name: str, value: str) -> list[catalog.CniMode]:
+    modes = [catalog.resolve_cni(e) for e in _json_list(name, value)]
+    keys = [m.key for m in modes]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a CNI without mode means its default mode)")
+    return modes
+
+
+def _workloads(name: str, value: str) -> list[tuple[str, str]]:
+    known = catalog.workloads()
+    out = []
+    for item in _json_list(name, value):
+        tool, _, variant = item.partition(":")
+        if tool not in known:
+            raise SpecError(f"unknown workload {tool!r} in {item!r}; known workloads: {', '.join(known)}")
+        variants = known[tool]["protocols"]
+        for v in [variant] if variant else variants:
+            if v not in variants:
+                raise SpecError(f"unknown variant {v!r} of workload {tool!r}; choices: {', '.join(variants)}")
+            if (tool, v) in out:
+                raise SpecError(f"parameter {name!r} names {tool}:{v} twice")
+            out.append((tool, v))
+    return out
+
+
+def _paths(name: str, value: str) -> list[tuple[str, str]]:
+    allowed = catalog.workloads()["iperf3"]["paths"]
+    out = []
+    for item in _json_list(name, value):
+        if item not in allowed:
+            raise SpecError(f"parameter {name!r}: unknown path {item!r}; choices: {', '.join(allowed)}")
+        path, _, placement = item.partition(":")
+        out.append((path, placement))
+    return out
+
+
+def _bitrate(name: str, value: str) -> str:
+    if not _RATE.match(value.strip()):
+        raise SpecError(f"parameter {name!r} must be a bitrate such as 0 (unlimited), 500M or 1G; got {value!r}")
+    return value.strip()
+
+
+def _sweep_id(name: str, value: str) -> str:
+    if value and not _SWEEP_ID.match(value):
+        raise SpecError(
+            f"parameter {name!r} must be lower-case letters, digits and '-', at most 63 characters; got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    parse: Callable[[str, str], Any]
+    help: str
+
+
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in [
+        Param("substrate", lambda n, v: _choice(n, v, SUBSTRATES), "where cells run: local (netns testbed), kind, ssh"),
+        Param("distribution", lambda n, v: _choice(n, v, DISTRIBUTIONS), "Kubernetes distribution (ignored on local)"),
+        Param("cnis", _cnis, "CNI entries, name or name:mode"),
+        Param("workloads", _workloads, "workload entries, tool or tool:variant (iperf3:tcp, iperf3:udp)"),
+        Param("repetitions", lambda n, v: _int(n, v, 1), "repetitions of every run"),
+        Param("duration", lambda n, v: _int(n, v, 1), "seconds per measurement"),
+        Param("iperf3-lengths", lambda n, v: _sizes(n, v, 1, 1024 * 1024), "TCP buffer sizes (-l)"),
+        Param("iperf3-udp-lengths", lambda n, v: _sizes(n, v, 16, 65507), "UDP datagram sizes (-l)"),
+        Param("iperf3-udp-bitrate", _bitrate, "UDP target bitrate (-b), 0 = unlimited"),
+        Param("iperf3-paths", _paths, "path:placement entries"),
+        Param("sweep-id", _sweep_id, "results namespace; empty = derived from the parameters"),
+    ]
+}
+
+DEFAULTS: dict[str, str] = {
+    "substrate": "local",
+    "distribution": "k3s",
+    "repetitions": "3",
+    "duration": "5",
+    "workloads": '["iperf3:tcp","iperf3:udp"]',
+    "sweep-id": "",
+    **{k: json.dumps(v) if isinstance(v, list) else str(v) for k, v in catalog.workloads()["iperf3"]["defaults"].items()},
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep: raw string parameters (as Argo sees them) and their parsed values."""
+
+    source: str
+    raw: dict[str, str]
+    values: dict[str, Any]
+
+    @property
+    def sweep_id(self) -> str:
+        if self.values["sweep-id"]:
+            return self.values["sweep-id"]
+        digest = hashlib.sha256(
+            json.dumps({k: v for k, v in self.raw.items() if k != "sweep-id"}, sort_keys=True).encode()
+        ).hexdigest()
+        return f"{self.values['substrate']}-{digest[:10]}"
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SpecError(f"-p takes NAME=VALUE (as argo submit -p does); got {item!r}")
+        out[name.strip()] = value
+    return out
+
+
+def load(path: str | Path, overrides: dict[str, str] | None = None, substrate: str | None = None) -> Sweep:
+    """Read and validate a sweep file; overrides are `-p` values, substrate forces e.g. `local`."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"sweep file {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"sweep file {p} is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "Workflow" or not str(doc.get("apiVersion", "")).startswith(
+        "argoproj.io/"
+    ):
+        raise SpecError(f"{p} is not an Argo Workflow (apiVersion argoproj.io/v1alpha1, kind Workflow)")
+    params = ((doc.get("spec") or {}).get("arguments") or {}).get("parameters") or []
+    raw: dict[str, str] = dict(DEFAULTS)
+    for entry in params:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise SpecError(f"{p}: every spec.arguments.parameters entry needs a name; got {entry!r}")
+        if entry["name"] not in PARAMS:
+            raise SpecError(f"{p}: unknown parameter {entry['name']!r}; known: {', '.join(PARAMS)}")
+        if "value" not in entry:
+            raise SpecError(f"{p}: parameter {entry['name']!r} has no value")
+        raw[entry["name"]] = str(entry["value"])
+    for name, value in (overrides or {}).items():
+        if name not in PARAMS:
+            raise SpecError(f"unknown parameter {name!r} in -p; known: {', '.join(PARAMS)}")
+        raw[name] = value
+    if substrate:
+        raw["substrate"] = substrate
+    if "cnis" not in raw:
+        raise SpecError(f"{p}: parameter 'cnis' is required")
+    values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
+    return Sweep(source=str(p), raw=raw, values=values)
