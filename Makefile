@@ -15,7 +15,7 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iperf3 wireguard-tools curl ca-certificates python3-venv
-KUBECTL_VERSION := v1.34.2
+KUBECTL_VERSION := v1.32.4
 
 export EDGEBENCH_TOOLS := $(TOOLS)
 export EDGEBENCH_HOME  := $(ROOT)

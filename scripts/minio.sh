@@ -12,7 +12,7 @@ export MINIO_ROOT_PASSWORD=${EDGEBENCH_S3_SECRET_KEY:-edgebench-secret}
 BUCKET=${EDGEBENCH_BUCKET:-edgebench}
 PIDFILE=$STATE/minio.pid
 
-live() { curl -fsS -o /dev/null --max-time 2 "$ENDPOINT/minio/health/live"; }
+live() { curl -fsS -o /dev/null --max-time 2 "$ENDPOINT/minio/health/live" 2>/dev/null; }
 
 case "${1:-}" in
   start)

@@ -26,7 +26,7 @@ app = typer.Typer(
 )
 testbed_app = typer.Typer(help="The local network-namespace testbed (needs root).", no_args_is_help=True)
 app.add_typer(testbed_app, name="testbed")
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."

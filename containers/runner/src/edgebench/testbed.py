@@ -81,6 +81,7 @@ def _mac(*octets: int) -> str:
 
 
 class Testbed:
+    __test__ = False  # not a pytest class
     def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run):
         self.prefix = prefix or default_prefix()
         if not self.prefix.replace("-", "").isalnum() or len(self.prefix) > 12:

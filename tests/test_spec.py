@@ -1,0 +1,115 @@
+"""Sweep spec validation and matrix expansion (no side effects)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgebench import spec
+from edgebench.cells import expand, runs_for
+from edgebench.errors import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = ROOT / "workflows" / "sweep.yaml"
+
+
+def test_default_sweep_file_loads_and_expands():
+    s = spec.load(SWEEP, substrate="local")
+    cells = expand(s)
+    assert [c.cni for c in cells][0] == "host"
+    assert {c.substrate for c in cells} == {"local"} and {c.distribution for c in cells} == {"none"}
+    runs = runs_for(s, cells[0])
+    v = s.values
+    per_rep = sum(len(v["iperf3-paths"]) * len(v["iperf3-lengths" if p == "tcp" else "iperf3-udp-lengths"])
+                  for _, p in v["workloads"])
+    assert len(runs) == per_rep * v["repetitions"]
+    assert len({r.run_id for r in runs}) == len(runs)
+    assert [r.repetition for r in runs] == sorted(r.repetition for r in runs)  # repetitions outermost
+
+
+def test_ids_are_deterministic_and_parameter_sensitive():
+    a = spec.load(SWEEP, {"repetitions": "1"}, substrate="local")
+    b = spec.load(SWEEP, {"repetitions": "1"}, substrate="local")
+    c = spec.load(SWEEP, {"repetitions": "1", "duration": "9"}, substrate="local")
+    assert a.sweep_id == b.sweep_id != c.sweep_id
+    ra = [r.run_id for cell in expand(a) for r in runs_for(a, cell)]
+    rb = [r.run_id for cell in expand(b) for r in runs_for(b, cell)]
+    rc = [r.run_id for cell in expand(c) for r in runs_for(c, cell)]
+    assert ra == rb and not set(ra) & set(rc)
+    assert spec.load(SWEEP, {"sweep-id": "lab-1"}).sweep_id == "lab-1"
+
+
+def test_overrides_and_default_mode():
+    s = spec.load(SWEEP, {"cnis": '["flannel","kube-router:bgp","calico:vxlan"]', "iperf3-lengths": '["64K","1M"]'})
+    assert [m.key for m in s.values["cnis"]] == ["flannel:vxlan", "kube-router:bgp", "calico:vxlan"]
+    assert s.values["iperf3-lengths"] == [65536, 1048576]
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("cnis=[\"nope\"]", "unknown CNI 'nope'"),
+        ("cnis=[\"flannel:bogus\"]", "unknown mode 'bogus' for CNI 'flannel'"),
+        ("cnis=[host", "must be a JSON list of strings"),
+        ("cnis=\"host\"", "must be a JSON list of strings"),
+        ("cnis=[]", "must not be empty"),
+        ("cnis=[\"flannel\",\"flannel:vxlan\"]", "twice"),
+        ("duration=-5", "'duration' must be >= 1"),
+        ("repetitions=two", "must be an integer"),
+        ("workloads=[\"iperf3:sctp\"]", "unknown variant 'sctp'"),
+        ("iperf3-udp-lengths=[\"70000\"]", "outside 16..65507"),
+        ("iperf3-lengths=[\"12Q\"]", "is not a size"),
+        ("iperf3-paths=[\"pod-to-moon:same-node\"]", "unknown path"),
+        ("iperf3-udp-bitrate=fast", "bitrate"),
+        ("sweep-id=Bad_Id", "lower-case"),
+        ("colour=blue", "unknown parameter 'colour'"),
+        ("novalue", "NAME=VALUE"),
+    ],
+)
+def test_bad_input_is_one_clear_message_exit_2_and_no_side_effects(tmp_path, override, message):
+    env = {**os.environ, "EDGEBENCH_STATE": str(tmp_path / "state"), "EDGEBENCH_TESTBED_PREFIX": "ebspec",
+           "EDGEBENCH_S3_ENDPOINT": "http://127.0.0.1:1"}
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "sweep", str(SWEEP), "--local", "-p", override],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "state").exists()
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(SpecError, match="does not exist"):
+        spec.load(tmp_path / "missing.yaml")
+    p = tmp_path / "pod.yaml"
+    p.write_text("apiVersion: v1\nkind: Pod\n")
+    with pytest.raises(SpecError, match="not an Argo Workflow"):
+        spec.load(p)
+    p.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  arguments:\n    parameters:\n"
+                 "      - name: cnis\n        value: '[\"host\"]'\n      - name: bogus\n        value: x\n")
+    with pytest.raises(SpecError, match="unknown parameter 'bogus'"):
+        spec.load(p)
+
+
+def test_cells_command_prints_json_for_withparam():
+    proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "cells", str(SWEEP), "--local"],
+                          capture_output=True, text=True, check=True)
+    cells = json.loads(proc.stdout)
+    assert cells[0]["cni"] == "host" and all(c["cell_id"].startswith("c-") for c in cells)
+
+
+def test_catalog_command_lists_every_mode_with_its_facts():
+    proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "catalog", "--json"],
+                          capture_output=True, text=True, check=True)
+    rows = {f"{r['cni']}:{r['mode']}": r for r in json.loads(proc.stdout)}
+    assert rows["flannel:vxlan"]["udp_port"] == 8472 and rows["flannel:vxlan"]["mtu"] == 1450
+    assert rows["calico:vxlan"]["udp_port"] == 4789 and rows["calico:ipip"]["mtu"] == 1480
+    assert rows["cilium:geneve"]["udp_port"] == 6081
+    assert rows["calico:bgp"]["multicast"] == "no"
+    assert rows["weave:fastdp"]["mtu"] == 1376
+    for r in rows.values():
+        assert r["datapath"] and r["encapsulation"] and r["mtu"] and r["sources"]

@@ -1,0 +1,142 @@
+"""The local testbed on real network namespaces: every datapath this kernel has, cleanup, errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from edgebench.catalog import resolve_cni
+from edgebench.testbed import Testbed, Unsupported
+
+PREFIX = "ebt"
+WORKING = ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp", "calico:vxlan", "cilium:vxlan",
+           "weave:fastdp"]
+KERNEL_DEPENDENT = ["calico:ipip", "cilium:geneve", "flannel:wireguard", "flannel:ipsec", "antrea:geneve"]
+
+
+def netns(prefix=PREFIX):
+    out = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True).stdout.strip() or "[]"
+    return sorted(n["name"] for n in json.loads(out) if n["name"].startswith(prefix + "-"))
+
+
+@pytest.fixture
+def tb():
+    t = Testbed(PREFIX)
+    t.down()
+    yield t
+    t.down()
+    assert netns() == []
+
+
+def ping(ep, ip, size=None):
+    argv = ["ping", "-c", "1", "-W", "2"] + (["-M", "do", "-s", str(size)] if size else []) + [ip]
+    return subprocess.run(ep.cmd(argv), capture_output=True).returncode == 0
+
+
+def check_datapath(tb, cm):
+    state = tb.up(cm)
+    assert state["mtu"] == cm.mtu
+    client = tb.client()
+    for placement in ("same-node", "cross-node"):
+        server = tb.server(placement)
+        assert ping(client, server.ip), f"{cm.key}: {placement} unreachable"
+    far = tb.server("cross-node")
+    # the path MTU across nodes is the mode's MTU: a full-size DF packet passes, one byte more does not
+    assert ping(client, far.ip, cm.mtu - 28)
+    if not cm.is_host:
+        assert not ping(client, far.ip, cm.mtu - 27)
+    # ClusterIP: nftables DNAT to the backend, TCP through the service address
+    tb.add_service("10.96.0.10", 5301, far)
+    srv = subprocess.Popen(far.cmd(["iperf3", "-s", "-1", "-p", "5301"]), stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            if subprocess.run(far.cmd(["ss", "-Hltn", "sport = :5301"]), capture_output=True, text=True).stdout:
+                break
+            time.sleep(0.05)
+        out = subprocess.run(client.cmd(["iperf3", "-c", "10.96.0.10", "-p", "5301", "-t", "1", "-J"]),
+                             capture_output=True, text=True, timeout=30)
+        assert json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"] > 0
+    finally:
+        srv.kill()
+
+
+@pytest.mark.parametrize("entry", WORKING)
+def test_datapath_works(tb, entry):
+    check_datapath(tb, resolve_cni(entry))
+
+
+def test_vxlan_uses_the_cnis_port_and_device(tb):
+    for entry, dev, port in (("flannel:vxlan", "flannel.1", 8472), ("calico:vxlan", "vxlan.calico", 4789)):
+        tb.up(resolve_cni(entry))
+        info = json.loads(subprocess.run(["ip", "-n", f"{PREFIX}-n1", "-d", "-j", "link", "show", dev],
+                                         capture_output=True, text=True, check=True).stdout)[0]
+        assert info["linkinfo"]["info_kind"] == "vxlan"
+        assert info["linkinfo"]["info_data"]["port"] == port
+        tb.down()
+
+
+@pytest.mark.parametrize("entry", KERNEL_DEPENDENT)
+def test_kernel_dependent_datapaths_are_built_or_reported(tb, entry):
+    cm = resolve_cni(entry)
+    reason = tb.probe(cm.local["transport"])
+    if reason is None:  # a kernel that has it (most users' kernels): it must really work
+        check_datapath(tb, cm)
+    else:
+        with pytest.raises(Unsupported, match="^unsupported: ") as exc:
+            tb.up(cm)
+        assert reason in str(exc.value)
+        assert netns() == []
+
+
+def test_unsupported_by_design_is_reported_without_touching_the_kernel(tb):
+    with pytest.raises(Unsupported, match="eBPF"):
+        tb.up(resolve_cni("calico:ebpf"))
+    assert netns() == []
+
+
+def test_down_cleans_up_after_a_killed_run():
+    """A process that built a testbed and started a server inside is SIGKILLed; `testbed down` removes it all."""
+    script = (
+        "import subprocess, time\n"
+        "from edgebench.testbed import Testbed\n"
+        "from edgebench.catalog import resolve_cni\n"
+        "tb = Testbed('ebk'); tb.up(resolve_cni('flannel:vxlan'))\n"
+        "subprocess.Popen(tb.server('cross-node').cmd(['iperf3', '-s', '-p', '5401']))\n"
+        "print('ready', flush=True); time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = netns("ebk")
+    assert "ebk-n2-p1" in left and len(left) == 7  # lan + 2 nodes + 4 pods survive the kill
+    pids = subprocess.run(["ip", "netns", "pids", "ebk-n2-p1"], capture_output=True, text=True).stdout.split()
+    assert pids, "the iperf3 server should still be running inside the pod namespace"
+    out = subprocess.run([sys.executable, "-m", "edgebench.cli", "testbed", "down", "--prefix", "ebk"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "removed 7" in out.stdout
+    assert netns("ebk") == []
+    time.sleep(0.2)
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+
+
+def test_status_reports_up_and_down(tb):
+    tb.up(resolve_cni("calico:bgp"))
+    st = tb.status()
+    assert st["up"] and st["state"]["cni"] == "calico" and f"{PREFIX}-n1-p1" in st["namespaces"]
+    tb.down()
+    assert not tb.status()["up"]
+
+
+def test_not_root_gets_a_clear_error():
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                           "edgebench.cli", "testbed", "up", "--prefix", "ebnr"], capture_output=True, text=True,
+                          cwd="/")
+    assert proc.returncode == 1
+    assert "needs root" in proc.stderr and "Traceback" not in proc.stderr
+    assert netns("ebnr") == []
