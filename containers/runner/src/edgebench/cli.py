@@ -71,7 +71,12 @@ def sweep(
     from .store import ResultStore
 
     signal.signal(signal.SIGTERM, _on_sigterm)
-    report = run_local(s, ResultStore(), rerun=rerun, log=out.print)
+    try:
+        report = run_local(s, ResultStore(), rerun=rerun, log=out.print)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "
+                  "(run the same command again to resume)")
+        raise typer.Exit(130)
     c = report.counts
     out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
               f"{c['skipped']} already stored")
