@@ -61,6 +61,7 @@ class Run:
     @property
     def run_id(self) -> str:
         key = {
+            "sweep": self.cell.sweep_id,
             "cell": self.cell.cell_id,
             "workload": self.workload,
             "protocol": self.protocol,

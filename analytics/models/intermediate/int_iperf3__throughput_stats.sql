@@ -1,0 +1,30 @@
+-- Throughput statistics per comparable configuration, over successful iperf3 runs only (host included).
+with runs as (
+
+    select * from {{ ref('fct_iperf3_runs') }}
+    where status = 'ok'
+
+)
+
+select
+    substrate,
+    distribution,
+    netem_scenario,
+    tuning_profile,
+    protocol,
+    path,
+    placement,
+    length_bytes,
+    cni,
+    cni_mode,
+    datapath,
+    count(*)                                 as n_runs,
+    count(distinct sweep_id)                 as n_sweeps,
+    avg(throughput_mbps)                     as throughput_mbps,
+    stddev_samp(throughput_mbps)             as throughput_stddev_mbps,
+    {{ t_critical_95('count(*) - 1') }} * stddev_samp(throughput_mbps) / sqrt(count(*))
+                                             as throughput_ci95_mbps,
+    min(started_at)                          as first_started_at,
+    max(started_at)                          as last_started_at
+from runs
+group by all

@@ -1,0 +1,77 @@
+-- One row per manifest.json. Fields are pulled out of the raw JSON text by name, so unknown fields and other
+-- workloads' metrics objects never break the parse; missing fields are null.
+with source as (
+
+    select filename, content from {{ source('edgebench_raw', 'run_manifests') }}
+
+),
+
+parsed as (
+
+    -- a manifest that is not valid JSON fails the build, naming the file
+    select
+        filename,
+        case
+            when json_valid(content) then content::json
+            else error('malformed JSON in manifest ' || filename)
+        end as manifest
+    from source
+
+),
+
+renamed as (
+
+    select
+        manifest->>'run_id'                                        as run_id,
+        manifest->>'sweep_id'                                      as sweep_id,
+        manifest->>'cell_id'                                       as cell_id,
+        try_cast(manifest->>'schema_version' as integer)           as schema_version,
+        manifest->>'substrate'                                     as substrate,
+        manifest->>'distribution'                                  as distribution,
+        manifest->>'cni'                                           as cni,
+        manifest->>'cni_mode'                                      as cni_mode,
+        manifest->>'datapath'                                      as datapath,
+        try_cast(manifest->>'mtu' as integer)                      as mtu,
+        manifest->>'netem_scenario'                                as netem_scenario,
+        manifest->>'tuning_profile'                                as tuning_profile,
+        manifest->>'workload'                                      as workload,
+        manifest->>'protocol'                                      as protocol,
+        manifest->>'path'                                          as path,
+        manifest->>'placement'                                     as placement,
+        try_cast(manifest->>'length_bytes' as integer)             as length_bytes,
+        try_cast(manifest->>'duration_s' as integer)               as duration_s,
+        try_cast(manifest->>'repetition' as integer)               as repetition,
+        manifest->>'status'                                        as status,
+        manifest->>'error'                                         as error,
+        try_cast(manifest->>'attempt' as integer)                  as attempt,
+        timezone('UTC', try_cast(manifest->>'started_at' as timestamptz))  as started_at,
+        timezone('UTC', try_cast(manifest->>'finished_at' as timestamptz)) as finished_at,
+
+        -- iperf3 metrics (docs/results-layout.md); null for other workloads and for runs that are not ok
+        try_cast(manifest->'metrics'->>'throughput_mbps' as double) as throughput_mbps,
+        try_cast(manifest->'metrics'->>'sent_mbps' as double)       as sent_mbps,
+        try_cast(manifest->'metrics'->>'received_mbps' as double)   as received_mbps,
+        try_cast(manifest->'metrics'->>'retransmits' as bigint)     as retransmits,
+        try_cast(manifest->'metrics'->>'jitter_ms' as double)       as jitter_ms,
+        try_cast(manifest->'metrics'->>'lost_packets' as bigint)    as lost_packets,
+        try_cast(manifest->'metrics'->>'packets' as bigint)         as packets,
+        try_cast(manifest->'metrics'->>'lost_percent' as double)    as lost_percent,
+        try_cast(manifest->'metrics'->>'cpu_host_pct' as double)    as cpu_host_pct,
+        try_cast(manifest->'metrics'->>'cpu_remote_pct' as double)  as cpu_remote_pct,
+        try_cast(manifest->'metrics'->>'mean_rtt_us' as double)     as mean_rtt_us,
+
+        -- nested objects kept as JSON for later workloads and for provenance
+        manifest->'metrics'                                        as metrics,
+        manifest->'params'                                         as params,
+        manifest->'environment'                                    as environment,
+        manifest->'raw_files'                                      as raw_files,
+
+        -- provenance: key inside the bucket / raw root, and the full path that was read
+        regexp_extract(filename, '(runs/[^/]+/[^/]+/[^/]+/manifest\.json)$', 1) as raw_key,
+        filename                                                   as manifest_path
+
+    from parsed
+
+)
+
+select * from renamed

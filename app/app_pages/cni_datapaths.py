@@ -1,0 +1,48 @@
+import streamlit as st
+
+import data
+import ui
+
+st.title("CNI datapaths")
+st.caption("iperf3 throughput of each CNI / mode against the host-network baseline measured under the same "
+           "conditions. overhead % = (host - CNI) / host x 100: positive means slower than host.")
+
+ui.require_warehouse()
+substrates = ui.query("substrates")
+if not substrates:
+    st.info("The warehouse holds no iperf3 runs yet. Run `make sweep`.")
+    st.stop()
+
+# one substrate at a time: local-testbed and cluster results are never mixed
+substrate = st.selectbox("Substrate", substrates, key="substrate",
+                         help="Results of different substrates are never compared with each other.")
+ui.local_banner(substrate)
+
+filters = {}  # each filter offers only values that exist given the ones to its left
+for col, (name, label) in zip(st.columns(len(data.FILTERS)), data.FILTERS.items()):
+    values = ui.query("filter_values", substrate=substrate, column=name, **filters)
+    filters[name] = col.selectbox(label, values, key=name) if values else None
+
+df = ui.query("overhead", substrate=substrate, **filters)
+if df.empty:
+    st.info("No successful runs for this selection (see failed and unsupported runs below).")
+else:
+    st.altair_chart(data.throughput_chart(df), width="stretch")
+    if not df["is_host_baseline"].any():
+        st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
+    st.subheader("Overhead vs host")
+    st.dataframe(data.overhead_table(df), hide_index=True, column_config={
+        "throughput_mbps": st.column_config.NumberColumn("mean Mbit/s", format="%.1f"),
+        "throughput_ci95_mbps": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
+        "host_throughput_mbps": st.column_config.NumberColumn("host Mbit/s", format="%.1f"),
+        "overhead_pct": st.column_config.NumberColumn("overhead %", format="%.1f"),
+        "is_significant": st.column_config.CheckboxColumn(
+            "significant", help="95% intervals of CNI and host do not overlap; empty with fewer than 2 runs"),
+    })
+
+st.subheader("Failed and unsupported runs")
+problems = ui.query("problem_runs", substrate=substrate, **filters)
+if problems.empty:
+    st.success("None for this selection.")
+else:
+    st.dataframe(problems, hide_index=True)

@@ -1,0 +1,143 @@
+"""Queries and transforms for the portal. Plain Python (no Streamlit): every function takes a DuckDB connection
+(opened read-only by connect()) and returns pandas DataFrames or plain values."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import altair as alt
+import duckdb
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+
+LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
+                "not the CNI's control plane")
+MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
+
+# Conditions a comparison holds fixed (besides substrate), in display order: column -> label
+FILTERS = {
+    "protocol": "Protocol",
+    "path": "Path",
+    "placement": "Placement",
+    "length_bytes": "Length (bytes)",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+
+
+def warehouse_path() -> Path:
+    return Path(os.environ.get("EDGEBENCH_WAREHOUSE") or REPO / ".edgebench" / "warehouse.duckdb")
+
+
+def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(path), read_only=True)
+
+
+def _where(substrate: str, filters: dict) -> tuple[str, list]:
+    unknown = set(filters) - set(FILTERS)
+    if unknown:
+        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
+    clauses, params = ["substrate = ?"], [substrate]
+    for col, value in filters.items():
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(value)
+    return " and ".join(clauses), params
+
+
+# ---- overview -------------------------------------------------------------------------------------------------
+
+def run_counts(con) -> pd.DataFrame:
+    """Runs per substrate and status (all workloads)."""
+    return con.execute("""
+        select substrate, workload, status, count(*) as runs
+        from int_runs__deduplicated group by all order by substrate, workload, status""").df()
+
+
+def sweeps(con) -> pd.DataFrame:
+    """One row per sweep: substrates, time span, run counts by status."""
+    return con.execute("""
+        select sweep_id,
+               string_agg(distinct substrate, ', ' order by substrate) as substrates,
+               string_agg(distinct workload, ', ' order by workload)   as workloads,
+               min(started_at) as started_at, max(finished_at) as finished_at,
+               count(*) as runs,
+               count(*) filter (where status = 'ok')          as ok,
+               count(*) filter (where status = 'failed')      as failed,
+               count(*) filter (where status = 'unsupported') as unsupported
+        from int_runs__deduplicated group by sweep_id order by max(finished_at) desc""").df()
+
+
+# ---- CNI datapaths --------------------------------------------------------------------------------------------
+
+def substrates(con) -> list[str]:
+    """Substrates with iperf3 runs, the one with most runs first (the page's default)."""
+    rows = con.execute("""select substrate from fct_iperf3_runs group by substrate
+                          order by count(*) desc, substrate""").fetchall()
+    return [r[0] for r in rows]
+
+
+def filter_values(con, substrate: str, column: str, **chosen) -> list:
+    """Values of one filter column present on a substrate, given the filters chosen before it (so every
+    combination offered exists). All statuses count, so setups that only failed can still be selected."""
+    if column not in FILTERS:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where(substrate, chosen)
+    rows = con.execute(f"select distinct {column} from fct_iperf3_runs where {where} and {column} is not null "
+                       f"order by {column}", params).fetchall()
+    return [r[0] for r in rows]
+
+
+def overhead(con, substrate: str, **filters) -> pd.DataFrame:
+    """cni_overhead_vs_host rows for one substrate and fixed conditions, host first, with a `variant` label and
+    CI bounds for error bars."""
+    where, params = _where(substrate, filters)
+    df = con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, *
+        from cni_overhead_vs_host where {where}
+        order by is_host_baseline desc, throughput_mbps desc""", params).df()
+    df["ci_low_mbps"] = df["throughput_mbps"] - df["throughput_ci95_mbps"].fillna(0)
+    df["ci_high_mbps"] = df["throughput_mbps"] + df["throughput_ci95_mbps"].fillna(0)
+    return df
+
+
+def overhead_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns shown in the overhead table."""
+    cols = ["variant", "datapath", "n_runs", "throughput_mbps", "throughput_ci95_mbps", "host_throughput_mbps",
+            "host_n_runs", "overhead_pct", "is_significant"]
+    return df[cols].reset_index(drop=True)
+
+
+def problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
+    """Failed and unsupported iperf3 runs with their reasons, same substrate and conditions."""
+    where, params = _where(substrate, filters)
+    return con.execute(f"""
+        select status, cni, cni_mode, datapath, protocol, path, placement, length_bytes, repetition, error,
+               attempt, sweep_id, run_id, started_at
+        from fct_iperf3_runs where status <> 'ok' and {where}
+        order by status, cni, cni_mode, repetition""", params).df()
+
+
+def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Mean throughput per CNI/mode with 95% CI error bars; the host baseline bar and a dashed rule mark it."""
+    order = df["variant"].tolist()
+    base = alt.Chart(df).encode(x=alt.X("variant:N", sort=order, title="CNI / mode",
+                                        axis=alt.Axis(labelAngle=-30)))
+    bars = base.mark_bar().encode(
+        y=alt.Y("throughput_mbps:Q", title="mean throughput (Mbit/s)"),
+        color=alt.condition("datum.is_host_baseline", alt.value("#7f7f7f"), alt.value("#1f77b4")),
+        tooltip=[alt.Tooltip("variant:N"), alt.Tooltip("datapath:N"), alt.Tooltip("n_runs:Q"),
+                 alt.Tooltip("throughput_mbps:Q", format=".1f"), alt.Tooltip("throughput_ci95_mbps:Q", format=".1f"),
+                 alt.Tooltip("overhead_pct:Q", format=".1f")],
+    )
+    errors = base.mark_errorbar(ticks={"size": 24}, thickness=1.5, color="black").encode(
+        y=alt.Y("ci_low_mbps:Q", title="mean throughput (Mbit/s)"), y2="ci_high_mbps:Q")
+    layers = [bars, errors]
+    host = df.loc[df["is_host_baseline"], "throughput_mbps"]
+    if not host.empty:
+        rule = pd.DataFrame({"host_throughput_mbps": [float(host.iloc[0])], "label": ["host baseline"]})
+        layers.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color="#d62728")
+                      .encode(y="host_throughput_mbps:Q", tooltip=["label:N", "host_throughput_mbps:Q"]))
+    return alt.layer(*layers).properties(height=380, title="iperf3 throughput (mean, 95% CI), host baseline dashed")

@@ -1,0 +1,13 @@
+"""edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py)."""
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # pages import data / ui from app/
+
+st.set_page_config(page_title="edgebench", page_icon=":material/hub:", layout="wide")
+st.navigation([
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page("app_pages/cni_datapaths.py", title="CNI datapaths", icon=":material/speed:"),
+]).run()

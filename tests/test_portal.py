@@ -1,0 +1,125 @@
+"""The Streamlit portal: data.py directly, and every page through streamlit.testing AppTest."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import data
+import fixture_manifests as fx
+
+APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+CNI_PAGE = "app_pages/cni_datapaths.py"
+
+
+@pytest.fixture
+def con(fixture_warehouse):
+    c = data.connect(fixture_warehouse)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def app(fixture_warehouse, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(fixture_warehouse))
+    return AppTest.from_file(APP, default_timeout=30)
+
+
+# ---- data.py ----------------------------------------------------------------------------------------------------
+
+def test_connection_is_read_only(con):
+    with pytest.raises(Exception, match="read-only"):
+        con.execute("create table x (i int)")
+
+
+def test_overview_queries(con):
+    counts = data.run_counts(con)
+    assert counts["runs"].sum() == fx.N_MANIFESTS - 1
+    sweeps = data.sweeps(con)
+    assert set(sweeps["sweep_id"]) == {fx.SWEEP}  # the older duplicate was superseded
+    assert sweeps.loc[0, ["failed", "unsupported"]].tolist() == [1, 1]
+
+
+def test_substrates_and_options(con):
+    assert data.substrates(con) == ["local", "kind"]  # most runs first
+    assert data.filter_values(con, "local", "protocol") == ["tcp", "udp"]
+    assert data.filter_values(con, "local", "length_bytes") == [fx.UDP_LEN, fx.TCP_LEN]
+    assert data.filter_values(con, "local", "length_bytes", protocol="udp") == [fx.UDP_LEN]
+
+
+def test_overhead_never_mixes_substrates(con):
+    df = data.overhead(con, "local", protocol="tcp")
+    assert set(df["substrate"]) == {"local"} and df.iloc[0]["variant"] == "host / host"
+    assert df.set_index("variant").loc["flannel / vxlan", "overhead_pct"] == pytest.approx(
+        fx.OVERHEAD_LOCAL_TCP_FLANNEL)
+    assert (df["ci_low_mbps"] <= df["throughput_mbps"]).all()
+    assert data.overhead(con, "kind", protocol="tcp")["host_throughput_mbps"].isna().all()
+    with pytest.raises(ValueError):
+        data.overhead(con, "local", cni="x; drop table y")
+
+
+def test_problem_runs_and_chart(con):
+    problems = data.problem_runs(con, "local", protocol="tcp")
+    assert problems[["status", "error"]].values.tolist() == [["unsupported", "unsupported: kernel has no ipip"]]
+    spec = data.throughput_chart(data.overhead(con, "local", protocol="udp")).to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "errorbar", "rule"]
+
+
+# ---- pages ------------------------------------------------------------------------------------------------------
+
+def frame(at, column):
+    """The first dataframe on the page that has `column` (None if there is none)."""
+    return next((d.value for d in at.dataframe if column in d.value.columns), None)
+
+
+def test_overview_page(app):
+    at = app.run()
+    assert not at.exception
+    assert at.title[0].value == "edgebench"
+    assert [m.value for m in at.metric][:2] == ["1", str(fx.N_MANIFESTS - 1)]
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert frame(at, "sweep_id")["sweep_id"].tolist() == [fx.SWEEP]
+
+
+def test_cni_page_renders_local_with_banner_and_chart(app):
+    at = app.run()
+    at.switch_page(CNI_PAGE).run()
+    assert not at.exception
+    assert at.selectbox(key="substrate").value == "local"
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    (chart,) = at.get("vega_lite_chart")
+    assert '"errorbar"' in chart.proto.spec and "host baseline" in chart.proto.spec
+    table = frame(at, "overhead_pct")
+    assert table["variant"].tolist()[0] == "host / host"
+    assert table.set_index("variant").loc["flannel / vxlan", "overhead_pct"] == pytest.approx(
+        fx.OVERHEAD_LOCAL_TCP_FLANNEL)
+    assert frame(at, "error")["status"].tolist() == ["unsupported"]
+
+
+def test_cni_page_filters_change_rows(app):
+    at = app.run()
+    at.switch_page(CNI_PAGE).run()
+    at.selectbox(key="protocol").set_value("udp").run()
+    assert not at.exception
+    table = frame(at, "overhead_pct")
+    assert table.set_index("variant").loc["flannel / vxlan", "overhead_pct"] == pytest.approx(
+        fx.OVERHEAD_LOCAL_UDP_FLANNEL)
+    assert frame(at, "error")["status"].tolist() == ["failed"]
+
+    at.selectbox(key="substrate").set_value("kind").run()
+    assert not at.exception
+    assert not any(data.LOCAL_BANNER in w.value for w in at.warning)
+    table = frame(at, "overhead_pct")
+    assert table["variant"].tolist() == ["flannel / vxlan"] and table["overhead_pct"].isna().all()
+    assert any("No host-network baseline" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("page", [None, CNI_PAGE])
+def test_missing_warehouse_message(page, tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(tmp_path / "nothing.duckdb"))
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception
+    assert any("make sweep" in i.value for i in at.info)

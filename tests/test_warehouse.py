@@ -1,0 +1,123 @@
+"""warehouse.build() on the fixture raw data in a local directory (EDGEBENCH_RAW_ROOT = a bucket-shaped dir)."""
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import fixture_manifests as fx
+from edgebench import warehouse
+
+
+def q(path, sql, *params):
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def test_row_counts(fixture_warehouse):
+    assert q(fixture_warehouse, "select count(*) from stg_edgebench__runs") == [(fx.N_MANIFESTS,)]
+    assert q(fixture_warehouse, "select count(*) from int_runs__deduplicated") == [(fx.N_MANIFESTS - 1,)]
+    assert q(fixture_warehouse, "select count(*) from fct_iperf3_runs") == [(fx.N_IPERF3_RUNS,)]
+    assert q(fixture_warehouse, "select count(*) from cni_overhead_vs_host") == [(fx.N_OVERHEAD_ROWS,)]
+
+
+def test_duplicate_run_id_keeps_latest(fixture_warehouse):
+    rows = q(fixture_warehouse, """select sweep_id, throughput_mbps, n_manifests from int_runs__deduplicated
+                                   where n_manifests > 1""")
+    assert rows == [("fixture-sweep-1", 9000.0, 2)]
+
+
+def test_overhead_pct_known_example(fixture_warehouse):
+    rows = q(fixture_warehouse, """
+        select protocol, n_runs, throughput_mbps, host_throughput_mbps, host_n_runs, overhead_pct
+        from cni_overhead_vs_host
+        where substrate = 'local' and cni = 'flannel' order by protocol""")
+    (tcp, udp) = rows
+    assert tcp[:5] == ("tcp", 3, 7000.0, 9000.0, 3) and tcp[5] == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
+    assert udp[:5] == ("udp", 3, 960.0, 1000.0, 3) and udp[5] == pytest.approx(fx.OVERHEAD_LOCAL_UDP_FLANNEL)
+    # stddev of 7000/7200/6800 is 200; CI half-width = t(0.975, 2) * 200 / sqrt(3)
+    ci = q(fixture_warehouse, """select throughput_ci95_mbps from cni_overhead_vs_host
+                                 where substrate='local' and cni='flannel' and protocol='tcp'""")[0][0]
+    assert ci == pytest.approx(4.303 * 200 / 3 ** 0.5)
+
+
+def test_host_baseline_only_from_same_substrate(fixture_warehouse):
+    # kind has no host runs in the fixtures: the local host baseline must not be used
+    rows = q(fixture_warehouse, """select host_throughput_mbps, overhead_pct from cni_overhead_vs_host
+                                   where substrate = 'kind'""")
+    assert rows == [(None, None)]
+
+
+def test_failed_and_unsupported_visible_but_not_in_overhead(fixture_warehouse):
+    rows = q(fixture_warehouse, """select cni, cni_mode, status, error, throughput_mbps from fct_iperf3_runs
+                                   where status <> 'ok' order by status""")
+    assert [(r[0], r[1], r[2]) for r in rows] == [("calico", "vxlan", "failed"), ("calico", "ipip", "unsupported")]
+    assert rows[1][3] == "unsupported: kernel has no ipip" and all(r[4] is None for r in rows)
+    assert q(fixture_warehouse, "select count(*) from cni_overhead_vs_host where cni_mode = 'ipip'") == [(0,)]
+    # calico/vxlan udp: 2 ok runs + 1 failed -> mean over the 2 ok ones only
+    assert q(fixture_warehouse, """select n_runs, throughput_mbps from cni_overhead_vs_host
+                                   where cni='calico' and protocol='udp'""") == [(2, 950.0)]
+
+
+def test_other_workloads_do_not_reach_iperf3_models(fixture_warehouse):
+    assert q(fixture_warehouse, "select workload, count(*) from stg_edgebench__runs group by 1 order by 1") == [
+        ("dds", 1), ("iperf3", fx.N_IPERF3_RUNS + 1)]
+    assert q(fixture_warehouse, "select typeof(started_at) from fct_iperf3_runs limit 1") == [("TIMESTAMP",)]
+
+
+def test_iperf3_summary(fixture_warehouse):
+    rows = warehouse.iperf3_summary(fixture_warehouse)
+    by = {(r["substrate"], r["cni"], r["cni_mode"], r["protocol"]): r for r in rows}
+    assert by[("local", "flannel", "vxlan", "tcp")]["overhead_pct"] == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
+    assert by[("local", "host", "host", "tcp")]["overhead_pct"] == 0
+    ipip = by[("local", "calico", "ipip", "tcp")]
+    assert (ipip["n_ok"], ipip["n_unsupported"], ipip["throughput_mbps"]) == (0, 1, None)
+    assert by[("kind", "flannel", "vxlan", "tcp")]["overhead_pct"] is None
+
+
+def test_broken_fixture_fails_build_and_keeps_old_warehouse(tmp_path, fixture_warehouse):
+    """dbt data tests run inside build(): an unknown status must make it raise, leaving the warehouse as it was."""
+    ms = fx.fixture_manifests()
+    ms[0]["status"] = "exploded"
+    root = fx.write_tree(tmp_path / "raw", ms)
+    target = tmp_path / "wh.duckdb"
+    target.write_bytes(fixture_warehouse.read_bytes())
+    before = target.read_bytes()
+    with pytest.raises(warehouse.WarehouseError) as exc:
+        warehouse.build(warehouse_path=target, raw_root=str(root), quiet=True)
+    assert "accepted_values" in str(exc.value) and "status" in str(exc.value)
+    assert target.read_bytes() == before
+    # no temp database left behind; dbt's logs and compiled SQL are kept for diagnosis
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dbt-last-failure", "raw", "wh.duckdb"]
+    assert "dbt-last-failure" in str(exc.value)
+
+
+def test_no_results_raises_clear_error(tmp_path):
+    (tmp_path / "raw").mkdir()
+    with pytest.raises(warehouse.NoResultsError, match="make sweep"):
+        warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(tmp_path / "raw"), quiet=True)
+    assert not (tmp_path / "wh.duckdb").exists()
+
+
+def test_env_defaults(monkeypatch, tmp_path):
+    monkeypatch.delenv("EDGEBENCH_RAW_ROOT", raising=False)
+    monkeypatch.setenv("EDGEBENCH_BUCKET", "other")
+    assert warehouse.default_raw_root() == "s3://other"
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(tmp_path / "w.duckdb"))
+    assert warehouse.default_warehouse_path() == tmp_path / "w.duckdb"
+    monkeypatch.delenv("EDGEBENCH_WAREHOUSE")
+    assert warehouse.default_warehouse_path() == warehouse.analytics_dir().parent / ".edgebench/warehouse.duckdb"
+
+
+def test_ensure_httpfs_is_idempotent():
+    warehouse.ensure_httpfs()
+    warehouse.ensure_httpfs()
+    with duckdb.connect() as con:
+        con.execute("LOAD httpfs")
+
+
+def test_malformed_manifest_fails_naming_the_file(tmp_path):
+    root = fx.write_tree(tmp_path / "raw")
+    bad = sorted(root.rglob("manifest.json"))[0]
+    bad.write_text("{not json")
+    with pytest.raises(warehouse.WarehouseError, match="malformed JSON in manifest .*" + bad.parent.name):
+        warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(root), quiet=True)
