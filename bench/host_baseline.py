@@ -16,9 +16,12 @@ import subprocess
 import sys
 import time
 
-from edgebench import spec
+import tempfile
+from pathlib import Path
+
+from edgebench import phases, spec
 from edgebench.cells import expand, runs_for
-from edgebench.runner import _execute, environment
+from edgebench.providers import LocalProvider
 from edgebench.store import repo_root
 from edgebench.testbed import Testbed
 
@@ -44,14 +47,20 @@ def main() -> int:
     sweep = spec.load(repo_root() / "workflows" / "sweep.yaml", {
         "cnis": '["host"]', "workloads": f'["iperf3:{a.protocol}"]', "duration": str(a.duration),
         "iperf3-paths": '["pod-to-pod:cross-node"]', "repetitions": str(a.repetitions)}, substrate="local")
-    runs = runs_for(sweep, expand(sweep)[0])
+    cell = expand(sweep)[0]
     tb = Testbed("ebbench")
-    env = environment()
+    docs: list[dict] = []
+    work = Path(tempfile.mkdtemp(prefix="edgebench-bench-"))
+    ctx = phases.CellContext(sweep, cell, workdir=work / "state", results=work / "results", provider=LocalProvider(tb),
+                             sink=lambda run, doc: docs.append(doc))
     sweep_mbps, hand_mbps = [], []
     try:
-        state = tb.up(expand(sweep)[0].cni_info)
-        for r in runs:
-            m, _ = _execute(tb, r, state["mtu"], 1, env)
+        phases.provision_cluster(ctx)
+        phases.install_cni(ctx)
+        for r in runs_for(sweep, cell):
+            ctx.only = {r.run_id}  # one run of the sweep's own run path, then one by hand, alternating
+            phases.run_iperf3(ctx)
+            m = docs[-1]
             if m["status"] != "ok":
                 print(f"sweep run failed: {m['error']}", file=sys.stderr)
                 return 1

@@ -87,6 +87,31 @@ class Run:
         )
 
 
+def cell_json(sweep: Sweep, cell: Cell) -> dict[str, Any]:
+    """A cell as the Argo DAG passes it to every phase: its identity plus the sweep parameters it runs with."""
+    return {**cell.to_json(), "parameters": {k: v for k, v in sweep.raw.items() if k != "cnis"}}
+
+
+def from_json(doc: dict[str, Any] | str) -> tuple[Sweep, Cell]:
+    """Inverse of cell_json(); re-validates everything and checks the cell id."""
+    from .errors import SpecError
+    from .spec import from_parameters
+
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"--cell must be the JSON of a cell (from `edgebench cells`): {exc.msg}") from None
+    if not isinstance(doc, dict) or not {"cni", "cni_mode", "sweep_id", "parameters"} <= set(doc):
+        raise SpecError("--cell must be a cell object from `edgebench cells` (cni, cni_mode, sweep_id, parameters)")
+    params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"])}
+    sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
+    cell = expand(sweep)[0]
+    if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
+        raise SpecError(f"cell id {doc['cell_id']} does not match its parameters (expected {cell.cell_id})")
+    return sweep, cell
+
+
 def expand(sweep: Sweep) -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]

@@ -96,8 +96,77 @@ def cells(
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out)."""
     from .cells import expand
 
+    from .cells import cell_json
+
     s = _load(file, param, local)
-    typer.echo(json.dumps([c.to_json() for c in expand(s)]))
+    typer.echo(json.dumps([cell_json(s, c) for c in expand(s)]))
+
+
+def _phase_command(phase: str) -> None:
+    from . import phases as ph
+
+    doc = (ph.FUNCTIONS[phase].__doc__ or "").strip().split("\n\n")[0]
+
+    def command(
+        cell: str = typer.Option(..., "--cell", help="The cell as JSON (one element of `edgebench cells`), or @FILE."),
+        workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory shared by the phases "
+                                               "(default .edgebench/work/<sweep>/<cell>; on Argo an artifact)."),
+        results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written as "
+                                               "runs/<sweep>/<cell>/<run>/ (default: the local spool)."),
+        upload: bool = typer.Option(False, "--upload", help="collect-results: upload the results to the object "
+                                    "store from the environment (on Argo the output artifact does it)."),
+    ):
+        from .cells import from_json
+        from .store import ResultStore, state_dir
+
+        text = Path(cell[1:]).read_text() if cell.startswith("@") else cell
+        s, c = from_json(text)
+        store = ResultStore() if upload else None
+        ctx = ph.CellContext(s, c, workdir=workdir or state_dir() / "work" / s.sweep_id / c.cell_id,
+                             results=results or (store.spool if store else state_dir() / "spool"),
+                             provider=_provider(c.substrate), log=out.print)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        result = ph.FUNCTIONS[phase](ctx)
+        if phase == "collect-results":
+            out.print(f"{len(result)} runs of cell {c.cell_id} under {ctx.results / 'runs' / s.sweep_id / c.cell_id}")
+            if store:
+                store.check()
+                out.print(f"uploaded {store.flush()} object(s)")
+        else:
+            out.print(f"{phase}: done for cell {c.cell_id} ({c.cni}:{c.cni_mode})")
+
+    command.__doc__ = f"Phase {phase} of one cell. {doc}"
+    app.command(phase, rich_help_panel="Phases of a cell (what the Argo templates run)")(command)
+
+
+def _provider(substrate: str):
+    from . import providers
+
+    return providers.get(substrate)
+
+
+for _phase in ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-iperf3", "run-dds", "run-http",
+               "collect-results", "teardown-cluster"):
+    _phase_command(_phase)
+
+
+@app.command("run-cell", rich_help_panel="Phases of a cell (what the Argo templates run)")
+def run_cell(
+    cell: str = typer.Option(..., "--cell", help="The cell as JSON (one element of `edgebench cells`), or @FILE."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory."),
+    results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written (default: the spool)."),
+):
+    """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
+    from . import phases as ph
+    from .cells import from_json
+    from .store import state_dir
+
+    s, c = from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    ph.run_cell(ph.CellContext(s, c, workdir=workdir or state_dir() / "work" / s.sweep_id / c.cell_id,
+                               results=results or state_dir() / "spool", provider=_provider(c.substrate),
+                               log=out.print))
+    out.print(f"cell {c.cell_id} ({c.cni}:{c.cni_mode}) done")
 
 
 @app.command()

@@ -222,7 +222,16 @@ def load(path: str | Path, overrides: dict[str, str] | None = None, substrate: s
         raw[name] = value
     if substrate:
         raw["substrate"] = substrate
+    return from_parameters(raw, source=str(p))
+
+
+def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
+    """Validate a complete set of string parameters (defaults filled in) into a Sweep."""
+    raw = {**DEFAULTS, **raw}
+    unknown = sorted(set(raw) - set(PARAMS))
+    if unknown:
+        raise SpecError(f"{source}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMS)}")
     if "cnis" not in raw:
-        raise SpecError(f"{p}: parameter 'cnis' is required")
+        raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
-    return Sweep(source=str(p), raw=raw, values=values)
+    return Sweep(source=source, raw=raw, values=values)

@@ -148,19 +148,42 @@ class Testbed:
             sh.ok(["ip", "netns", "del", ns])
 
     # lifecycle -----------------------------------------------------------------------------------
-    def up(self, cm: CniMode) -> dict:
-        """Build the testbed for one CNI mode; on any failure tear down what was built and re-raise."""
-        require_root()
+    def check(self, cm: CniMode) -> None:
+        """Raise Unsupported if this kernel (or the testbed) cannot build the mode's datapath. No side effects
+        outside a scratch namespace."""
         if cm.local.get("unsupported"):
             raise Unsupported(f"unsupported: {cm.local['unsupported']}")
-        transport = cm.local["transport"]
-        reason = self.probe(transport)
+        reason = self.probe(cm.local["transport"])
         if reason:
             raise Unsupported(f"unsupported: {reason}")
+
+    def up(self, cm: CniMode) -> dict:
+        """provision() + install_cni(): the whole testbed for one CNI mode."""
+        require_root()
+        self.check(cm)
+        self.provision()
+        return self.install_cni(cm)
+
+    def provision(self) -> None:
+        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix)."""
+        require_root()
         self.down()
+        try:
+            self._build_nodes()
+        except BaseException:
+            self.down()
+            raise
+
+    def install_cni(self, cm: CniMode) -> dict:
+        """Attach pods and connect nodes the way the mode's datapath does; returns the read-back state.
+        Raises Unsupported (nothing built) if the kernel lacks the datapath; tears down on any other failure."""
+        require_root()
+        self.check(cm)
+        if not self.namespaces():
+            raise EdgebenchError(f"testbed {self.prefix} is not provisioned (no namespaces); provision it first")
         self._host = cm.is_host
         try:
-            self._build(cm)
+            self._build_datapath(cm)
         except BaseException:
             self.down()
             raise
@@ -233,8 +256,7 @@ class Testbed:
                 self._ns(self.node_ns(i), "nft", "flush", "chain", "ip", SVC_TABLE, chain)
 
     # building ------------------------------------------------------------------------------------
-    def _build(self, cm: CniMode) -> None:
-        attach, transport, mtu = cm.local["attach"], cm.local["transport"], cm.mtu
+    def _build_nodes(self) -> None:
         self._run(["ip", "netns", "add", self.lan_ns])
         self._ip(self.lan_ns, "link", "add", "lan0", "type", "bridge")
         self._ip(self.lan_ns, "link", "set", "lan0", "up")
@@ -252,12 +274,19 @@ class Testbed:
             for key in ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
                         "net.ipv4.conf.default.rp_filter=0"):
                 self._ns(ns, "sysctl", "-qw", key)
-            self._services_table(ns, bridge=cm.local.get("bridge", "cni0") if attach == "bridge" else None)
+            self._services_table(ns)
+
+    def _build_datapath(self, cm: CniMode) -> None:
+        attach, transport, mtu = cm.local["attach"], cm.local["transport"], cm.mtu
         if attach == "host":
             return
         for i in range(1, self.nodes + 1):
             if attach == "bridge":
-                self._bridge_pods(i, mtu, cm.local.get("bridge", "cni0"))
+                bridge = cm.local.get("bridge", "cni0")
+                self._bridge_pods(i, mtu, bridge)
+                # hairpin: client and backend on the same bridge; kube-proxy masquerades this case too
+                self._ns(self.node_ns(i), "nft", "add", "rule", "ip", SVC_TABLE, "postrouting", "iifname", bridge,
+                         "oifname", bridge, "ct", "status", "dnat", "masquerade")
             else:
                 self._ptp_pods(i, mtu)
         keys = _Keys()
@@ -271,16 +300,13 @@ class Testbed:
         out = self._run(["ip", "-n", ns, "-o", "link", "show"], check=False)
         return dev in {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
 
-    def _services_table(self, ns: str, bridge: str | None) -> None:
+    def _services_table(self, ns: str) -> None:
         rules = [
             f"add table ip {SVC_TABLE}",
             f"add chain ip {SVC_TABLE} prerouting {{ type nat hook prerouting priority dstnat; }}",
             f"add chain ip {SVC_TABLE} output {{ type nat hook output priority -100; }}",
             f"add chain ip {SVC_TABLE} postrouting {{ type nat hook postrouting priority srcnat; }}",
         ]
-        if bridge:  # hairpin: client and backend on the same bridge; kube-proxy masquerades this case too
-            rules.append(f'add rule ip {SVC_TABLE} postrouting iifname "{bridge}" oifname "{bridge}" '
-                         "ct status dnat masquerade")
         self._ns(ns, "nft", "-f", "-", input="\n".join(rules) + "\n")
 
     def _veth_pod(self, i: int, j: int, host_if: str, mtu: int) -> str:

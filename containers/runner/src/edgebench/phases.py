@@ -1,0 +1,196 @@
+"""The phases of a cell. The Argo `sweep` DAG runs them as steps (`edgebench <phase> --cell ...`), the local
+runner calls the same functions in the same order (PHASES; a test checks the DAG against it).
+
+State between phases lives in the cell's work directory (`state.json`); on Argo the directory travels between
+steps as an artifact. Results are written as the raw layout of docs/results-layout.md under
+`<results>/runs/<sweep_id>/<cell_id>/<run_id>/`, which is the spool locally and the output artifact on Argo.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import providers
+from .cells import Cell, Run, runs_for
+from .drivers import iperf3
+from .errors import EdgebenchError
+from .runner_common import environment, manifest, now
+from .spec import Sweep
+from .testbed import Unsupported
+
+PHASES = ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-iperf3", "run-dds", "run-http",
+          "collect-results", "teardown-cluster")
+SERVICE_IP = "10.96.0.10"
+PORT = 5201
+
+Log = Callable[[str], None]
+Sink = Callable[[Run, dict[str, Any]], None]
+
+
+@dataclass
+class CellContext:
+    sweep: Sweep
+    cell: Cell
+    workdir: Path
+    results: Path
+    provider: providers.Provider
+    log: Log = print
+    sink: Sink | None = None  # called after every stored run (the local runner uploads there)
+    only: set[str] | None = None  # run ids to (re)measure; None = all
+    attempts: dict[str, int] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        f = self.workdir / "state.json"
+        if f.exists():
+            self.state = json.loads(f.read_text())
+            if self.state.get("cell_id") not in (None, self.cell.cell_id):
+                raise EdgebenchError(f"{self.workdir} holds the state of cell {self.state['cell_id']}, "
+                                     f"not {self.cell.cell_id}")
+        self.state["cell_id"] = self.cell.cell_id
+
+    def save(self) -> None:
+        (self.workdir / "state.json").write_text(json.dumps(self.state, indent=2, sort_keys=True))
+
+    def run_dir(self, run: Run) -> Path:
+        return self.results / run.prefix
+
+    def runs(self, workload: str) -> list[Run]:
+        return [r for r in runs_for(self.sweep, self.cell) if r.workload == workload
+                and (self.only is None or r.run_id in self.only)]
+
+    def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+        d = self.run_dir(run)
+        d.mkdir(parents=True, exist_ok=True)
+        for name, data in raw.items():
+            (d / name).write_bytes(data)
+        tmp = d / "manifest.json.part"
+        tmp.write_text(json.dumps(doc, indent=2, sort_keys=True))
+        tmp.replace(d / "manifest.json")  # last: a manifest marks a complete run
+        self.state.setdefault("stored", [])
+        if run.run_id not in self.state["stored"]:
+            self.state["stored"].append(run.run_id)
+        self.save()
+        if self.sink:
+            self.sink(run, doc)
+
+
+def provision_cluster(ctx: CellContext) -> None:
+    """Create the cell's cluster (local: the LAN and node namespaces), replacing a leftover one."""
+    ctx.state["provisioned_at"] = now()
+    ctx.provider.provision()
+    ctx.state["provisioned"] = True
+    ctx.save()
+
+
+def install_cni(ctx: CellContext) -> None:
+    """Install the CNI mode and read back its MTU; a datapath the kernel lacks is recorded as unsupported."""
+    cm = ctx.cell.cni_info
+    try:
+        readback = ctx.provider.install_cni(cm)
+    except Unsupported as exc:
+        ctx.state.update(supported=False, reason=str(exc))
+        ctx.log(f"{cm.key}: {exc}")
+    else:
+        ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath)
+    ctx.save()
+
+
+def tune_nodes(ctx: CellContext) -> None:
+    """Only `default_settings` exists so far: nothing is changed, and that is what is recorded."""
+    if ctx.cell.tuning_profile != "default_settings":
+        raise EdgebenchError(f"tuning profile {ctx.cell.tuning_profile!r} is not available")
+    ctx.state["tuning_profile"] = "default_settings"
+    ctx.save()
+
+
+def apply_netem(ctx: CellContext) -> None:
+    """Only scenario `none` (the link as it is) exists so far."""
+    if ctx.cell.netem_scenario != "none":
+        raise EdgebenchError(f"netem scenario {ctx.cell.netem_scenario!r} is not available")
+    ctx.state["netem_scenario"] = "none"
+    ctx.save()
+
+
+def run_iperf3(ctx: CellContext) -> None:
+    """Run the cell's iperf3 runs (TCP/UDP, pod-to-pod and pod-to-service), one manifest + raw output each."""
+    runs = ctx.runs("iperf3")
+    env = environment()
+    for i, run in enumerate(runs, 1):
+        attempt = ctx.attempts.get(run.run_id, 1)
+        if ctx.state.get("supported") is False:  # the kernel/testbed cannot build this datapath
+            ctx.store(run, manifest(run, "unsupported", now(), error=ctx.state["reason"], attempt=attempt, env=env), {})
+            continue
+        if not ctx.state.get("supported"):
+            raise EdgebenchError("the CNI is not installed in this cell: run install-cni first")
+        started = now()
+        client, server = ctx.provider.client(), ctx.provider.server(run.placement)
+        target = server.ip
+        try:
+            ctx.provider.flush_services()
+            if run.path == "pod-to-service":
+                ctx.provider.add_service(SERVICE_IP, PORT, server)
+                target = SERVICE_IP
+            raw, metrics, error = iperf3.measure(client, server, target, PORT, run.protocol, run.length_bytes,
+                                                 run.duration_s, run.params.get("bitrate", "0"))
+        except Exception as exc:  # a setup command failed: record the run as failed, keep going
+            raw, metrics, error = {}, None, str(exc)
+        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
+                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env), raw)
+
+
+def run_dds(ctx: CellContext) -> None:
+    """No DDS workloads exist in the catalog yet: the spec rejects them, so there is nothing to run."""
+    ctx.log(f"{ctx.cell.cni}:{ctx.cell.cni_mode}: no dds runs in this cell")
+
+
+def run_http(ctx: CellContext) -> None:
+    """No HTTP workloads exist in the catalog yet: the spec rejects them, so there is nothing to run."""
+    ctx.log(f"{ctx.cell.cni}:{ctx.cell.cni_mode}: no http runs in this cell")
+
+
+def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
+    """Make sure every expected run has a manifest (a run that never finished gets a `failed` one with `reason`);
+    return the run ids. Uploading is the caller's (local: the spool flush; Argo: the output artifact)."""
+    stored = set(ctx.state.get("stored", []))
+    expected = [r for r in runs_for(ctx.sweep, ctx.cell) if ctx.only is None or r.run_id in ctx.only]
+    for run in expected:
+        if run.run_id not in stored:
+            ctx.store(run, manifest(run, "failed", now(), attempt=ctx.attempts.get(run.run_id, 1),
+                                    error=reason or "the run did not complete (no manifest was written)"), {})
+    return [r.run_id for r in expected]
+
+
+def teardown_cluster(ctx: CellContext) -> list[str]:
+    """Remove the cell's cluster and everything the CNI left behind. Idempotent; runs on success and failure."""
+    removed = ctx.provider.teardown()
+    ctx.state["torn_down_at"] = now()
+    ctx.save()
+    return removed
+
+
+FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
+    "provision-cluster": provision_cluster,
+    "install-cni": install_cni,
+    "tune-nodes": tune_nodes,
+    "apply-netem": apply_netem,
+    "run-iperf3": run_iperf3,
+    "run-dds": run_dds,
+    "run-http": run_http,
+    "collect-results": collect_results,
+    "teardown-cluster": teardown_cluster,
+}
+assert tuple(FUNCTIONS) == PHASES
+
+
+def run_cell(ctx: CellContext) -> None:
+    """All phases in order; teardown always runs, also on failure or interrupt."""
+    try:
+        for phase in PHASES[:-1]:
+            FUNCTIONS[phase](ctx)
+    finally:
+        teardown_cluster(ctx)
