@@ -89,17 +89,24 @@ def sweep(
 
 @app.command()
 def cells(
-    file: Path = typer.Argument(..., help="Sweep file (Argo Workflow)."),
+    file: Optional[Path] = typer.Argument(None, help="Sweep file (Argo Workflow). Without it: the defaults and -p "
+                                          "values (what the Argo sweep template passes)."),
     param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
     local: bool = typer.Option(False, "--local", help="Expand for substrate=local."),
+    output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON to this file (Argo output parameter)."),
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out)."""
-    from .cells import expand
+    from .cells import cell_json, expand
 
-    from .cells import cell_json
-
-    s = _load(file, param, local)
-    typer.echo(json.dumps([cell_json(s, c) for c in expand(s)]))
+    overrides = spec_mod.parse_overrides(param)
+    if file is None:
+        s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
+    else:
+        s = spec_mod.load(file, overrides, substrate="local" if local else None)
+    text = json.dumps([cell_json(s, c) for c in expand(s)])
+    if output:
+        output.write_text(text)
+    typer.echo(text)
 
 
 def _phase_command(phase: str) -> None:
@@ -115,6 +122,8 @@ def _phase_command(phase: str) -> None:
                                                "runs/<sweep>/<cell>/<run>/ (default: the local spool)."),
         upload: bool = typer.Option(False, "--upload", help="collect-results: upload the results to the object "
                                     "store from the environment (on Argo the output artifact does it)."),
+        sources: List[Path] = typer.Option([], "--from", help="collect-results: result trees of the run-* steps to "
+                                           "merge into --results first (repeatable; missing ones are ignored)."),
     ):
         from .cells import from_json
         from .store import ResultStore, state_dir
@@ -126,6 +135,8 @@ def _phase_command(phase: str) -> None:
                              results=results or (store.spool if store else state_dir() / "spool"),
                              provider=_provider(c.substrate), log=out.print)
         signal.signal(signal.SIGTERM, _on_sigterm)
+        if phase == "collect-results":
+            ph.merge_results(ctx, sources)
         result = ph.FUNCTIONS[phase](ctx)
         if phase == "collect-results":
             out.print(f"{len(result)} runs of cell {c.cell_id} under {ctx.results / 'runs' / s.sweep_id / c.cell_id}")

@@ -9,6 +9,7 @@ steps as an artifact. Results are written as the raw layout of docs/results-layo
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -163,6 +164,22 @@ def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
             ctx.store(run, manifest(run, "failed", now(), attempt=ctx.attempts.get(run.run_id, 1),
                                     error=reason or "the run did not complete (no manifest was written)"), {})
     return [r.run_id for r in expected]
+
+
+def merge_results(ctx: CellContext, sources: list[Path]) -> None:
+    """Copy the run directories of this cell from other result trees (the run-* steps' artifacts on Argo) into
+    ctx.results and note them as stored. Missing sources are skipped (a step that never ran has no artifact)."""
+    for src in sources:
+        cell_dir = src / "runs" / ctx.cell.sweep_id / ctx.cell.cell_id
+        if not cell_dir.is_dir():
+            continue
+        for run_dir in sorted(p for p in cell_dir.iterdir() if (p / "manifest.json").exists()):
+            dest = ctx.results / "runs" / ctx.cell.sweep_id / ctx.cell.cell_id / run_dir.name
+            shutil.copytree(run_dir, dest, dirs_exist_ok=True)
+            ctx.state.setdefault("stored", [])
+            if run_dir.name not in ctx.state["stored"]:
+                ctx.state["stored"].append(run_dir.name)
+    ctx.save()
 
 
 def teardown_cluster(ctx: CellContext) -> list[str]:

@@ -130,6 +130,12 @@ def _sweep_id(name: str, value: str) -> str:
     return value
 
 
+def _target(name: str, value: str) -> str:
+    if not _SWEEP_ID.match(value):
+        raise SpecError(f"parameter {name!r} must be a DNS label (lower-case letters, digits, '-'); got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -151,6 +157,7 @@ PARAMS: dict[str, Param] = {
         Param("iperf3-udp-bitrate", _bitrate, "UDP target bitrate (-b), 0 = unlimited"),
         Param("iperf3-paths", _paths, "path:placement entries"),
         Param("sweep-id", _sweep_id, "results namespace; empty = derived from the parameters"),
+        Param("target", _target, "target cluster / node inventory name (Argo semaphore key)"),
     ]
 }
 
@@ -161,6 +168,7 @@ DEFAULTS: dict[str, str] = {
     "duration": "5",
     "workloads": '["iperf3:tcp","iperf3:udp"]',
     "sweep-id": "",
+    "target": "lab",
     **{k: json.dumps(v) if isinstance(v, list) else str(v) for k, v in catalog.workloads()["iperf3"]["defaults"].items()},
 }
 

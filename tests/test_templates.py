@@ -1,0 +1,187 @@
+"""The Argo side, offline: every manifest in workflows/ and templates/ is valid against the vendored schemas,
+references resolve, parameters match, every `edgebench` invocation exists, and the DAG runs the local order."""
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+import typer
+import yaml
+
+from edgebench import phases, spec
+from edgebench.cli import app
+from manifest_validation import load_yaml_docs, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE_FILES = sorted((ROOT / "templates").glob("*.yaml"))
+WORKFLOW_FILES = sorted((ROOT / "workflows").glob("*.yaml"))
+TEMPLATES = {d["metadata"]["name"]: d for f in TEMPLATE_FILES for d in load_yaml_docs(f)
+             if d.get("kind") == "WorkflowTemplate"}
+MEASUREMENTS = {"run-iperf3", "run-dds", "run-http", "tune-nodes", "apply-netem"}
+
+
+def all_templates():
+    for wt_name, wt in TEMPLATES.items():
+        for t in wt["spec"]["templates"]:
+            yield wt_name, t
+
+
+@pytest.mark.parametrize("path", TEMPLATE_FILES + WORKFLOW_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_manifests_validate_against_vendored_schemas(path):
+    for obj in load_yaml_docs(path):
+        if obj.get("kind") != "Kustomization":
+            validate(obj, source=str(path))
+
+
+def test_validator_can_fail():
+    bad = yaml.safe_load((ROOT / "templates" / "run-iperf3.yaml").read_text())
+    bad["spec"]["templates"][0]["contaner"] = bad["spec"]["templates"][0].pop("container")
+    with pytest.raises(Exception, match="contaner"):
+        validate(bad)
+
+
+def test_one_template_per_file_named_after_it_with_annotations():
+    listed = yaml.safe_load((ROOT / "templates" / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in TEMPLATE_FILES if p.name != "kustomization.yaml")
+    for path in TEMPLATE_FILES:
+        if path.name == "kustomization.yaml":
+            continue
+        (doc,) = load_yaml_docs(path)
+        assert doc["metadata"]["name"] == path.stem
+        ann = doc["metadata"]["annotations"]
+        assert ann["workflows.argoproj.io/description"] and ann["workflows.argoproj.io/version"]
+    assert set(TEMPLATES) == set(phases.PHASES) | {"sweep"}
+
+
+def test_every_template_has_a_deadline_and_parameters_have_descriptions():
+    for wt_name, t in all_templates():
+        assert int(t["activeDeadlineSeconds"]) > 0, f"{wt_name}/{t['name']}"
+        for p in t.get("inputs", {}).get("parameters", []):
+            assert p.get("description"), f"{wt_name}/{t['name']} parameter {p['name']}"
+    sweep = TEMPLATES["sweep"]["spec"]
+    assert sweep["activeDeadlineSeconds"] > 0 and sweep["podGC"]["strategy"] and sweep["ttlStrategy"]
+    assert all(p.get("description") for p in sweep["arguments"]["parameters"])
+
+
+def test_retries_only_on_idempotent_phases_with_backoff():
+    for wt_name, t in all_templates():
+        if wt_name in MEASUREMENTS or wt_name == "sweep":
+            assert "retryStrategy" not in t, f"{wt_name} must not retry a measurement"
+        if wt_name in ("provision-cluster", "install-cni", "collect-results"):
+            assert t["retryStrategy"]["backoff"]["duration"], wt_name
+
+
+def test_no_endpoint_or_secret_in_templates():
+    text = "\n".join(p.read_text() for p in TEMPLATE_FILES + WORKFLOW_FILES)
+    for word in ("endpoint", "accessKeySecret", "secretKeySecret", "minio.", "password"):
+        assert word not in text
+    for wt_name, t in all_templates():
+        for a in t.get("outputs", {}).get("artifacts", []):
+            assert set(a.get("s3", {})) <= {"key"}, "only key-only S3 artifacts (default artifact repository)"
+
+
+def _refs():
+    for wt_name, t in all_templates():
+        steps = [s for group in t.get("steps", []) for s in group]
+        for task in t.get("dag", {}).get("tasks", []) + steps:
+            yield wt_name, t, task
+            for hook in task.get("hooks", {}).values():
+                yield wt_name, t, {**hook, "name": f"{task['name']}-hook"}
+
+
+def test_template_refs_resolve_and_parameters_are_declared():
+    for wt_name, t, task in _refs():
+        if "templateRef" in task:
+            ref = task["templateRef"]
+            assert ref["name"] in TEMPLATES, f"{wt_name}/{task['name']} -> {ref['name']}"
+            targets = {x["name"]: x for x in TEMPLATES[ref["name"]]["spec"]["templates"]}
+            assert ref["template"] in targets
+            callee = targets[ref["template"]]
+        else:
+            local = {x["name"]: x for x in TEMPLATES[wt_name]["spec"]["templates"]}
+            assert task["template"] in local, f"{wt_name}/{task['name']}"
+            callee = local[task["template"]]
+        declared = {p["name"] for p in callee.get("inputs", {}).get("parameters", [])}
+        passed = {p["name"] for p in task.get("arguments", {}).get("parameters", [])}
+        assert passed <= declared, f"{wt_name}/{task['name']} passes undeclared {passed - declared}"
+        required = {p["name"] for p in callee.get("inputs", {}).get("parameters", []) if "value" not in p
+                    and "default" not in p}
+        assert required <= passed, f"{wt_name}/{task['name']} misses {required - passed}"
+        arts_declared = {a["name"] for a in callee.get("inputs", {}).get("artifacts", [])}
+        arts_passed = {a["name"] for a in task.get("arguments", {}).get("artifacts", [])}
+        assert arts_passed <= arts_declared
+        for spec_ in ("entrypoint",):
+            if "templateRef" in task:
+                wt = TEMPLATES[task["templateRef"]["name"]]["spec"]
+                assert wt[spec_] in {x["name"] for x in wt["templates"]}
+
+
+def test_workflows_reference_the_sweep_template_with_its_parameters():
+    declared = {p["name"] for p in TEMPLATES["sweep"]["spec"]["arguments"]["parameters"]}
+    assert declared == set(spec.PARAMS)
+    for path in WORKFLOW_FILES:
+        (doc,) = load_yaml_docs(path)
+        assert doc["kind"] == "Workflow" and doc["metadata"]["generateName"]
+        assert doc["spec"]["workflowTemplateRef"]["name"] == "sweep"
+        assert set(doc["spec"]) == {"workflowTemplateRef", "arguments"}, "thin Workflow files"
+        passed = {p["name"] for p in doc["spec"]["arguments"]["parameters"]}
+        assert passed <= declared, f"{path.name}: undeclared {passed - declared}"
+        spec.load(path)  # and they validate as sweep specs (what `edgebench sweep --local` reads)
+
+
+def _edgebench_invocations():
+    for wt_name, t in all_templates():
+        c = t.get("container")
+        if c and c.get("command") == ["edgebench"]:
+            yield wt_name, t["name"], c["args"]
+
+
+def test_every_edgebench_invocation_names_an_existing_command_and_options():
+    group = typer.main.get_command(app)
+    seen = set()
+    for wt_name, tname, args in _edgebench_invocations():
+        cmd = group.commands.get(args[0])
+        assert isinstance(cmd, click.Command), f"{wt_name}/{tname}: no subcommand {args[0]!r}"
+        seen.add(args[0])
+        options = {o for p in cmd.params for o in getattr(p, "opts", [])}
+        for a in args[1:]:
+            if a.startswith("-"):
+                assert a in options, f"{wt_name}/{tname}: `edgebench {args[0]}` has no option {a}"
+    assert set(phases.PHASES) - {"teardown-cluster"} <= seen | {"teardown-cluster"}
+    assert {"cells", "run-cell"} <= seen
+
+
+def test_expand_matrix_passes_every_sweep_parameter():
+    t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]
+    args = t["container"]["args"]
+    passed = {args[i + 1].split("=", 1)[0] for i, a in enumerate(args) if a == "-p"}
+    assert passed == set(spec.PARAMS)
+
+
+def test_dag_phase_order_equals_the_local_runner():
+    cell = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["cell"]
+    tasks = {t["name"]: t for t in cell["dag"]["tasks"]}
+    # topological order of the cell DAG, following `depends`
+    order, placed = [], set()
+    while len(order) < len(tasks):
+        ready = [n for n, t in tasks.items() if n not in placed
+                 and all(d in placed for d in re.findall(r"[a-z0-9-]+(?=\.|$)", t.get("depends", "")) if d in tasks)]
+        assert len(ready) == 1, f"the cell DAG must be a chain, ready={ready}"
+        order.append(ready[0])
+        placed.add(ready[0])
+    sweep_tasks = {t["name"]: t for t in TEMPLATES["sweep"]["spec"]["templates"][0]["dag"]["tasks"]}
+    teardown = sweep_tasks["cell"]["hooks"]["exit"]["templateRef"]["name"]
+    assert tuple(order + [teardown]) == phases.PHASES
+    # the local-substrate cell runs all phases in one process: `edgebench run-cell` uses phases.PHASES itself
+
+
+def test_teardown_runs_on_exit_and_cells_take_the_target_semaphore():
+    spec_ = TEMPLATES["sweep"]["spec"]
+    local = {x["name"]: x for x in spec_["templates"]}
+    handler = local[spec_["onExit"]]
+    step = handler["steps"][0][0]
+    assert step["templateRef"]["name"] == "teardown-cluster" and "workflow.status" in step["when"]
+    for name in ("cell", "cell-local"):
+        sem = local[name]["synchronization"]["semaphores"][0]["configMapKeyRef"]
+        assert sem["name"] == "edgebench-semaphores" and "target" in sem["key"]
