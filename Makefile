@@ -16,12 +16,18 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iperf3 wireguard-tools curl ca-certificates python3-venv
 KUBECTL_VERSION := v1.32.4
+# Management-cluster path (a workstation with Docker): kind matching the pinned node image, the Argo CLI
+KIND_VERSION  := v0.29.0
+ARGO_VERSION  := v4.1.2
+CLUSTER       ?= edgebench
+ARCH          := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 
 export EDGEBENCH_TOOLS := $(TOOLS)
 export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
-.PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean
+.PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
+        up submit down mgmt-tools
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -100,3 +106,33 @@ clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 	-@[ -x $(EDGEBENCH) ] && $(EDGEBENCH) testbed down || true
 	-@scripts/minio.sh stop
 	rm -rf $(STATE)
+
+# ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
+mgmt-tools: ## install kind and the argo CLI (pinned) into $(TOOLS)
+	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "error: make up needs a running Docker engine" >&2; exit 1; }
+	@test -x $(TOOLS)/kind || { echo "kind: go install sigs.k8s.io/kind@$(KIND_VERSION)"; mkdir -p $(TOOLS); \
+	  cd /tmp && GOBIN=$(TOOLS) go install sigs.k8s.io/kind@$(KIND_VERSION); }
+	@test -x $(TOOLS)/argo || { echo "argo: downloading the $(ARGO_VERSION) CLI"; mkdir -p $(TOOLS); \
+	  curl -fsSL https://github.com/argoproj/argo-workflows/releases/download/$(ARGO_VERSION)/argo-linux-$(ARCH).gz \
+	  | gunzip > $(TOOLS)/argo && chmod +x $(TOOLS)/argo; }
+
+up: mgmt-tools ## create a kind management cluster with Argo, MinIO and the edgebench templates
+	kind get clusters 2>/dev/null | grep -qx $(CLUSTER) || \
+	  kind create cluster --name $(CLUSTER) --config kustomize/overlays/kind/kind-cluster.yaml
+	kubectl apply --server-side -k kustomize/upstream/argo-workflows
+	kubectl apply --server-side -k kustomize/upstream/argo-events
+	kubectl -n argo rollout status deploy/workflow-controller --timeout=300s
+	kubectl -n argo-events rollout status deploy/controller-manager --timeout=300s
+	docker buildx bake -f containers/docker-bake.hcl --load --set '*.platform=linux/$(ARCH)' \
+	  --set runner.tags=edgebench-runner:dev --set http-services.tags=edgebench-http:dev
+	kind load docker-image edgebench-runner:dev edgebench-http:dev --name $(CLUSTER)
+	kubectl apply -k kustomize/overlays/kind
+	kubectl -n edgebench rollout status deploy/minio --timeout=300s
+	kubectl -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=300s
+	@echo "management cluster ready: make submit (or: argo -n edgebench submit workflows/smoke.yaml --watch)"
+
+submit: mgmt-tools ## argo submit $(SWEEP) --watch on the management cluster (ARGS='-p NAME=VALUE ...')
+	argo -n edgebench submit $(SWEEP) --serviceaccount edgebench-runner --watch $(ARGS)
+
+down: mgmt-tools ## delete the kind management cluster
+	kind delete cluster --name $(CLUSTER)

@@ -26,7 +26,7 @@ app = typer.Typer(
 )
 testbed_app = typer.Typer(help="The local network-namespace testbed (needs root).", no_args_is_help=True)
 app.add_typer(testbed_app, name="testbed")
-out = Console(soft_wrap=True)
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)  # logs and pipes get full rows
 err = Console(stderr=True, soft_wrap=True)
 
 PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."
@@ -265,20 +265,32 @@ def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help=
 
 def _print_summary(rows: list[dict]) -> None:
     if not rows:
-        out.print("the warehouse has no ok iperf3 runs yet")
+        out.print("the warehouse has no iperf3 runs yet")
         return
-    t = Table(title="iperf3 throughput per CNI datapath (mean over repetitions; overhead vs host on the same substrate)")
-    cols = ["substrate", "cni", "cni_mode", "protocol", "path", "placement", "length_bytes", "n_runs",
-            "throughput_mbps", "overhead_pct"]
-    for col in cols:
-        t.add_column(col, justify="right" if col in ("length_bytes", "n_runs", "throughput_mbps", "overhead_pct") else "left")
+
+    def num(v, fmt="{:.0f}"):
+        return "-" if v is None else fmt.format(v)
+
+    groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        cells = []
-        for col in cols:
-            v = r.get(col)
-            cells.append("-" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v))
-        t.add_row(*cells)
-    out.print(t)
+        key = (r["substrate"], r["distribution"], r["netem_scenario"], r["tuning_profile"], r["protocol"], r["path"],
+               r["placement"], r["length_bytes"])
+        groups.setdefault(key, []).append(r)
+    for (substrate, dist, netem, tuning, proto, path, placement, length), group in groups.items():
+        t = Table(title=f"iperf3 {proto} {path} {placement}, {length} B "
+                        f"(substrate={substrate}, distribution={dist}, netem={netem}, tuning={tuning})",
+                  title_justify="left")
+        for col, right in (("CNI:mode", False), ("runs", True), ("Mbit/s", True), ("±95% CI", True),
+                           ("overhead vs host %", True), ("note", False)):
+            t.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
+        for r in group:
+            runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
+            note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ("significant" if r.get("is_significant") else "")
+            t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),
+                      num(r["throughput_ci95_mbps"]), num(r["overhead_pct"], "{:+.1f}"), note)
+        out.print(t)
+    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. "
+              "substrate=local measures the kernel datapath each CNI configures, not the CNI itself.")
 
 
 @app.command()

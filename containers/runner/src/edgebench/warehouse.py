@@ -174,37 +174,32 @@ def _run(cmd: list[str], env: dict[str, str], quiet: bool) -> tuple[int, str]:
     return proc.wait(), "".join(lines)
 
 
-_SUMMARY_KEYS = ("substrate", "cni", "cni_mode", "protocol", "path", "placement", "length_bytes")
+_SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
+                 "length_bytes", "cni", "cni_mode")
 
+# Run counts by status from fct_iperf3_runs, figures from the cni_overhead_vs_host mart (no second computation).
 _SUMMARY_SQL = f"""
-with runs as (
+with status as (
     select {', '.join(_SUMMARY_KEYS)},
            count(*) filter (where status = 'ok')          as n_ok,
            count(*) filter (where status = 'failed')      as n_failed,
            count(*) filter (where status = 'unsupported') as n_unsupported,
-           avg(throughput_mbps) filter (where status = 'ok') as throughput_mbps
+           any_value(error) filter (where status <> 'ok') as error
     from fct_iperf3_runs
     group by all
-),
-host as (
-    select substrate, protocol, path, placement, length_bytes, throughput_mbps as host_throughput_mbps
-    from runs where cni = 'host' and n_ok > 0
 )
-select runs.*, host.host_throughput_mbps,
-       (host.host_throughput_mbps - runs.throughput_mbps) / nullif(host.host_throughput_mbps, 0) * 100
-           as overhead_pct
-from runs left join host using (substrate, protocol, path, placement, length_bytes)
-order by substrate, protocol, path, placement, length_bytes, cni = 'host' desc, cni, cni_mode
+select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
+       o.is_significant
+from status left join cni_overhead_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
+order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
+         cni = 'host' desc, cni, cni_mode
 """
 
 
 def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """Per (substrate, cni, cni_mode, protocol, path, placement, length_bytes): run counts by status, mean
-    throughput_mbps over ok runs, and overhead_pct vs the host baseline on the same substrate and conditions.
-
-    Coarser than the cni_overhead_vs_host mart (distribution, netem and tuning are pooled), meant for the short
-    table printed after a sweep; the portal and the mart keep those dimensions apart.
-    """
+    """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
+    unsupported) and, from the cni_overhead_vs_host mart, mean throughput, its 95% CI, the host baseline and
+    overhead_pct. For the table printed after a sweep."""
     path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
