@@ -23,9 +23,18 @@ def test_default_sweep_file_loads_and_expands():
     assert {c.substrate for c in cells} == {"local"} and {c.distribution for c in cells} == {"none"}
     runs = runs_for(s, cells[0])
     v = s.values
-    per_rep = sum(len(v["iperf3-paths"]) * len(v["iperf3-lengths" if p == "tcp" else "iperf3-udp-lengths"])
-                  for _, p in v["workloads"])
+    per_rep = 0
+    for tool, variant in v["workloads"]:
+        if tool == "iperf3":
+            per_rep += len(v["iperf3-paths"]) * len(v["iperf3-lengths" if variant == "tcp" else "iperf3-udp-lengths"])
+        elif tool == "dds":
+            per_rep += (len(v["dds-placements"]) * len(v["dds-payloads"]) * len(v["dds-reliability"])
+                        * len(v["dds-transports"]) * len(v["dds-security"])
+                        * (len(v["dds-subscribers"]) if variant == "throughput" else 1))
+        else:
+            per_rep += len(v["http-paths"]) * (1 if variant == "static-reply" else len(v["http-payloads"]))
     assert len(runs) == per_rep * v["repetitions"]
+    assert {r.workload for r in runs} == {tool for tool, _ in v["workloads"]}
     assert len({r.run_id for r in runs}) == len(runs)
     assert [r.repetition for r in runs] == sorted(r.repetition for r in runs)  # repetitions outermost
 
@@ -65,6 +74,10 @@ def test_overrides_and_default_mode():
         ("iperf3-paths=[\"pod-to-moon:same-node\"]", "unknown path"),
         ("iperf3-udp-bitrate=fast", "bitrate"),
         ("sweep-id=Bad_Id", "lower-case"),
+        ("dds-reliability=[\"sometimes\"]", "unknown value 'sometimes'"),
+        ("dds-subscribers=[\"0\"]", "not an integer in 1..16"),
+        ("workloads=[\"http:teapot\"]", "unknown variant 'teapot'"),
+        ("http-requests=0", "must be >= 1"),
         ("colour=blue", "unknown parameter 'colour'"),
         ("novalue", "NAME=VALUE"),
     ],

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from edgebench.catalog import resolve_cni
-from edgebench.testbed import Testbed, Unsupported
+from edgebench.testbed import PODS_PER_NODE, Testbed, Unsupported
 
 PREFIX = "ebt"
 WORKING = ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp", "calico:vxlan", "cilium:vxlan",
@@ -113,12 +113,13 @@ def test_down_cleans_up_after_a_killed_run():
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     left = netns("ebk")
-    assert "ebk-n2-p1" in left and len(left) == 7  # lan + 2 nodes + 4 pods survive the kill
+    expected = 1 + 2 + 2 * PODS_PER_NODE  # the LAN, 2 nodes and their pods survive the kill
+    assert "ebk-n2-p1" in left and len(left) == expected
     pids = subprocess.run(["ip", "netns", "pids", "ebk-n2-p1"], capture_output=True, text=True).stdout.split()
     assert pids, "the iperf3 server should still be running inside the pod namespace"
     out = subprocess.run([sys.executable, "-m", "edgebench.cli", "testbed", "down", "--prefix", "ebk"],
                          capture_output=True, text=True)
-    assert out.returncode == 0 and "removed 7" in out.stdout
+    assert out.returncode == 0 and f"removed {expected}" in out.stdout
     assert netns("ebk") == []
     time.sleep(0.2)
     for pid in pids:

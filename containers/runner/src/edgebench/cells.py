@@ -54,7 +54,7 @@ class Run:
     path: str
     placement: str
     length_bytes: int
-    duration_s: int
+    duration_s: int | None
     repetition: int
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -80,9 +80,18 @@ class Run:
         return f"runs/{self.cell.sweep_id}/{self.cell.cell_id}/{self.run_id}/"
 
     @property
+    def variant(self) -> str:
+        """iperf3: tcp/udp; dds: latency/throughput; http: the service."""
+        return self.params.get("mode") or self.params.get("service") or self.protocol
+
+    @property
     def label(self) -> str:
+        extra = ""
+        if self.workload == "dds":
+            p = self.params
+            extra = f" {p['reliability']} {p['transport']}" + (f" subs={p['subscribers']}" if p["mode"] == "throughput" else "")
         return (
-            f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.protocol} {self.path} {self.placement} "
+            f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.variant}{extra} {self.path} {self.placement} "
             f"len={self.length_bytes} rep={self.repetition}"
         )
 
@@ -124,16 +133,33 @@ def expand(sweep: Sweep) -> list[Cell]:
 def runs_for(sweep: Sweep, cell: Cell) -> list[Run]:
     """The runs of one cell, repetitions outermost so that slow drift spreads over all variants."""
     v = sweep.values
+    services = catalog.workloads()["http"]["services"]
     out = []
     for rep in range(1, v["repetitions"] + 1):
-        for tool, protocol in v["workloads"]:
-            if tool != "iperf3":
-                continue
-            lengths = v["iperf3-lengths"] if protocol == "tcp" else v["iperf3-udp-lengths"]
-            params = {"bitrate": v["iperf3-udp-bitrate"]} if protocol == "udp" else {}
-            for path, placement in v["iperf3-paths"]:
-                for length in lengths:
-                    out.append(
-                        Run(cell, tool, protocol, path, placement, length, v["duration"], rep, dict(params))
-                    )
+        for tool, variant in v["workloads"]:
+            if tool == "iperf3":
+                lengths = v["iperf3-lengths"] if variant == "tcp" else v["iperf3-udp-lengths"]
+                params = {"bitrate": v["iperf3-udp-bitrate"]} if variant == "udp" else {}
+                for path, placement in v["iperf3-paths"]:
+                    for length in lengths:
+                        out.append(Run(cell, tool, variant, path, placement, length, v["duration"], rep, dict(params)))
+            elif tool == "dds":
+                for placement in v["dds-placements"]:
+                    for payload in v["dds-payloads"]:
+                        for reliability in v["dds-reliability"]:
+                            for transport in v["dds-transports"]:
+                                for security in v["dds-security"]:
+                                    for subs in (v["dds-subscribers"] if variant == "throughput" else [1]):
+                                        params = {"mode": variant, "reliability": reliability, "transport": transport,
+                                                  "subscribers": subs, "security": security, "rate": "inf"}
+                                        out.append(Run(cell, tool, "udp", "pod-to-pod", placement, payload,
+                                                       v["dds-duration"], rep, params))
+            elif tool == "http":
+                svc = services[variant]
+                params = {"service": variant, "requests": v["http-requests"], "connections": 1,
+                          "kpis_ms": {svc["use_case"]: svc["kpi_ms"]}}
+                payloads = [0] if variant == "static-reply" else v["http-payloads"]
+                for path, placement in v["http-paths"]:
+                    for payload in payloads:
+                        out.append(Run(cell, tool, "tcp", path, placement, payload, None, rep, dict(params)))
     return out

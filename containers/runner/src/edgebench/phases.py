@@ -26,6 +26,7 @@ PHASES = ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-
           "collect-results", "teardown-cluster")
 SERVICE_IP = "10.96.0.10"
 PORT = 5201
+HTTP_PORT = 8080
 
 Log = Callable[[str], None]
 Sink = Callable[[Run, dict[str, Any]], None]
@@ -123,11 +124,8 @@ def run_iperf3(ctx: CellContext) -> None:
     env = environment()
     for i, run in enumerate(runs, 1):
         attempt = ctx.attempts.get(run.run_id, 1)
-        if ctx.state.get("supported") is False:  # the kernel/testbed cannot build this datapath
-            ctx.store(run, manifest(run, "unsupported", now(), error=ctx.state["reason"], attempt=attempt, env=env), {})
+        if _unsupported_cell(ctx, run, attempt, env):
             continue
-        if not ctx.state.get("supported"):
-            raise EdgebenchError("the CNI is not installed in this cell: run install-cni first")
         started = now()
         client, server = ctx.provider.client(), ctx.provider.server(run.placement)
         target = server.ip
@@ -144,14 +142,80 @@ def run_iperf3(ctx: CellContext) -> None:
                                 raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env), raw)
 
 
+def _unsupported_cell(ctx: CellContext, run: Run, attempt: int, env: dict[str, Any]) -> bool:
+    """Record the run as unsupported if the cell's datapath could not be built; True if it was."""
+    if ctx.state.get("supported") is False:
+        ctx.store(run, manifest(run, "unsupported", now(), error=ctx.state["reason"], attempt=attempt, env=env), {})
+        return True
+    if not ctx.state.get("supported"):
+        raise EdgebenchError("the CNI is not installed in this cell: run install-cni first")
+    return False
+
+
 def run_dds(ctx: CellContext) -> None:
-    """No DDS workloads exist in the catalog yet: the spec rejects them, so there is nothing to run."""
-    ctx.log(f"{ctx.cell.cni}:{ctx.cell.cni_mode}: no dds runs in this cell")
+    """Run the cell's DDS runs (ddsperf latency and throughput); one manifest, raw logs and per-second samples each.
+    Where the datapath carries no multicast, discovery uses static unicast peers and multicast transport is
+    recorded as unsupported."""
+    from .drivers import ddsperf
+
+    runs = ctx.runs("dds")
+    env = environment()
+    for run in runs:
+        attempt = ctx.attempts.get(run.run_id, 1)
+        if _unsupported_cell(ctx, run, attempt, env):
+            continue
+        p, started = run.params, now()
+        pub = ctx.provider.client()
+        pool = ctx.provider.peers(run.placement)
+        subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
+        no_multicast = ctx.provider.multicast_reason(run.placement)
+        params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
+        reason = None
+        if p["transport"] == "multicast" and no_multicast:
+            reason = f"unsupported: multicast transport: {no_multicast}"
+        elif p["security"] != "none":
+            why = ddsperf.security_support()
+            reason = f"unsupported: DDS Security: {why}" if why else None
+        if reason:
+            ctx.store(run, manifest(run, "unsupported", started, error=reason, attempt=attempt, env=env,
+                                    params=params, mtu=ctx.state.get("mtu")), {})
+            continue
+        try:
+            raw, metrics, error = ddsperf.measure(
+                pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
+                reliability=p["reliability"], transport=p["transport"], discovery=params["discovery"],
+                peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"])
+        except Exception as exc:
+            raw, metrics, error = {}, None, str(exc)
+        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
+                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env,
+                                params=params), raw)
 
 
 def run_http(ctx: CellContext) -> None:
-    """No HTTP workloads exist in the catalog yet: the spec rejects them, so there is nothing to run."""
-    ctx.log(f"{ctx.cell.cni}:{ctx.cell.cni_mode}: no http runs in this cell")
+    """Run the cell's HTTP runs: N sequential requests on one kept-alive connection to payload-echo,
+    payload-recv or static-reply; one manifest, the load generator's raw output and per-request timings each."""
+    from .drivers import http
+
+    env = environment()
+    for run in ctx.runs("http"):
+        attempt = ctx.attempts.get(run.run_id, 1)
+        if _unsupported_cell(ctx, run, attempt, env):
+            continue
+        started = now()
+        client, server = ctx.provider.client(), ctx.provider.server(run.placement)
+        target = server.ip
+        try:
+            ctx.provider.flush_services()
+            if run.path == "pod-to-service":
+                ctx.provider.add_service(SERVICE_IP, HTTP_PORT, server)
+                target = SERVICE_IP
+            raw, metrics, error = http.measure(client, server, target, HTTP_PORT, run.params["service"],
+                                               run.length_bytes, run.params["requests"])
+        except Exception as exc:
+            raw, metrics, error = {}, None, str(exc)
+        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
+                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env), raw)
 
 
 def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:

@@ -31,10 +31,21 @@ class SweepReport:
 Log = Callable[[str], None]
 
 
+def headline(doc: dict[str, Any]) -> str:
+    """The one figure a progress line shows for an ok run."""
+    m = doc["metrics"] or {}
+    if doc["workload"] == "dds" and m.get("latency_p50_us") is not None:
+        return f"latency p50 {m['latency_p50_us']:.0f} us, p99 {m['latency_p99_us']:.0f} us"
+    if doc["workload"] == "http":
+        return f"response p50 {m['response_p50_ms']:.2f} ms, p99 {m['response_p99_ms']:.2f} ms"
+    return f"{m['throughput_mbps']:.0f} Mbit/s"
+
+
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
               testbed: Testbed | None = None) -> SweepReport:
     require_root()
-    sh.require("ip", "bridge", "nft", "ss", "iperf3")
+    tools = {"iperf3": ["iperf3"], "dds": ["ddsperf"], "http": ["hey", "fortio"]}
+    sh.require("ip", "bridge", "nft", "ss", *sorted({t for w, _ in sweep.values["workloads"] for t in tools[w]}))
     store.check()
     leftover = store.flush()
     if leftover:
@@ -56,7 +67,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         report.results.append(doc)
         head = f"[{progress['done']}/{total}] {run.label}"
         if doc["status"] == "ok":
-            log(f"{head}: {doc['metrics']['throughput_mbps']:.0f} Mbit/s")
+            log(f"{head}: {headline(doc)}")
         elif doc["status"] == "failed":
             report.failures.append(f"{run.label}: {doc['error']}")
             log(f"{head}: FAILED {doc['error']}")

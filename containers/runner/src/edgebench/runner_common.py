@@ -29,7 +29,7 @@ def environment() -> dict[str, Any]:
 
 def manifest(run: Run, status: str, started: str, *, error: str | None = None, metrics: dict | None = None,
              raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
-             env: dict[str, Any] | None = None) -> dict[str, Any]:
+             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
     cell, cm = run.cell, run.cell.cni_info
     return {
         "schema_version": 1,
@@ -51,7 +51,7 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "length_bytes": run.length_bytes,
         "duration_s": run.duration_s,
         "repetition": run.repetition,
-        "params": run.params,
+        "params": run.params if params is None else params,
         "status": status,
         "error": error,
         "attempt": attempt,

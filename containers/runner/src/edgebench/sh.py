@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from typing import Sequence
@@ -29,8 +30,18 @@ def ok(argv: Sequence[str]) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stderr or proc.stdout).strip()
 
 
+def tools_dir() -> str:
+    """Where `make` installs the Go-built tools (MinIO, mc, fortio)."""
+    return os.environ.get("EDGEBENCH_TOOLS", os.path.expanduser("~/.local/share/edgebench/tools"))
+
+
+def which(tool: str) -> str | None:
+    """A tool on PATH, or in the tools directory."""
+    return shutil.which(tool) or shutil.which(tool, path=tools_dir())
+
+
 def require(*tools: str) -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
+    missing = [t for t in tools if which(t) is None]
     if missing:
         raise EdgebenchError(
             f"missing tool(s): {', '.join(missing)}; run `make setup` (Debian/Ubuntu: apt-get install "

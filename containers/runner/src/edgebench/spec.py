@@ -89,7 +89,7 @@ def _cnis(name: str, value: str) -> list[catalog.CniMode]:
 
 
 def _workloads(name: str, value: str) -> list[tuple[str, str]]:
-    known = catalog.workloads()
+    known = {k: v for k, v in catalog.workloads().items() if "protocols" in v}
     out = []
     for item in _json_list(name, value):
         tool, _, variant = item.partition(":")
@@ -105,7 +105,7 @@ def _workloads(name: str, value: str) -> list[tuple[str, str]]:
     return out
 
 
-def _paths(name: str, value: str) -> list[tuple[str, str]]:
+def _paths(name: str, value: str) -> list[tuple[str, str]]:  # iperf3-paths and http-paths
     allowed = catalog.workloads()["iperf3"]["paths"]
     out = []
     for item in _json_list(name, value):
@@ -113,6 +113,25 @@ def _paths(name: str, value: str) -> list[tuple[str, str]]:
             raise SpecError(f"parameter {name!r}: unknown path {item!r}; choices: {', '.join(allowed)}")
         path, _, placement = item.partition(":")
         out.append((path, placement))
+    return out
+
+
+def _subset(choices: tuple[str, ...]) -> Callable[[str, str], list[str]]:
+    def parse(name: str, value: str) -> list[str]:
+        items = _json_list(name, value)
+        for item in items:
+            if item not in choices:
+                raise SpecError(f"parameter {name!r}: unknown value {item!r}; choices: {', '.join(choices)}")
+        return items
+    return parse
+
+
+def _ints(name: str, value: str, lo: int, hi: int) -> list[int]:
+    out = []
+    for item in _json_list(name, value):
+        if not item.isdigit() or not lo <= int(item) <= hi:
+            raise SpecError(f"parameter {name!r}: {item!r} is not an integer in {lo}..{hi}")
+        out.append(int(item))
     return out
 
 
@@ -156,6 +175,16 @@ PARAMS: dict[str, Param] = {
         Param("iperf3-udp-lengths", lambda n, v: _sizes(n, v, 16, 65507), "UDP datagram sizes (-l)"),
         Param("iperf3-udp-bitrate", _bitrate, "UDP target bitrate (-b), 0 = unlimited"),
         Param("iperf3-paths", _paths, "path:placement entries"),
+        Param("dds-payloads", lambda n, v: _sizes(n, v, 8, 65000), "DDS sample payload sizes (bytes)"),
+        Param("dds-reliability", _subset(("reliable", "best-effort")), "DDS reliability QoS"),
+        Param("dds-transports", _subset(("unicast", "multicast")), "DDS data transport"),
+        Param("dds-subscribers", lambda n, v: _ints(n, v, 1, 16), "subscribers per publisher (throughput mode)"),
+        Param("dds-placements", _subset(("same-node", "cross-node")), "where subscribers run relative to the publisher"),
+        Param("dds-security", _subset(("none", "auth-encrypt")), "DDS Security: none or authentication + encryption"),
+        Param("dds-duration", lambda n, v: _int(n, v, 1), "seconds per DDS run"),
+        Param("http-payloads", lambda n, v: _sizes(n, v, 0, 16 * 1024 * 1024), "HTTP request payload sizes (bytes)"),
+        Param("http-requests", lambda n, v: _int(n, v, 1), "sequential requests per HTTP run (one connection)"),
+        Param("http-paths", _paths, "path:placement entries for HTTP"),
         Param("sweep-id", _sweep_id, "results namespace; empty = derived from the parameters"),
         Param("target", _target, "target cluster / node inventory name (Argo semaphore key)"),
     ]
@@ -169,7 +198,8 @@ DEFAULTS: dict[str, str] = {
     "workloads": '["iperf3:tcp","iperf3:udp"]',
     "sweep-id": "",
     "target": "lab",
-    **{k: json.dumps(v) if isinstance(v, list) else str(v) for k, v in catalog.workloads()["iperf3"]["defaults"].items()},
+    **{k: json.dumps(v) if isinstance(v, list) else str(v)
+       for w in ("iperf3", "dds", "http") for k, v in catalog.workloads()[w]["defaults"].items()},
 }
 
 

@@ -28,7 +28,7 @@ from .errors import EdgebenchError, NotRootError
 
 LAN = ipaddress.ip_network("10.77.0.0/24")
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
-PODS_PER_NODE = 2
+PODS_PER_NODE = 4  # pod 1 of node 1 is the client; the others host servers and DDS subscribers
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
 SVC_TABLE = "edgebench_svc"
 
@@ -236,6 +236,25 @@ class Testbed:
     def server(self, placement: str) -> Endpoint:
         return self.endpoint(1, 2) if placement == "same-node" else self.endpoint(2, 1)
 
+    def pods(self, node: int) -> list[Endpoint]:
+        return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
+
+    def peers(self, placement: str) -> list[Endpoint]:
+        """Where subscribers go: the other node's pods (cross-node) or node 1's pods after the client."""
+        return self.pods(2) if placement == "cross-node" else self.pods(1)[1:]
+
+    def multicast_reason(self, placement: str) -> str | None:
+        """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
+
+        The testbed floods multicast only within one L2 segment: the LAN (host networking) and one node's pod
+        bridge. It routes no multicast between nodes and its tunnels carry no BUM traffic."""
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        datapath = state.get("datapath", "?")
+        if self._is_host() or (placement == "same-node" and datapath.startswith("bridge-")):
+            return None
+        where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
+        return f"the {datapath} datapath carries no multicast {where} on the local testbed"
+
     def read_mtu(self, ep: Endpoint) -> int:
         dev = "eth0"
         info = json.loads(self._run(["ip", "-n", ep.ns, "-j", "link", "show", "dev", dev]))
@@ -271,6 +290,7 @@ class Testbed:
             # nodes route the service CIDR to their uplink (a real node's default route) so that host-network
             # clients get past the routing decision to the output DNAT rule
             self._ip(ns, "route", "add", str(SERVICE_CIDR), "dev", "eth0")
+            self._ip(ns, "route", "add", "224.0.0.0/4", "dev", "eth0")  # multicast (DDS discovery) on the LAN
             for key in ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
                         "net.ipv4.conf.default.rp_filter=0"):
                 self._ns(ns, "sysctl", "-qw", key)
@@ -320,7 +340,8 @@ class Testbed:
 
     def _bridge_pods(self, i: int, mtu: int, bridge: str) -> None:
         ns = self.node_ns(i)
-        self._ip(ns, "link", "add", bridge, "mtu", str(mtu), "type", "bridge")
+        # no IGMP snooping: the bridge floods multicast to every pod, like a plain L2 segment
+        self._ip(ns, "link", "add", bridge, "mtu", str(mtu), "type", "bridge", "mcast_snooping", "0")
         self._ip(ns, "addr", "add", f"{gateway_ip(i)}/24", "dev", bridge)
         self._ip(ns, "link", "set", bridge, "up")
         for j in range(1, PODS_PER_NODE + 1):
