@@ -59,6 +59,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     })
     total = sum(len(runs_for(sweep, c)) for c in cells)
     progress = {"done": 0}
+    reasons: set[tuple[str, str]] = set()
 
     def sink(run: Run, doc: dict[str, Any]) -> None:
         store.flush()  # upload at once: nothing measured is lost if the sweep dies later
@@ -71,6 +72,9 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         elif doc["status"] == "failed":
             report.failures.append(f"{run.label}: {doc['error']}")
             log(f"{head}: FAILED {doc['error']}")
+        elif (run.cell.cell_id, doc["error"]) not in reasons:  # unsupported: each reason once per cell
+            reasons.add((run.cell.cell_id, doc["error"]))
+            log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
     for cell in cells:
         runs = runs_for(sweep, cell)

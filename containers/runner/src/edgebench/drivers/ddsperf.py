@@ -1,0 +1,558 @@
+"""Cyclone DDS `ddsperf` driver (workload "dds", see docs/results-layout.md "DDS runs").
+
+Command builders, `cyclone_config` and the parsers are pure; `measure` runs the processes in the endpoints'
+network namespaces. Output formats are those of ddsperf 0.10 (src/tools/ddsperf/ddsperf.c, cputime.c):
+
+  latency (ping side, one line per pong peer, RTT/2):
+    [pid] 2.000  host:pid size 64 mean 8.034us min 7.420us 50% 7.701us 90% 8.172us 99% 19.669us max 2140.788us cnt 61859
+  throughput (sub side, one line per subscriber process, all publishers summed):
+    [pid] 2.001  size 1024 total 254839 lost 0 delta 182491 lost 0 rate 182.48 kS/s 1494.90 Mb/s (25.48 kS/s 208.75 Mb/s)
+  own CPU/RSS (threads below 0.5% are left out; rss is the process's *peak* RSS, getrusage maxrss):
+    [pid] 2.000  rss:7.6MB vcsw:31640 ivcsw:30251 recvUC:7%+42% ddsperf:0%+1%
+  a peer's CPU/RSS (only with -c): same with "@host:pid" (and possibly "(stale)") before rss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from typing import Any, Sequence
+from xml.sax.saxutils import quoteattr
+
+from ..errors import EdgebenchError
+
+MODES = ("latency", "throughput")
+RELIABILITIES = ("reliable", "best-effort")
+TRANSPORTS = ("unicast", "multicast")
+DISCOVERIES = ("multicast", "static-peers")
+SECURITIES = ("none", "auth-encrypt")
+
+# Participant indices probed by unicast (static-peers) discovery: index i listens on 7400+250*domain+10+2*i.
+# 13 ddsperf processes on one host (1 pub + 12 subs) need indices 0..12; leave some headroom.
+MAX_PARTICIPANT_INDEX = 19
+
+# seconds ddsperf may wait for all peers to match before giving up (-Qinitwait)
+INIT_WAIT = 10.0
+
+SAMPLE_KEYS = ("t_s", "role", "subscriber", "peer", "latency_mean_us", "latency_min_us", "latency_p50_us",
+               "latency_p90_us", "latency_p99_us", "latency_max_us", "latency_count", "samples_per_s",
+               "throughput_mbps", "lost_samples")
+
+_PREFIX = r"^\[(?P<pid>\d+)\]\s+(?P<t>\d+(?:\.\d+)?)\s+"
+LAT_RE = re.compile(
+    _PREFIX + r"(?P<sublat>sublat\s+)?(?P<peer>\S+)\s+size (?P<size>\d+) mean (?P<mean>[\d.]+)us "
+    r"min (?P<min>[\d.]+)us 50% (?P<p50>[\d.]+)us 90% (?P<p90>[\d.]+)us 99% (?P<p99>[\d.]+)us "
+    r"max (?P<max>[\d.]+)us cnt (?P<cnt>\d+)")
+SUB_RE = re.compile(
+    _PREFIX + r"size (?P<size>\d+) total (?P<total>\d+) lost (?P<totlost>\d+) delta (?P<delta>\d+) "
+    r"lost (?P<lost>\d+) rate (?P<ksps>[\d.]+) kS/s (?P<mbps>[\d.]+) Mb/s")
+CPU_RE = re.compile(
+    _PREFIX + r"(?P<stale>\(stale\)\s+)?(?:@(?P<peer>\S+)\s+)?(?:rss:(?P<rss>[\d.]+)(?P<unit>[kMG]B)\s+)?"
+    r"vcsw:(?P<vcsw>\d+) ivcsw:(?P<ivcsw>\d+)(?P<threads>(?:\s+\S+:\d+%\+\d+%)*)\s*$")
+THREAD_RE = re.compile(r"(\S+):(\d+)%\+(\d+)%")
+
+
+class DdsperfError(EdgebenchError):
+    """ddsperf could not run or its output could not be interpreted."""
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+def _common(duration: float | None, reliability: str, domain: int, minmatch: int | None,
+            init_wait: float | None) -> list[str]:
+    if reliability not in RELIABILITIES:
+        raise ValueError(f"reliability must be one of {RELIABILITIES}, not {reliability!r}")
+    argv = ["ddsperf", "-i", str(int(domain)), "-c"]
+    if duration is not None:
+        argv += ["-D", _num(duration)]
+    if reliability == "best-effort":
+        argv.append("-u")
+    if minmatch:
+        argv.append(f"-Qminmatch:{int(minmatch)}")
+        if init_wait:
+            argv.append(f"-Qinitwait:{_num(init_wait)}")
+    return argv
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{float(x):g}"
+
+
+def _rate(rate: str | float | int | None) -> list[str]:
+    if rate is None or str(rate) == "inf":
+        return []
+    if float(rate) <= 0:
+        raise ValueError(f"rate must be 'inf' or > 0, not {rate!r}")
+    return [f"{_num(float(rate))}Hz"]
+
+
+def ping_cmd(payload: int, duration: float, reliability: str = "reliable", rate: str | float | None = None,
+             domain: int = 0, *, minmatch: int = 1, init_wait: float = INIT_WAIT) -> list[str]:
+    """Latency initiator: without a rate the next ping goes out as soon as all pongs are in (ping-pong)."""
+    return [*_common(duration, reliability, domain, minmatch, init_wait), "ping", *_rate(rate),
+            "size", str(int(payload))]
+
+
+def pong_cmd(duration: float | None, reliability: str = "reliable", domain: int = 0, *, minmatch: int = 1,
+             init_wait: float = INIT_WAIT) -> list[str]:
+    return [*_common(duration, reliability, domain, minmatch, init_wait), "pong"]
+
+
+def pub_cmd(payload: int, duration: float, reliability: str = "reliable", rate: str | float | None = "inf",
+            domain: int = 0, *, minmatch: int = 1, init_wait: float = INIT_WAIT) -> list[str]:
+    """Throughput publisher; `minmatch` = number of subscriber processes it must match before publishing."""
+    return [*_common(duration, reliability, domain, minmatch, init_wait), "pub", *_rate(rate),
+            "size", str(int(payload))]
+
+
+def sub_cmd(duration: float | None, reliability: str = "reliable", domain: int = 0) -> list[str]:
+    """Throughput subscriber; `-1` prints a stats line every second even when nothing arrived. No minmatch:
+    subscribers also see each other, so matching is checked on the publisher (its -Qminmatch)."""
+    return [*_common(duration, reliability, domain, None, None), "-1", "sub"]
+
+
+def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast: bool,
+                   security: dict[str, str] | None = None, *, interface: str | None = None,
+                   max_participant_index: int = MAX_PARTICIPANT_INDEX) -> str:
+    """XML for CYCLONEDDS_URI (element names from docs/manual/config/config_file_reference.rst).
+
+    General/AllowMulticast:
+      discovery=multicast,    allow_multicast (multicast data)  -> true
+      discovery=multicast,    not allow_multicast               -> spdp (multicast only for participant discovery)
+      discovery=static-peers, not allow_multicast               -> false (no multicast at all)
+      discovery=static-peers, allow_multicast                   -> asm (data may use multicast; note SPDP then
+                                                                   also goes to 239.255.0.1 besides the peers)
+    Static peers need Discovery/ParticipantIndex=auto (the 0.10 default "none" uses random ports, making unicast
+    discovery impossible) and MaxAutoParticipantIndex >= participants per host - 1.
+    `security`: optional {"Library...": ...} dict rendered as Domain/Security (see security_config()).
+    """
+    if discovery not in DISCOVERIES:
+        raise ValueError(f"discovery must be one of {DISCOVERIES}, not {discovery!r}")
+    static = discovery == "static-peers"
+    if static and not peers:
+        raise ValueError("static-peers discovery needs at least one peer address")
+    mc = {(False, True): "true", (False, False): "spdp", (True, False): "false", (True, True): "asm"}[
+        (static, bool(allow_multicast))]
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<CycloneDDS xmlns="https://cdds.io/config">',
+             '  <Domain Id="any">',
+             '    <General>']
+    if interface:
+        lines.append(f"      <Interfaces><NetworkInterface address={quoteattr(interface)}/></Interfaces>")
+    lines += [f"      <AllowMulticast>{mc}</AllowMulticast>",
+              "    </General>",
+              "    <Discovery>"]
+    if static:
+        lines += ["      <ParticipantIndex>auto</ParticipantIndex>",
+                  f"      <MaxAutoParticipantIndex>{int(max_participant_index)}</MaxAutoParticipantIndex>",
+                  "      <Peers>"]
+        lines += [f"        <Peer address={quoteattr(p)}/>" for p in peers or ()]
+        lines += ["      </Peers>"]
+    lines.append("    </Discovery>")
+    if security:
+        lines.append(_security_xml(security))
+    lines += ["  </Domain>", "</CycloneDDS>"]
+    return "\n".join(lines) + "\n"
+
+
+def _security_xml(sec: dict[str, str]) -> str:
+    def lib(kind: str) -> str:
+        path = sec[f"{kind}_library"]
+        init = {"auth": "init_authentication", "ac": "init_access_control", "crypto": "init_crypto"}[kind]
+        fini = {"auth": "finalize_authentication", "ac": "finalize_access_control", "crypto": "finalize_crypto"}[kind]
+        return f'<Library path={quoteattr(path)} initFunction="{init}" finalizeFunction="{fini}"/>'
+    return "\n".join([
+        "    <Security>",
+        "      <Authentication>",
+        f"        {lib('auth')}",
+        f"        <IdentityCA>{sec['identity_ca']}</IdentityCA>",
+        f"        <IdentityCertificate>{sec['identity_cert']}</IdentityCertificate>",
+        f"        <PrivateKey>{sec['private_key']}</PrivateKey>",
+        "      </Authentication>",
+        "      <AccessControl>",
+        f"        {lib('ac')}",
+        f"        <PermissionsCA>{sec['permissions_ca']}</PermissionsCA>",
+        f"        <Governance>{sec['governance']}</Governance>",
+        f"        <Permissions>{sec['permissions']}</Permissions>",
+        "      </AccessControl>",
+        "      <Cryptographic>",
+        f"        {lib('crypto')}",
+        "      </Cryptographic>",
+        "    </Security>"])
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+def _sample(t: float, role: str, subscriber: int | None, peer: str | None) -> dict[str, Any]:
+    s: dict[str, Any] = dict.fromkeys(SAMPLE_KEYS)
+    s.update(t_s=t, role=role, subscriber=subscriber, peer=peer)
+    return s
+
+
+def parse(text: str, role: str, subscriber: int | None = None) -> list[dict[str, Any]]:
+    """dds-samples.json objects from one process's output: latency lines of `ping` (one per pong peer and
+    second; `peer` = "host:pid") and throughput lines of `sub` (`subscriber` = the caller's 1-based number;
+    `sublat` lines of `sub -l` carry latency instead). `pong`/`pub` output yields no samples."""
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if role in ("ping", "sub"):
+            m = LAT_RE.match(line)
+            if m and (role == "ping") != bool(m.group("sublat")):
+                s = _sample(float(m.group("t")), role, subscriber, m.group("peer"))
+                s.update(latency_mean_us=float(m.group("mean")), latency_min_us=float(m.group("min")),
+                         latency_p50_us=float(m.group("p50")), latency_p90_us=float(m.group("p90")),
+                         latency_p99_us=float(m.group("p99")), latency_max_us=float(m.group("max")),
+                         latency_count=int(m.group("cnt")))
+                out.append(s)
+                continue
+        if role == "sub":
+            m = SUB_RE.match(line)
+            if m:
+                s = _sample(float(m.group("t")), role, subscriber, None)
+                s.update(samples_per_s=float(m.group("ksps")) * 1000.0, throughput_mbps=float(m.group("mbps")),
+                         lost_samples=int(m.group("lost")))
+                out.append(s)
+    return out
+
+
+def _rss_mb(value: str | None, unit: str | None) -> float | None:
+    if value is None:
+        return None
+    return float(value) * {"kB": 1 / 1024, "MB": 1.0, "GB": 1024.0}[unit or "MB"]
+
+
+def parse_stats(text: str) -> dict[str, Any]:
+    """The process's own CPU/RSS lines: {"cpu_pct": mean over lines of the sum of all threads' user+system %,
+    "rss_mb": mean peak RSS, "cpu_max_pct", "rss_max_mb", "lines": n, "pid": int|None,
+    "peers": {"host:pid": {"cpu_pct", "rss_mb", "lines"}}} (the peers' lines only appear with -c).
+    Seconds in which no thread used >= 0.5% CPU print no line and are not counted."""
+    own: list[tuple[float, float | None]] = []
+    peers: dict[str, list[tuple[float, float | None]]] = {}
+    pid = None
+    for line in text.splitlines():
+        m = CPU_RE.match(line)
+        if not m:
+            continue
+        cpu = float(sum(int(u) + int(s) for _, u, s in THREAD_RE.findall(m.group("threads") or "")))
+        rss = _rss_mb(m.group("rss"), m.group("unit"))
+        if m.group("peer"):
+            if not m.group("stale"):
+                peers.setdefault(m.group("peer"), []).append((cpu, rss))
+        else:
+            pid = int(m.group("pid"))
+            own.append((cpu, rss))
+
+    def agg(rows: list[tuple[float, float | None]]) -> dict[str, Any]:
+        cpus = [c for c, _ in rows]
+        rss = [r for _, r in rows if r is not None]
+        return {"cpu_pct": sum(cpus) / len(cpus) if cpus else None,
+                "rss_mb": sum(rss) / len(rss) if rss else None,
+                "cpu_max_pct": max(cpus) if cpus else None,
+                "rss_max_mb": max(rss) if rss else None,
+                "lines": len(rows)}
+
+    return {**agg(own), "pid": pid, "peers": {k: agg(v) for k, v in peers.items()}}
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-second throughput lines of one subscriber inside its active window: leading/trailing seconds with
+    no data are dropped, and so are the first and last data seconds (partial: the publisher started/stopped
+    within them) when at least 3 data seconds remain."""
+    rows = sorted(rows, key=lambda s: s["t_s"])
+    idx = [i for i, s in enumerate(rows) if s["samples_per_s"]]
+    if not idx:
+        return []
+    rows = rows[idx[0]:idx[-1] + 1]
+    return rows[1:-1] if len(rows) >= 3 else rows
+
+
+def summarize(mode: str, samples: Sequence[dict[str, Any]],
+              stats_by_role: dict[str, dict[str, Any] | Sequence[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The manifest `metrics` of a DDS run.
+
+    latency: over all latency samples (ping lines, all peers): mean = count-weighted mean of the per-second
+    means, min of mins, max of maxes, each percentile = count-weighted mean of the per-second percentiles,
+    count = sum. throughput: per subscriber the mean over its active seconds (see _active) of samples/s and
+    Mb/s; samples_per_s and throughput_mbps = sums over subscribers, per_subscriber_mbps = their mean,
+    lost_samples = sum of all per-second lost counts. CPU/RSS: `stats_by_role` maps role ("ping", "pong",
+    "pub", "sub") to parse_stats() results (or a list of them for several subs); pub side = ping/pub,
+    sub side = pong/sub (mean over processes)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    m: dict[str, Any] = {k: None for k in (
+        "latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
+        "latency_max_us", "latency_count", "samples_per_s", "throughput_mbps", "per_subscriber_mbps",
+        "lost_samples", "cpu_pub_pct", "rss_pub_mb", "cpu_sub_pct", "rss_sub_mb")}
+    if mode == "latency":
+        lat = [s for s in samples if s.get("latency_count")]
+        n = sum(s["latency_count"] for s in lat)
+        if n:
+            def w(key: str) -> float:
+                return sum(s[key] * s["latency_count"] for s in lat) / n
+            m.update(latency_mean_us=w("latency_mean_us"), latency_p50_us=w("latency_p50_us"),
+                     latency_p90_us=w("latency_p90_us"), latency_p99_us=w("latency_p99_us"),
+                     latency_min_us=min(s["latency_min_us"] for s in lat),
+                     latency_max_us=max(s["latency_max_us"] for s in lat), latency_count=n)
+    else:
+        by_sub: dict[Any, list[dict[str, Any]]] = {}
+        for s in samples:
+            if s.get("role") == "sub" and s.get("samples_per_s") is not None:
+                by_sub.setdefault(s.get("subscriber"), []).append(s)
+        if by_sub:
+            sps, mbps = [], []
+            for rows in by_sub.values():
+                act = _active(rows)
+                sps.append(_mean([r["samples_per_s"] for r in act]) or 0.0)
+                mbps.append(_mean([r["throughput_mbps"] for r in act]) or 0.0)
+            m.update(samples_per_s=sum(sps), throughput_mbps=sum(mbps), per_subscriber_mbps=sum(mbps) / len(mbps),
+                     lost_samples=sum(s["lost_samples"] or 0 for rows in by_sub.values() for s in rows))
+    stats_by_role = stats_by_role or {}
+
+    def side(roles: Sequence[str], key: str) -> float | None:
+        vals = []
+        for r in roles:
+            st = stats_by_role.get(r)
+            for one in ([st] if isinstance(st, dict) else list(st or [])):
+                if one and one.get(key) is not None:
+                    vals.append(one[key])
+        return _mean(vals)
+
+    m.update(cpu_pub_pct=side(("ping", "pub"), "cpu_pct"), rss_pub_mb=side(("ping", "pub"), "rss_mb"),
+             cpu_sub_pct=side(("pong", "sub"), "cpu_pct"), rss_sub_mb=side(("pong", "sub"), "rss_mb"))
+    return m
+
+
+# --- environment ----------------------------------------------------------------------------------
+
+SECURITY_LIBS = ("libdds_security_auth", "libdds_security_ac", "libdds_security_crypto")
+
+
+def version() -> str:
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
+                             text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return f"cyclonedds-tools {out.stdout.strip()}"
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        pass
+    return "ddsperf (version unknown)" if shutil.which("ddsperf") else "missing"
+
+
+def _find_security_libs() -> dict[str, str]:
+    """{"auth": path, "ac": path, "crypto": path} for the plugins found (Debian puts them in a private dir
+    next to libddsc, e.g. /usr/lib/x86_64-linux-gnu/libddsc0debian/)."""
+    roots = []
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+        for line in out.splitlines():
+            if "libddsc" in line and "=>" in line:
+                roots.append(os.path.dirname(os.path.realpath(line.split("=>", 1)[1].strip())))
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        pass
+    roots += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
+              "/usr/local/lib", "/usr/lib", "/opt/cyclonedds/lib"]
+    found: dict[str, str] = {}
+    for root in dict.fromkeys(roots):
+        if not os.path.isdir(root):
+            continue
+        for dirpath, _dirs, files in os.walk(root):
+            if dirpath.count(os.sep) - root.count(os.sep) > 1:
+                _dirs[:] = []
+                continue
+            for f in files:
+                for lib in SECURITY_LIBS:
+                    kind = lib.rsplit("_", 1)[1]
+                    if kind not in found and f.startswith(lib + ".so"):
+                        found[kind] = os.path.join(dirpath, f)
+        if len(found) == 3:
+            break
+    return found
+
+
+def security_support() -> str | None:
+    """None if this Cyclone build can run DDS Security (auth + access control + crypto plugins present and
+    loadable, openssl available to make certificates), else the reason."""
+    import ctypes
+
+    libs = _find_security_libs()
+    missing = [lib for lib in SECURITY_LIBS if lib.rsplit("_", 1)[1] not in libs]
+    if missing:
+        return (f"cyclonedds on this machine ships no DDS Security plugins "
+                f"({', '.join(m + '.so' for m in missing)} not found)")
+    for kind, path in libs.items():
+        try:
+            ctypes.CDLL(path)
+        except OSError as exc:
+            return f"DDS Security plugin {path} does not load: {exc}"
+    if not shutil.which("openssl"):
+        return "openssl is not installed (needed to generate the DDS Security certificates)"
+    return None
+
+
+# --- running --------------------------------------------------------------------------------------
+
+def _popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
+    return subprocess.Popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
+    """SIGINT (ddsperf then prints its final checks and exits), SIGKILL after `grace` s; returns the output."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    try:
+        out, _ = proc.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = proc.communicate()
+    return out or b""
+
+
+def _diagnose(rc: int, text: str, what: str, init_wait: float) -> str | None:
+    """Error text for a ddsperf exit code, or None when the run counts as a measurement.
+
+    Exit 1 caused only by "N samples lost" is a measurement, not a failure: ddsperf 0.10 raises it only for
+    reliable keep-all data (never in best-effort mode, where loss is expected and reported in lost_samples);
+    the loss is reported through lost_samples either way. Exit 1 for matching/peer problems is an error."""
+    if rc == 0:
+        return None
+    errs = [ln.split("error:", 1)[1].strip() for ln in text.splitlines() if "error:" in ln]
+    if rc == 3:
+        return f"{what}: ddsperf rejected its arguments: {text.strip()[-300:]}"
+    if rc == 2:
+        return f"{what}: DDS operation failed: {text.strip()[-300:]}"
+    if rc == 1:
+        real = [e for e in errs if not re.fullmatch(r"\d+ samples lost", e)]
+        if not real and errs:
+            return None
+        if any("too few matching participants" in e for e in real):
+            return (f"{what}: DDS peers did not match within {init_wait:g}s ({'; '.join(real)}): "
+                    "check discovery (multicast reachability or static peer addresses)")
+        return f"{what}: ddsperf failed: {'; '.join(real) or text.strip()[-300:]}"
+    if rc < 0:
+        return f"{what}: ddsperf killed by signal {-rc}"
+    return f"{what}: ddsperf exited with {rc}: {text.strip()[-300:]}"
+
+
+def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability: str, transport: str,
+            discovery: str, peers: Sequence[str] | None, security: str = "none", domain: int = 0,
+            timeout_extra: float = 60, rate: str | float | None = None, init_wait: float = INIT_WAIT
+            ) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
+    """One DDS run. latency: ping on `pub`, pong on `subs[0]`; throughput: pub on `pub`, one sub per entry of
+    `subs` (several may share a namespace). `peers` (static-peers): addresses every participant is told
+    about; None = the endpoints' IPs. Returns (raw files, metrics or None, error or None); raw output is
+    returned even when the run failed."""
+    raw: dict[str, bytes] = {}
+    try:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
+        if discovery not in DISCOVERIES:
+            raise ValueError(f"discovery must be one of {DISCOVERIES}, not {discovery!r}")
+        if reliability not in RELIABILITIES:
+            raise ValueError(f"reliability must be one of {RELIABILITIES}, not {reliability!r}")
+        if security not in SECURITIES:
+            raise ValueError(f"security must be one of {SECURITIES}, not {security!r}")
+        if not subs:
+            raise ValueError("need at least one subscriber endpoint")
+    except ValueError as exc:
+        return raw, None, str(exc)
+    if security == "auth-encrypt":
+        reason = security_support() or "the edgebench ddsperf driver does not configure DDS Security yet"
+        return raw, None, f"unsupported: {reason}"
+    if discovery == "static-peers" and not peers:
+        peers = list(dict.fromkeys([pub.ip, *(s.ip for s in subs)]))
+
+    def xml(ep) -> str:
+        return cyclone_config(discovery, peers, transport == "multicast", interface=ep.ip)
+
+    # initiator (ping/pub) waits up to init_wait for its peers, then runs `duration` s; the responders
+    # (pong/subs) get a generous -D as a safety net and are stopped with SIGINT once the initiator is done.
+    responder_d = init_wait + duration + timeout_extra
+    if mode == "latency":
+        responders = [("ddsperf-pong.log", "pong", None, subs[0],
+                       pong_cmd(responder_d, reliability, domain, minmatch=1, init_wait=init_wait))]
+        init = ("ddsperf-ping.log", "ping", None, pub,
+                ping_cmd(payload, duration, reliability, rate, domain, minmatch=1, init_wait=init_wait))
+    else:
+        responders = [(f"ddsperf-sub-{i}.log", "sub", i, ep, sub_cmd(responder_d, reliability, domain))
+                      for i, ep in enumerate(subs, 1)]
+        init = ("ddsperf-pub.log", "pub", None, pub,
+                pub_cmd(payload, duration, reliability, rate if rate is not None else "inf", domain,
+                        minmatch=len(subs), init_wait=init_wait))
+
+    procs: list[tuple[str, str, int | None, subprocess.Popen]] = []
+    outputs: dict[str, tuple[str, int | None, str, int | None]] = {}
+    error = None
+    try:
+        for name, role, n, ep, argv in responders:
+            procs.append((name, role, n, _popen(ep, argv, xml(ep))))
+        time.sleep(0.2)
+        name, role, n, ep, argv = init
+        iproc = _popen(ep, argv, xml(ep))
+        procs.append((name, role, n, iproc))
+        try:
+            iout, _ = iproc.communicate(timeout=init_wait + duration + timeout_extra)
+            irc = iproc.returncode
+        except subprocess.TimeoutExpired:
+            iout, irc = _stop(iproc), None
+            error = f"{role}: ddsperf did not finish within {init_wait + duration + timeout_extra:g}s"
+        outputs[name] = (role, n, iout.decode(errors="replace"), irc)
+        time.sleep(1.2)  # let the responders print the last full second
+        for pname, prole, pn, proc in procs[:-1]:
+            out = _stop(proc)
+            outputs[pname] = (prole, pn, out.decode(errors="replace"), proc.returncode)
+    finally:
+        for *_, proc in procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+
+    samples: list[dict[str, Any]] = []
+    stats: dict[str, Any] = {}
+    for name in [init[0]] + [r[0] for r in responders]:
+        role, n, text, rc = outputs.get(name, ("?", None, "", None))
+        raw[name] = text.encode()
+        if error is None and rc is not None:
+            # responders are SIGINTed: only their own ddsperf error verdicts count, not the signal
+            err = _diagnose(rc, text, name.removesuffix(".log"), init_wait)
+            if err and (name == init[0] or "error:" in text):
+                error = err
+        samples += parse(text, role, n if role == "sub" else (1 if role == "ping" else None))
+        if name != init[0]:
+            # responders outlive the initiator: their idle seconds after it left are not part of the run
+            text = text.split(": gone\n", 1)[0]
+        st = parse_stats(text)
+        if role == "sub":
+            stats.setdefault("sub", []).append(st)
+        else:
+            stats[role] = st
+    samples.sort(key=lambda s: (s["role"], s["subscriber"] or 0, s["t_s"]))
+    raw["dds-samples.json"] = json.dumps(samples, indent=1).encode()
+    if error:
+        return raw, None, error
+    metrics = summarize(mode, samples, stats)
+    if mode == "latency" and not metrics["latency_count"]:
+        return raw, None, "ping: ddsperf reported no latency lines (no pong answered)"
+    if mode == "throughput" and not metrics["samples_per_s"]:
+        return raw, None, "sub: no subscriber received any data"
+    return raw, metrics, None
