@@ -141,3 +141,197 @@ def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
         layers.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color="#d62728")
                       .encode(y="host_throughput_mbps:Q", tooltip=["label:N", "host_throughput_mbps:Q"]))
     return alt.layer(*layers).properties(height=380, title="iperf3 throughput (mean, 95% CI), host baseline dashed")
+
+
+# ---- DDS ------------------------------------------------------------------------------------------------------
+
+# Conditions the DDS page holds fixed (besides substrate): column -> label
+DDS_FILTERS = {
+    "placement": "Placement",
+    "security": "Security",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+_DDS_RUNS = """(select substrate, distribution, netem_scenario, tuning_profile, placement, security, cni, cni_mode,
+                       datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
+                       error, attempt, sweep_id, run_id, started_at, 'latency' as dds_mode from fct_dds_latency
+                union all
+                select substrate, distribution, netem_scenario, tuning_profile, placement, security, cni, cni_mode,
+                       datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
+                       error, attempt, sweep_id, run_id, started_at, 'throughput' from fct_dds_throughput)"""
+
+
+def _where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
+    unknown = set(filters) - set(allowed)
+    if unknown:
+        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
+    clauses, params = ["substrate = ?"], [substrate]
+    for col, value in filters.items():
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(value)
+    return " and ".join(clauses), params
+
+
+def dds_substrates(con) -> list[str]:
+    """Substrates with DDS runs (any status), most runs first."""
+    rows = con.execute(f"select substrate from {_DDS_RUNS} group by substrate "
+                       "order by count(*) desc, substrate").fetchall()
+    return [r[0] for r in rows]
+
+
+def dds_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    """Values of one DDS filter column on a substrate given the filters chosen before it (all statuses)."""
+    if column not in DDS_FILTERS:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where_in(substrate, chosen, DDS_FILTERS)
+    # the value with most successful runs first (the default), so the page opens on data, not on a corner case
+    rows = con.execute(f"select {column} from {_DDS_RUNS} where {where} and {column} is not null "
+                       f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
+                       params).fetchall()
+    return [r[0] for r in rows]
+
+
+def dds_overhead(con, substrate: str, **filters) -> pd.DataFrame:
+    """dds_overhead_vs_host rows for one substrate and fixed conditions, with a `variant` label."""
+    where, params = _where_in(substrate, filters, DDS_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, *
+        from dds_overhead_vs_host where {where}
+        order by dds_mode, is_host_baseline desc, cni, cni_mode, length_bytes, subscribers""", params).df()
+
+
+def dds_overhead_table(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Table I/II style: one row per CNI / mode (host excluded), one column per payload, overhead in percent.
+    metric: latency_p90_overhead_pct or throughput_overhead_pct."""
+    cni = df[~df["is_host_baseline"] & df[metric].notna()]
+    if cni.empty:
+        return pd.DataFrame(columns=["variant"])
+    table = cni.pivot_table(index="variant", columns="length_bytes", values=metric, aggfunc="first")
+    table.columns = [f"{int(c)} B" for c in table.columns]
+    return table.reset_index()
+
+
+def dds_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
+    """Failed and unsupported DDS runs with their reasons."""
+    where, params = _where_in(substrate, filters, DDS_FILTERS)
+    return con.execute(f"""
+        select status, dds_mode, cni, cni_mode, datapath, length_bytes, reliability, transport, subscribers,
+               security, repetition, error, attempt, sweep_id, run_id, started_at
+        from {_DDS_RUNS} where status <> 'ok' and {where}
+        order by status, cni, cni_mode, dds_mode, length_bytes, repetition""", params).df()
+
+
+def dds_line_chart(df: pd.DataFrame, x: str, y: str, dash: str, title: str, y_title: str,
+                   x_title: str) -> alt.Chart:
+    """Mean per configuration: one line per CNI / mode, dashed by `dash` (reliability or transport)."""
+    return alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X(f"{x}:O", title=x_title),
+        y=alt.Y(f"{y}:Q", title=y_title),
+        color=alt.Color("variant:N", title="CNI / mode"),
+        strokeDash=alt.StrokeDash(f"{dash}:N", title=dash),
+        tooltip=["variant:N", f"{dash}:N", f"{x}:O", alt.Tooltip(f"{y}:Q", format=".1f"), "n_runs:Q",
+                 "discovery:N"],
+    ).properties(height=320, title=title)
+
+
+# ---- HTTP -----------------------------------------------------------------------------------------------------
+
+HTTP_FILTERS = {
+    "service": "Service",
+    "path": "Path",
+    "placement": "Placement",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+
+
+def http_substrates(con) -> list[str]:
+    rows = con.execute("select substrate from fct_http_runs group by substrate "
+                       "order by count(*) desc, substrate").fetchall()
+    return [r[0] for r in rows]
+
+
+def http_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    if column not in HTTP_FILTERS:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where_in(substrate, chosen, HTTP_FILTERS)
+    # the value with most successful runs first (the default), so the page opens on data, not on a corner case
+    rows = con.execute(f"select {column} from fct_http_runs where {where} and {column} is not null "
+                       f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
+                       params).fetchall()
+    return [r[0] for r in rows]
+
+
+def http_requests(con, substrate: str, **filters) -> pd.DataFrame:
+    """Successful (2xx) requests of ok runs, for the response-time distribution, with a `variant` label."""
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, length_bytes, response_ms, run_id, seq, repetition
+        from fct_http_requests where status = 'ok' and not is_error and {where}
+        order by cni = 'host' desc, variant, length_bytes, run_id, seq""", params).df()
+
+
+def http_kpis(con, substrate: str, **filters) -> pd.DataFrame:
+    """The distinct KPI boundaries (from params.kpis_ms) of the selected runs: use_case, kpi_ms."""
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        select use_case, any_value(kpi_ms) as kpi_ms from fct_http_kpi_compliance where {where}
+        group by use_case order by kpi_ms, use_case""", params).df()
+
+
+def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
+    """Per CNI / mode, payload and use case: share of requests beyond the KPI (errors count as beyond) and how
+    many runs had their p90 beyond it."""
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, length_bytes, use_case, any_value(kpi_ms) as kpi_ms,
+               count(*) as n_runs, sum(n_requests) as n_requests, sum(n_beyond_kpi) as n_beyond_kpi,
+               sum(n_beyond_kpi) / sum(n_requests) * 100 as pct_beyond_kpi,
+               count(*) filter (where is_p90_beyond_kpi) as n_runs_p90_beyond
+        from fct_http_kpi_compliance where {where}
+        group by cni, cni_mode, length_bytes, use_case
+        order by cni = 'host' desc, variant, length_bytes, kpi_ms, use_case""", params).df()
+
+
+def http_overhead(con, substrate: str, **filters) -> pd.DataFrame:
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, length_bytes, n_runs, n_requests, n_errors, response_p50_ms,
+               response_p90_ms, response_p90_ci95_ms, host_response_p90_ms, response_p90_overhead_pct,
+               response_p50_overhead_pct, is_significant
+        from http_overhead_vs_host where {where}
+        order by length_bytes, is_host_baseline desc, variant""", params).df()
+
+
+def http_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
+    """Failed runs and ok runs with error requests."""
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        select status, cni, cni_mode, service, length_bytes, repetition, n_requests, n_errors, error, attempt,
+               sweep_id, run_id, started_at
+        from fct_http_runs where (status <> 'ok' or n_errors > 0) and {where}
+        order by status, cni, cni_mode, length_bytes, repetition""", params).df()
+
+
+def response_chart(requests: pd.DataFrame, kpis: pd.DataFrame) -> alt.LayerChart:
+    """Box plot of response times per payload and CNI / mode (log scale), a dashed rule at every KPI boundary."""
+    variants = list(dict.fromkeys(requests["variant"]))
+    boxes = alt.Chart(requests).mark_boxplot(extent=1.5, size=22).encode(
+        x=alt.X("length_bytes:O", title="payload (bytes)"),
+        xOffset=alt.XOffset("variant:N", sort=variants),
+        y=alt.Y("response_ms:Q", title="response time (ms, log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("variant:N", title="CNI / mode", sort=variants),
+    )
+    layers = [boxes]
+    if not kpis.empty:
+        k = kpis.groupby("kpi_ms", as_index=False).agg(use_cases=("use_case", lambda s: ", ".join(s)))
+        k["label"] = k.apply(lambda r: f"KPI {r.kpi_ms:g} ms ({r.use_cases})", axis=1)
+        rules = alt.Chart(k).mark_rule(strokeDash=[6, 4], color="#d62728").encode(
+            y="kpi_ms:Q", tooltip=["label:N"])
+        text = alt.Chart(k).mark_text(align="left", dx=4, dy=-6, color="#d62728").encode(
+            y="kpi_ms:Q", x=alt.value(0), text="label:N")
+        layers += [rules, text]
+    return alt.layer(*layers).properties(height=380, title="Response time per request (box plot), KPI boundaries dashed")

@@ -10,4 +10,6 @@ st.set_page_config(page_title="edgebench", page_icon=":material/hub:", layout="w
 st.navigation([
     st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
     st.Page("app_pages/cni_datapaths.py", title="CNI datapaths", icon=":material/speed:"),
+    st.Page("app_pages/dds.py", title="DDS pub/sub", icon=":material/podcasts:", url_path="dds"),
+    st.Page("app_pages/http.py", title="HTTP services", icon=":material/http:", url_path="http"),
 ]).run()

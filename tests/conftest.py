@@ -37,6 +37,17 @@ def fixture_warehouse(fixture_raw_root, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def iperf3_only_warehouse(tmp_path_factory) -> Path:
+    """A warehouse built from iperf3 manifests only: no dds-samples.json / http-requests.json exists anywhere."""
+    from edgebench import warehouse
+
+    root = fixture_manifests.write_tree(tmp_path_factory.mktemp("raw-iperf3"), fixture_manifests.iperf3_manifests())
+    path = tmp_path_factory.mktemp("wh-iperf3") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

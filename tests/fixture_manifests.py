@@ -29,7 +29,9 @@ SERIES = [
 
 # Expected values (by construction of SERIES).
 N_IPERF3_RUNS = sum(len(s[-1]) for s in SERIES)          # 21
-N_MANIFESTS = N_IPERF3_RUNS + 2                           # + one dds manifest + one duplicated run_id
+N_DDS_RUNS = 29                                          # see DDS_SERIES: 16 latency ok + 1 unsupported + 12 tput
+N_HTTP_RUNS = 20                                         # 5 (service, payload) x 2 CNIs x 2 repetitions
+N_MANIFESTS = N_IPERF3_RUNS + 1 + N_DDS_RUNS + N_HTTP_RUNS  # + one duplicated run_id
 OVERHEAD_LOCAL_TCP_FLANNEL = (9000 - 7000) / 9000 * 100  # 22.22...
 OVERHEAD_LOCAL_UDP_FLANNEL = (1000 - 960) / 1000 * 100   # 4.0
 N_OVERHEAD_ROWS = 7                                      # 3 local tcp + 3 local udp + 1 kind tcp
@@ -76,21 +78,234 @@ def manifest(*, substrate, distribution, cni, cni_mode, datapath, protocol, repe
     }
 
 
-def fixture_manifests() -> list[dict]:
+def iperf3_manifests() -> list[dict]:
+    """The iperf3 runs only (plus the superseded duplicate): a raw tree without any DDS or HTTP file."""
     out = []
     for substrate, dist, cni, mode, datapath, proto, results in SERIES:
         for rep, (status, value) in enumerate(results, start=1):
             out.append(manifest(substrate=substrate, distribution=dist, cni=cni, cni_mode=mode, datapath=datapath,
                                 protocol=proto, repetition=rep, status=status, value=value))
-    # a manifest of another workload: must not disturb the iperf3 models
-    out.append(manifest(substrate="local", distribution="none", cni="flannel", cni_mode="vxlan",
-                        datapath="bridge-vxlan", protocol="udp", repetition=1, status="ok", value=None,
-                        workload="dds"))
     # the same run_id (host tcp rep 1) under an older sweep, finished earlier: deduplication must drop it
     out.append(manifest(substrate="local", distribution="none", cni="host", cni_mode="host", datapath="host",
                         protocol="tcp", repetition=1, status="ok", value=1, sweep_id="fixture-sweep-0",
                         started_at=T0 - timedelta(days=1)))
     return out
+
+
+def fixture_manifests() -> list[dict]:
+    return iperf3_manifests() + dds_manifests() + http_manifests()
+
+
+# ---- DDS (docs/results-layout.md "DDS runs") ------------------------------------------------------------------
+
+DDS_DURATION_S = 5
+# cni -> (cni_mode, datapath, mtu, discovery): bridge-vxlan / ptp-routed carry no multicast -> static peers
+DDS_CNIS = {
+    "host": ("host", "host", 1500, "multicast"),
+    "flannel": ("vxlan", "bridge-vxlan", 1450, "static-peers"),
+    "calico": ("bgp", "ptp-routed", 1500, "static-peers"),
+}
+DDS_LAT_BASE_US = {64: 50.0, 1024: 70.0}                       # host, reliable
+DDS_LAT_FACTOR = {"host": 1.0, "flannel": 1.12, "calico": 1.04}
+# (cni, mode, payload, reliability, transport, subscribers, security, repetitions, status/error)
+DDS_SERIES = (
+    [(c, "latency", n, "reliable", "unicast", 1, "none", 2, None) for c in ("host", "flannel", "calico")
+     for n in (64, 1024)]
+    + [(c, "latency", 64, "best-effort", "unicast", 1, "none", 2, None) for c in ("host", "flannel")]
+    + [("calico", "latency", 64, "reliable", "unicast", 1, "auth-encrypt", 1,
+        "unsupported: ddsperf was built without DDS Security (no auth-encrypt plugins)")]
+    + [(c, "throughput", 1024, "reliable", t, k, "none", 2, None)
+       for c, t in (("host", "unicast"), ("host", "multicast"), ("flannel", "unicast")) for k in (1, 4)]
+)
+# per-subscriber Mbit/s of a throughput run: unicast splits the publisher's output, multicast does not
+DDS_TPUT_PUB_MBPS = {"host": 900.0, "flannel": 760.0}
+
+
+def _rng(text: str):
+    import random
+    return random.Random(int(_hex(text, 12), 16))
+
+
+def _record(*, cni, cni_mode, datapath, mtu, workload, protocol, path, length, duration_s, repetition, params,
+            status, error, raw_files, metrics, tools, extra_hash, substrate="local", distribution="none",
+            minute=0) -> dict:
+    cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/default_settings/none", 10)
+    run_id = "r-" + _hex(f"{SWEEP}/{cell_id}/{workload}/{protocol}/{path}/cross-node/{extra_hash}/{repetition}", 12)
+    started = T0 + timedelta(hours=1 if workload == "dds" else 2, minutes=minute)
+    return {
+        "schema_version": 1, "sweep_id": SWEEP, "cell_id": cell_id, "run_id": run_id,
+        "substrate": substrate, "distribution": distribution, "cni": cni, "cni_mode": cni_mode,
+        "datapath": datapath, "mtu": mtu, "netem_scenario": "none", "tuning_profile": "default_settings",
+        "workload": workload, "protocol": protocol, "path": path, "placement": "cross-node",
+        "length_bytes": length, "duration_s": duration_s, "repetition": repetition, "params": params,
+        "status": status, "error": error, "attempt": 1 if status == "ok" else 2,
+        "started_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "finished_at": (started + timedelta(seconds=(duration_s or 2) + 1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "raw_files": raw_files,
+        "environment": {"kernel": "6.1.0-fixture", "machine": "x86_64", "hostname": "fixture",
+                        "edgebench_version": "0.0.0-fixture", "tools": tools, "cni_version": None},
+        "metrics": metrics,
+    }
+
+
+def dds_samples(m: dict) -> list[dict]:
+    """dds-samples.json of a DDS manifest (deterministic from the manifest; [] unless status is ok)."""
+    if m["status"] != "ok":
+        return []
+    p, rng, n = m["params"], _rng(m["run_id"]), m["length_bytes"]
+    out = []
+    for t in range(1, DDS_DURATION_S + 1):
+        if p["mode"] == "latency":
+            base = DDS_LAT_BASE_US[n] * DDS_LAT_FACTOR[m["cni"]] * (0.92 if p["reliability"] == "best-effort" else 1)
+            j = 1 + rng.uniform(-0.03, 0.03)
+            out.append({"t_s": float(t), "role": "ping", "subscriber": None, "peer": "10.244.1.7",
+                        "latency_mean_us": round(base * 1.05 * j, 2), "latency_min_us": round(base * 0.8 * j, 2),
+                        "latency_p50_us": round(base * j, 2), "latency_p90_us": round(base * 1.2 * j, 2),
+                        "latency_p99_us": round(base * 1.6 * j, 2), "latency_max_us": round(base * 3.1 * j, 2),
+                        "latency_count": 9000 + rng.randrange(0, 600),
+                        "samples_per_s": None, "throughput_mbps": None, "lost_samples": None})
+        else:
+            k = p["subscribers"]
+            per_sub = DDS_TPUT_PUB_MBPS[m["cni"]] * (0.87 if p["transport"] == "multicast" else 1)
+            if p["transport"] == "unicast":
+                per_sub /= k
+            for sub in range(1, k + 1):
+                mbps = round(per_sub * (1 + rng.uniform(-0.02, 0.02)), 3)
+                out.append({"t_s": float(t), "role": "sub", "subscriber": sub, "peer": "10.244.0.5",
+                            "latency_mean_us": None, "latency_min_us": None, "latency_p50_us": None,
+                            "latency_p90_us": None, "latency_p99_us": None, "latency_max_us": None,
+                            "latency_count": None, "samples_per_s": round(mbps * 1e6 / 8 / n, 1),
+                            "throughput_mbps": mbps, "lost_samples": rng.randrange(0, 3)})
+    return out
+
+
+def _dds_metrics(m: dict) -> dict:
+    """The run's metrics from its samples, by the contract's rules."""
+    s = dds_samples(m)
+    res = {"cpu_pub_pct": 55.0, "rss_pub_mb": 14.2, "cpu_sub_pct": 38.0, "rss_sub_mb": 12.9}
+    if m["params"]["mode"] == "latency":
+        c = sum(x["latency_count"] for x in s)
+        w = lambda f: sum(x[f] * x["latency_count"] for x in s) / c  # noqa: E731
+        res.update(latency_mean_us=w("latency_mean_us"), latency_min_us=min(x["latency_min_us"] for x in s),
+                   latency_p50_us=w("latency_p50_us"), latency_p90_us=w("latency_p90_us"),
+                   latency_p99_us=w("latency_p99_us"), latency_max_us=max(x["latency_max_us"] for x in s),
+                   latency_count=c)
+    else:
+        secs = sorted({x["t_s"] for x in s})
+        res.update(
+            samples_per_s=sum(x["samples_per_s"] for x in s) / len(secs),
+            throughput_mbps=sum(x["throughput_mbps"] for x in s) / len(secs),
+            per_subscriber_mbps=sum(x["throughput_mbps"] for x in s) / len(s),
+            lost_samples=sum(x["lost_samples"] for x in s))
+    return res
+
+
+def dds_manifests() -> list[dict]:
+    out = []
+    for i, (cni, mode, n, rel, transport, k, sec, reps, unsupported) in enumerate(DDS_SERIES):
+        cni_mode, datapath, mtu, discovery = DDS_CNIS[cni]
+        params = {"mode": mode, "reliability": rel, "transport": transport, "subscribers": k,
+                  "discovery": discovery, "security": sec, "rate": "inf"}
+        for rep in range(1, reps + 1):
+            status = "unsupported" if unsupported else "ok"
+            roles = ["ddsperf-ping.log", "ddsperf-pong.log"] if mode == "latency" else \
+                ["ddsperf-pub.log"] + [f"ddsperf-sub-{j}.log" for j in range(1, k + 1)]
+            m = _record(cni=cni, cni_mode=cni_mode, datapath=datapath, mtu=mtu, workload="dds", protocol="udp",
+                        path="pod-to-pod", length=n, duration_s=DDS_DURATION_S, repetition=rep, params=params,
+                        status=status, error=unsupported, raw_files=[], metrics=None,
+                        tools={"ddsperf": "0.11.0"}, minute=2 * i + rep,
+                        extra_hash=f"{mode}/{n}/{rel}/{transport}/{k}/{discovery}/{sec}/inf")
+            if status == "ok":
+                m["raw_files"] = roles + ["dds-samples.json"]
+                m["metrics"] = _dds_metrics(m)
+            out.append(m)
+    return out
+
+
+# ---- HTTP (docs/results-layout.md "HTTP runs") ----------------------------------------------------------------
+
+HTTP_KPIS_MS = {"remote-maintenance-inference": 1000, "remote-maintenance-training": 1000,
+                "vehicle-decision-assist": 100}
+HTTP_CNIS = {"host": ("host", "host", 1500), "flannel": ("vxlan", "bridge-vxlan", 1450)}
+HTTP_REQUESTS = 40
+# (service, payload) -> base response ms on host; flannel is slower by HTTP_FLANNEL_FACTOR
+HTTP_BASE_MS = {("payload-echo", 1000): 1.1, ("payload-echo", 1000000): 18.0, ("payload-recv", 1000): 0.9,
+                ("payload-recv", 1000000): 10.0, ("static-reply", 0): 0.7}
+HTTP_FLANNEL_FACTOR = 1.4
+HTTP_REPS = 2
+# deliberate anomalies
+HTTP_FAILED = ("flannel", "static-reply", 0, 2, "hey: Get \"http://10.244.1.9:8080/\": dial tcp 10.244.1.9:8080: "
+               "connect: connection refused")
+HTTP_NON_200 = ("flannel", "payload-echo", 1000, 1, 17, 503)           # cni, service, payload, rep, seq, status
+HTTP_SLOW = {("flannel", "payload-echo", 1000000, 1): {5: 1180.0, 29: 1043.5},  # beyond 1000 (and 100) ms
+             # 6 of 40 beyond 100 ms: the run's p90 is beyond the vehicle-decision-assist KPI too
+             ("flannel", "static-reply", 0, 1): {3: 121.0, 9: 108.3, 22: 140.5, 27: 133.0, 31: 115.6, 38: 104.2}}
+
+
+def _hid(m):
+    return (m["cni"], m["params"]["service"], m["length_bytes"], m["repetition"])
+
+
+def http_requests(m: dict) -> list[dict]:
+    """http-requests.json of an HTTP manifest (deterministic; [] for a failed run)."""
+    if m["status"] != "ok":
+        return []
+    rng, hid = _rng(m["run_id"]), _hid(m)
+    base = HTTP_BASE_MS[(m["params"]["service"], m["length_bytes"])] * (
+        HTTP_FLANNEL_FACTOR if m["cni"] == "flannel" else 1)
+    out, offset = [], 0.0
+    for seq in range(1, HTTP_REQUESTS + 1):
+        total = HTTP_SLOW.get(hid, {}).get(seq) or round(base * rng.lognormvariate(0, 0.15), 3)
+        status = 200
+        if hid == HTTP_NON_200[:4] and seq == HTTP_NON_200[4]:
+            status, total = HTTP_NON_200[5], round(base * 0.5, 3)
+        connect = round(0.35 * (1 + rng.random() * 0.1), 3) if seq == 1 else 0.0
+        write = round((total - connect) * 0.2, 3)
+        read = round((total - connect) * 0.1, 3)
+        wait = round(total - connect - write - read, 3)
+        out.append({"seq": seq, "offset_ms": round(offset, 3), "response_ms": total, "connect_ms": connect,
+                    "write_ms": write, "wait_ms": wait, "read_ms": read, "status": status})
+        offset += total + round(rng.uniform(0.1, 0.4), 3)  # sequential: next request after the response
+    return out
+
+
+def _nearest_rank(values, q):  # what a load generator might report (the warehouse recomputes its own)
+    v = sorted(values)
+    return v[max(0, min(len(v) - 1, int(-(-q * len(v) // 1)) - 1))]
+
+
+def http_manifests() -> list[dict]:
+    out = []
+    for i, ((service, n), cni) in enumerate((k, c) for k in HTTP_BASE_MS for c in HTTP_CNIS):
+        cni_mode, datapath, mtu = HTTP_CNIS[cni]
+        params = {"service": service, "requests": HTTP_REQUESTS, "connections": 1, "kpis_ms": dict(HTTP_KPIS_MS)}
+        for rep in range(1, HTTP_REPS + 1):
+            failed = (cni, service, n, rep) == HTTP_FAILED[:4]
+            m = _record(cni=cni, cni_mode=cni_mode, datapath=datapath, mtu=mtu, workload="http", protocol="tcp",
+                        path="pod-to-pod", length=n, duration_s=None, repetition=rep, params=params,
+                        status="failed" if failed else "ok", error=HTTP_FAILED[4] if failed else None,
+                        raw_files=["fortio-server.log"] if failed else
+                        ["hey.csv", "fortio-server.log", "http-requests.json"],
+                        metrics=None, tools={"hey": "0.1.4", "fortio": "1.69.0"}, minute=2 * i + rep,
+                        extra_hash=f"{service}/{n}/{HTTP_REQUESTS}/1")
+            reqs = http_requests(m)
+            if reqs:
+                t = [r["response_ms"] for r in reqs]
+                m["metrics"] = {"requests": len(reqs), "errors": sum(r["status"] // 100 != 2 for r in reqs),
+                                "response_mean_ms": sum(t) / len(t), "response_p50_ms": _nearest_rank(t, 0.5),
+                                "response_p90_ms": _nearest_rank(t, 0.9), "response_p99_ms": _nearest_rank(t, 0.99),
+                                "response_max_ms": max(t)}
+            out.append(m)
+    return out
+
+
+def raw_content(m: dict, name: str) -> bytes:
+    """Bytes of a raw file beside the manifest: the per-sample JSON files follow the contract, the rest is filler."""
+    if name == "dds-samples.json":
+        return json.dumps(dds_samples(m), indent=1).encode()
+    if name == "http-requests.json":
+        return json.dumps(http_requests(m), indent=1).encode()
+    return b'{"fixture": true}\n'
 
 
 def key(m: dict) -> str:
@@ -100,9 +315,9 @@ def key(m: dict) -> str:
 def fixture_objects(manifests: list[dict] | None = None) -> dict[str, bytes]:
     ms = fixture_manifests() if manifests is None else manifests
     objs = {key(m): json.dumps(m, indent=2).encode() for m in ms}
-    for m in ms:  # the raw tool output stored beside the manifest (content irrelevant to the warehouse)
+    for m in ms:  # the raw files stored beside the manifest
         for name in m["raw_files"]:
-            objs[key(m).rsplit("/", 1)[0] + "/" + name] = b'{"fixture": true}\n'
+            objs[key(m).rsplit("/", 1)[0] + "/" + name] = raw_content(m, name)
     objs[f"sweeps/{SWEEP}/sweep.json"] = json.dumps({"sweep_id": SWEEP, "fixture": True}).encode()
     return objs
 

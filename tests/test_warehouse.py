@@ -60,7 +60,7 @@ def test_failed_and_unsupported_visible_but_not_in_overhead(fixture_warehouse):
 
 def test_other_workloads_do_not_reach_iperf3_models(fixture_warehouse):
     assert q(fixture_warehouse, "select workload, count(*) from stg_edgebench__runs group by 1 order by 1") == [
-        ("dds", 1), ("iperf3", fx.N_IPERF3_RUNS + 1)]
+        ("dds", fx.N_DDS_RUNS), ("http", fx.N_HTTP_RUNS), ("iperf3", fx.N_IPERF3_RUNS + 1)]
     assert q(fixture_warehouse, "select typeof(started_at) from fct_iperf3_runs limit 1") == [("TIMESTAMP",)]
 
 

@@ -47,7 +47,8 @@ renamed as (
         timezone('UTC', try_cast(manifest->>'started_at' as timestamptz))  as started_at,
         timezone('UTC', try_cast(manifest->>'finished_at' as timestamptz)) as finished_at,
 
-        -- iperf3 metrics (docs/results-layout.md); null for other workloads and for runs that are not ok
+        -- iperf3 metrics (docs/results-layout.md); null for other workloads and for runs that are not ok.
+        -- throughput_mbps is also DDS throughput mode's metric of the same name and unit.
         try_cast(manifest->'metrics'->>'throughput_mbps' as double) as throughput_mbps,
         try_cast(manifest->'metrics'->>'sent_mbps' as double)       as sent_mbps,
         try_cast(manifest->'metrics'->>'received_mbps' as double)   as received_mbps,
@@ -59,6 +60,45 @@ renamed as (
         try_cast(manifest->'metrics'->>'cpu_host_pct' as double)    as cpu_host_pct,
         try_cast(manifest->'metrics'->>'cpu_remote_pct' as double)  as cpu_remote_pct,
         try_cast(manifest->'metrics'->>'mean_rtt_us' as double)     as mean_rtt_us,
+
+        -- DDS params (workload = 'dds'); `mode` is called dds_mode to keep it apart from cni_mode
+        manifest->'params'->>'mode'                                as dds_mode,
+        manifest->'params'->>'reliability'                         as reliability,
+        manifest->'params'->>'transport'                           as transport,
+        try_cast(manifest->'params'->>'subscribers' as integer)    as subscribers,
+        manifest->'params'->>'discovery'                           as discovery,
+        manifest->'params'->>'security'                            as security,
+        manifest->'params'->>'rate'                                as rate,  -- 'inf' or samples/s, as text
+        -- DDS metrics (throughput_mbps above is shared: DDS throughput mode reports it under the same name)
+        try_cast(manifest->'metrics'->>'latency_mean_us' as double) as latency_mean_us,
+        try_cast(manifest->'metrics'->>'latency_min_us' as double)  as latency_min_us,
+        try_cast(manifest->'metrics'->>'latency_p50_us' as double)  as latency_p50_us,
+        try_cast(manifest->'metrics'->>'latency_p90_us' as double)  as latency_p90_us,
+        try_cast(manifest->'metrics'->>'latency_p99_us' as double)  as latency_p99_us,
+        try_cast(manifest->'metrics'->>'latency_max_us' as double)  as latency_max_us,
+        try_cast(manifest->'metrics'->>'latency_count' as bigint)   as latency_count,
+        try_cast(manifest->'metrics'->>'samples_per_s' as double)   as samples_per_s,
+        try_cast(manifest->'metrics'->>'per_subscriber_mbps' as double) as per_subscriber_mbps,
+        try_cast(manifest->'metrics'->>'lost_samples' as bigint)    as lost_samples,
+        try_cast(manifest->'metrics'->>'cpu_pub_pct' as double)     as cpu_pub_pct,
+        try_cast(manifest->'metrics'->>'rss_pub_mb' as double)      as rss_pub_mb,
+        try_cast(manifest->'metrics'->>'cpu_sub_pct' as double)     as cpu_sub_pct,
+        try_cast(manifest->'metrics'->>'rss_sub_mb' as double)      as rss_sub_mb,
+
+        -- HTTP params (workload = 'http')
+        manifest->'params'->>'service'                             as service,
+        try_cast(manifest->'params'->>'requests' as integer)       as requests_planned,
+        try_cast(manifest->'params'->>'connections' as integer)    as connections,
+        case when json_type(manifest->'params'->'kpis_ms') = 'OBJECT'
+             then manifest->'params'->'kpis_ms' end                as kpis_ms,  -- use case -> boundary in ms
+        -- HTTP metrics as the load generator's parser reported them (the marts recompute them from requests)
+        try_cast(manifest->'metrics'->>'requests' as integer)      as reported_requests,
+        try_cast(manifest->'metrics'->>'errors' as integer)        as reported_errors,
+        try_cast(manifest->'metrics'->>'response_mean_ms' as double) as reported_response_mean_ms,
+        try_cast(manifest->'metrics'->>'response_p50_ms' as double)  as reported_response_p50_ms,
+        try_cast(manifest->'metrics'->>'response_p90_ms' as double)  as reported_response_p90_ms,
+        try_cast(manifest->'metrics'->>'response_p99_ms' as double)  as reported_response_p99_ms,
+        try_cast(manifest->'metrics'->>'response_max_ms' as double)  as reported_response_max_ms,
 
         -- nested objects kept as JSON for later workloads and for provenance
         manifest->'metrics'                                        as metrics,

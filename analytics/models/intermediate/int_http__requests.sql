@@ -1,0 +1,36 @@
+-- HTTP requests joined to their run's attributes. Only the file beside the manifest that won deduplication
+-- counts (join on run_id and that manifest's sweep/cell). is_error: not a 2xx response (a transport error has
+-- status 0 or null).
+select
+    requests.run_id,
+    requests.sweep_id,
+    requests.cell_id,
+    runs.substrate,
+    runs.distribution,
+    runs.cni,
+    runs.cni_mode,
+    runs.datapath,
+    runs.netem_scenario,
+    runs.tuning_profile,
+    runs.path,
+    runs.placement,
+    runs.length_bytes,
+    runs.repetition,
+    runs.service,
+    runs.status,
+    requests.seq,
+    requests.offset_ms,
+    requests.response_ms,
+    requests.connect_ms,
+    requests.write_ms,
+    requests.wait_ms,
+    requests.read_ms,
+    requests.http_status,
+    coalesce(requests.http_status not between 200 and 299, true) as is_error,
+    requests.raw_key
+from {{ ref('stg_edgebench__http_requests') }} as requests
+inner join {{ ref('int_runs__deduplicated') }} as runs
+    on  requests.run_id = runs.run_id
+    and requests.sweep_id = runs.sweep_id
+    and requests.cell_id = runs.cell_id
+where runs.workload = 'http'

@@ -1,0 +1,30 @@
+-- One row per HTTP request of every HTTP run that stored http-requests.json (a failed run usually did not).
+-- is_error: not a 2xx response. KPI boundaries are per run and use case in fct_http_kpi_compliance.
+select
+    run_id,
+    sweep_id,
+    cell_id,
+    substrate,
+    distribution,
+    cni,
+    cni_mode,
+    datapath,
+    netem_scenario,
+    tuning_profile,
+    service,
+    path,
+    placement,
+    length_bytes,
+    repetition,
+    status,
+    seq,
+    offset_ms,
+    response_ms,
+    connect_ms,
+    write_ms,
+    wait_ms,
+    read_ms,
+    http_status,
+    is_error,
+    raw_key
+from {{ ref('int_http__requests') }}

@@ -1,0 +1,80 @@
+import streamlit as st
+
+import data
+import ui
+
+st.title("DDS pub/sub")
+st.caption("Cyclone DDS ddsperf between pods: latency (ping/pong, RTT/2, 90th percentile) and throughput (pub/sub) "
+           "of each CNI / mode against the host-network baseline with identical DDS parameters. Latency overhead "
+           "% = (CNI - host) / host x 100, throughput overhead % = (host - CNI) / host x 100: positive = worse "
+           "than host.")
+
+ui.require_warehouse()
+substrates = ui.query("dds_substrates")
+if not substrates:
+    st.info("The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
+    st.stop()
+
+substrate = st.selectbox("Substrate", substrates, key="dds_substrate",
+                         help="Results of different substrates are never compared with each other.")
+ui.local_banner(substrate)
+
+filters = {}
+for col, (name, label) in zip(st.columns(len(data.DDS_FILTERS)), data.DDS_FILTERS.items()):
+    values = ui.query("dds_filter_values", substrate=substrate, column=name, **filters)
+    filters[name] = col.selectbox(label, values, key=f"dds_{name}") if values else None
+
+df = ui.query("dds_overhead", substrate=substrate, **filters)
+lat = df[df["dds_mode"] == "latency"]
+tput = df[df["dds_mode"] == "throughput"]
+
+st.subheader("Latency by payload")
+if lat.empty:
+    st.info("No successful latency runs for this selection.")
+else:
+    st.altair_chart(data.dds_line_chart(
+        lat[(lat["transport"] == "unicast") & (lat["subscribers"] == 1)], "length_bytes", "latency_p90_us",
+        "reliability", "90th percentile latency (mean over runs): reliable vs best-effort", "p90 latency (µs)",
+        "payload (bytes)"), width="stretch")
+
+    st.subheader("Latency overhead vs host (Table II style, %)")
+    reliabilities = sorted(lat["reliability"].unique(), key=lambda r: (r != "reliable", r))  # reliable first
+    reliability = st.selectbox("Reliability", reliabilities, key="dds_reliability")
+    table = data.dds_overhead_table(lat[lat["reliability"] == reliability], "latency_p90_overhead_pct")
+    if len(table.columns) <= 1:
+        st.info("No host-network baseline with identical parameters on this substrate: overhead is not computed.")
+    else:
+        st.dataframe(table, hide_index=True, column_config={
+            c: st.column_config.NumberColumn(c, format="%.1f") for c in table.columns if c != "variant"})
+    st.caption("Host baseline matched on substrate, payload, reliability, transport, subscribers, security, rate "
+               "and placement; not on discovery (the host may use multicast discovery where a CNI needs static "
+               "peers, see the detail table).")
+
+st.subheader("Throughput")
+if tput.empty:
+    st.info("No successful throughput runs for this selection.")
+else:
+    c1, c2 = st.columns(2)
+    one = tput[tput["subscribers"] == 1]
+    if not one.empty:
+        c1.altair_chart(data.dds_line_chart(one, "length_bytes", "throughput_mbps", "transport",
+                                            "Throughput by payload (1 subscriber)", "Mbit/s (sum over subscribers)",
+                                            "payload (bytes)"), width="stretch")
+    c2.altair_chart(data.dds_line_chart(tput, "subscribers", "throughput_mbps", "transport",
+                                        "Unicast vs multicast: scaling with subscribers",
+                                        "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
+    table = data.dds_overhead_table(tput[tput["subscribers"] == 1], "throughput_overhead_pct")
+    if len(table.columns) > 1:
+        st.markdown("**Throughput overhead vs host (Table I style, %, 1 subscriber)**")
+        st.dataframe(table, hide_index=True, column_config={
+            c: st.column_config.NumberColumn(c, format="%.1f") for c in table.columns if c != "variant"})
+
+with st.expander("Detail: every configuration with its host baseline"):
+    st.dataframe(df.drop(columns=["substrate"]), hide_index=True)
+
+st.subheader("Failed and unsupported runs")
+problems = ui.query("dds_problem_runs", substrate=substrate, **filters)
+if problems.empty:
+    st.success("None for this selection.")
+else:
+    st.dataframe(problems, hide_index=True)

@@ -1,0 +1,61 @@
+import streamlit as st
+
+import data
+import ui
+
+st.title("HTTP services")
+st.caption("Sequential HTTP requests over one kept-alive connection to three services (payload-echo, payload-recv, "
+           "static-reply). Response times per request against the KPI boundaries each run carries "
+           "(params.kpis_ms); an error response counts as beyond every KPI.")
+
+ui.require_warehouse()
+substrates = ui.query("http_substrates")
+if not substrates:
+    st.info("The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
+    st.stop()
+
+substrate = st.selectbox("Substrate", substrates, key="http_substrate",
+                         help="Results of different substrates are never compared with each other.")
+ui.local_banner(substrate)
+
+filters = {}
+for col, (name, label) in zip(st.columns(len(data.HTTP_FILTERS)), data.HTTP_FILTERS.items()):
+    values = ui.query("http_filter_values", substrate=substrate, column=name, **filters)
+    filters[name] = col.selectbox(label, values, key=f"http_{name}") if values else None
+
+requests = ui.query("http_requests", substrate=substrate, **filters)
+kpis = ui.query("http_kpis", substrate=substrate, **filters)
+
+st.subheader("Response time by payload")
+if requests.empty:
+    st.info("No successful requests for this selection (see failed runs below).")
+else:
+    st.altair_chart(data.response_chart(requests, kpis), width="stretch")
+
+st.subheader("Share of requests beyond each KPI")
+shares = ui.query("http_kpi_shares", substrate=substrate, **filters)
+if shares.empty:
+    st.info("No KPI boundaries for this selection.")
+else:
+    st.dataframe(shares, hide_index=True, column_config={
+        "kpi_ms": st.column_config.NumberColumn("KPI ms", format="%g"),
+        "pct_beyond_kpi": st.column_config.ProgressColumn("% beyond KPI", format="%.1f", min_value=0,
+                                                          max_value=100),
+        "n_runs_p90_beyond": st.column_config.NumberColumn("runs with p90 beyond"),
+    })
+
+st.subheader("Response time vs host")
+overhead = ui.query("http_overhead", substrate=substrate, **filters)
+if not overhead.empty:
+    st.dataframe(overhead, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(c, format="%.2f") for c in overhead.columns
+        if c.endswith("_ms") or c.endswith("_pct")})
+    st.caption("p50 / p90 per run over its 2xx requests (linear interpolation), averaged over runs; overhead % = "
+               "(CNI - host) / host x 100, positive = slower than host.")
+
+st.subheader("Failed runs and runs with error responses")
+problems = ui.query("http_problem_runs", substrate=substrate, **filters)
+if problems.empty:
+    st.success("None for this selection.")
+else:
+    st.dataframe(problems, hide_index=True)

@@ -1,0 +1,210 @@
+"""DDS and HTTP models on the fixture raw data: expectations computed here, independently, from the fixture's
+per-sample files (dds-samples.json, http-requests.json) rather than from the warehouse's own logic."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import duckdb
+import pytest
+
+import fixture_manifests as fx
+
+
+def q(path, sql, *params):
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def _weighted_p90(samples):
+    """The run's p90 by the contract: count-weighted mean of the per-second p90s."""
+    total = sum(s["latency_count"] for s in samples)
+    return sum(s["latency_p90_us"] * s["latency_count"] for s in samples) / total
+
+
+def _mean(xs):
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def _quantile_linear(values, p):
+    """Linear interpolation between closest ranks (numpy's default), written out."""
+    v = sorted(values)
+    pos = (len(v) - 1) * p
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def _dds(cni, mode, **params):
+    return [m for m in fx.dds_manifests() if m["cni"] == cni and m["params"]["mode"] == mode
+            and m["status"] == "ok" and all(m["params"].get(k, m.get(k)) == v for k, v in params.items())]
+
+
+def _http(cni, service, length):
+    return [m for m in fx.http_manifests()
+            if (m["cni"], m["params"]["service"], m["length_bytes"]) == (cni, service, length)]
+
+
+# ---- DDS ------------------------------------------------------------------------------------------------------
+
+def test_dds_row_counts(fixture_warehouse):
+    n_lat = sum(1 for m in fx.dds_manifests() if m["params"]["mode"] == "latency")
+    assert q(fixture_warehouse, "select count(*) from fct_dds_latency") == [(n_lat,)]
+    assert q(fixture_warehouse, "select count(*) from fct_dds_throughput") == [(fx.N_DDS_RUNS - n_lat,)]
+    n_samples = sum(len(fx.dds_samples(m)) for m in fx.dds_manifests())
+    assert q(fixture_warehouse, "select count(*) from int_dds__samples") == [(n_samples,)]
+
+
+@pytest.mark.parametrize("length, reliability", [(64, "reliable"), (1024, "reliable"), (64, "best-effort")])
+def test_latency_p90_overhead_pct_known_value(fixture_warehouse, length, reliability):
+    cond = dict(length_bytes=length, reliability=reliability, transport="unicast", security="none")
+    host = _mean(_weighted_p90(fx.dds_samples(m)) for m in _dds("host", "latency", **cond))
+    flannel = _mean(_weighted_p90(fx.dds_samples(m)) for m in _dds("flannel", "latency", **cond))
+    rows = q(fixture_warehouse, """
+        select n_runs, latency_p90_us, host_latency_p90_us, latency_p90_overhead_pct, discovery, host_discovery
+        from dds_overhead_vs_host
+        where substrate = 'local' and dds_mode = 'latency' and cni = 'flannel' and length_bytes = ?
+          and reliability = ? and security = 'none'""", length, reliability)
+    ((n, p90, host_p90, overhead, discovery, host_discovery),) = rows
+    assert n == 2 and p90 == pytest.approx(flannel) and host_p90 == pytest.approx(host)
+    assert overhead == pytest.approx((flannel - host) / host * 100)  # positive = slower than host (Table II)
+    assert overhead > 0
+    # discovery is not matched: the host baseline discovers by multicast, flannel/vxlan uses static peers
+    assert (discovery, host_discovery) == ("static-peers", "multicast")
+
+
+def test_throughput_overhead_known_value(fixture_warehouse):
+    for k in (1, 4):
+        cond = dict(transport="unicast", subscribers=k)
+        tput = lambda ms: _mean(  # noqa: E731  (sum over subscribers per second, mean over seconds)
+            sum(s["throughput_mbps"] for s in fx.dds_samples(m)) / fx.DDS_DURATION_S for m in ms)
+        host, flannel = tput(_dds("host", "throughput", **cond)), tput(_dds("flannel", "throughput", **cond))
+        ((t, h, overhead),) = q(fixture_warehouse, """
+            select throughput_mbps, host_throughput_mbps, throughput_overhead_pct from dds_overhead_vs_host
+            where dds_mode = 'throughput' and cni = 'flannel' and transport = 'unicast' and subscribers = ?""", k)
+        assert t == pytest.approx(flannel) and h == pytest.approx(host)
+        assert overhead == pytest.approx((host - flannel) / host * 100)
+    # multicast has a host row but no flannel one (bridge-vxlan carries no multicast in the fixtures)
+    assert q(fixture_warehouse, """select cni, subscribers from dds_overhead_vs_host
+                                   where transport = 'multicast' order by subscribers""") == [("host", 1), ("host", 4)]
+
+
+def test_dds_unsupported_visible_but_out_of_comparisons(fixture_warehouse):
+    rows = q(fixture_warehouse, """select cni, security, status, error, latency_p90_us from fct_dds_latency
+                                   where status <> 'ok'""")
+    assert rows == [("calico", "auth-encrypt", "unsupported",
+                     "unsupported: ddsperf was built without DDS Security (no auth-encrypt plugins)", None)]
+    assert q(fixture_warehouse, "select count(*) from dds_overhead_vs_host where security = 'auth-encrypt'") == [(0,)]
+
+
+# ---- HTTP -----------------------------------------------------------------------------------------------------
+
+def test_http_row_counts(fixture_warehouse):
+    n_requests = sum(len(fx.http_requests(m)) for m in fx.http_manifests())
+    assert n_requests == (fx.N_HTTP_RUNS - 1) * fx.HTTP_REQUESTS
+    assert q(fixture_warehouse, "select count(*) from fct_http_requests") == [(n_requests,)]
+    assert q(fixture_warehouse, "select count(*) from fct_http_runs") == [(fx.N_HTTP_RUNS,)]
+    # one row per ok run x use case of its kpis_ms
+    assert q(fixture_warehouse, "select count(*) from fct_http_kpi_compliance") == [
+        ((fx.N_HTTP_RUNS - 1) * len(fx.HTTP_KPIS_MS),)]
+
+
+def test_http_percentiles_from_requests(fixture_warehouse):
+    for m in fx.http_manifests():
+        reqs = fx.http_requests(m)
+        if not reqs:
+            continue
+        ok = [r["response_ms"] for r in reqs if 200 <= r["status"] < 300]
+        ((n, n_err, p50, p90, p99, mean, mx),) = q(fixture_warehouse, """
+            select n_requests, n_errors, response_p50_ms, response_p90_ms, response_p99_ms, response_mean_ms,
+                   response_max_ms from fct_http_runs where run_id = ?""", m["run_id"])
+        assert (n, n_err) == (len(reqs), len(reqs) - len(ok))
+        assert p50 == pytest.approx(_quantile_linear(ok, 0.5))
+        assert p90 == pytest.approx(_quantile_linear(ok, 0.9))
+        assert p99 == pytest.approx(_quantile_linear(ok, 0.99))
+        assert mean == pytest.approx(_mean(ok)) and mx == pytest.approx(max(ok))
+
+
+def test_http_non_200_request_counted_as_error(fixture_warehouse):
+    cni, service, length, rep, seq, status = fx.HTTP_NON_200
+    rows = q(fixture_warehouse, """select seq, http_status, is_error from fct_http_requests
+                                   where is_error""")
+    assert rows == [(seq, status, True)]
+    assert q(fixture_warehouse, """select n_errors from fct_http_runs where cni = ? and service = ?
+                                   and length_bytes = ? and repetition = ?""", cni, service, length, rep) == [(1,)]
+
+
+def test_kpi_shares_known_values(fixture_warehouse):
+    expected = {}
+    for m in fx.http_manifests():
+        reqs = fx.http_requests(m)
+        for use_case, kpi in m["params"]["kpis_ms"].items():
+            if reqs:
+                beyond = sum(1 for r in reqs if r["response_ms"] > kpi or not 200 <= r["status"] < 300)
+                p90 = _quantile_linear([r["response_ms"] for r in reqs if 200 <= r["status"] < 300], 0.9)
+                expected[(m["run_id"], use_case)] = (kpi, beyond / len(reqs), p90 > kpi)
+    rows = q(fixture_warehouse, """select run_id, use_case, kpi_ms, share_beyond_kpi, is_p90_beyond_kpi
+                                   from fct_http_kpi_compliance""")
+    got = {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
+    assert got.keys() == expected.keys()
+    for k, (kpi, share, p90_beyond) in expected.items():
+        assert got[k][0] == kpi and got[k][1] == pytest.approx(share) and got[k][2] == p90_beyond
+    # the fixture's slow flannel static-reply run breaches the 100 ms boundary at p90: 6 of 40 requests beyond
+    (m,) = [m for m in _http("flannel", "static-reply", 0) if m["repetition"] == 1]
+    assert got[(m["run_id"], "vehicle-decision-assist")] == (100.0, pytest.approx(6 / 40), True)
+    # boundaries come from the data: exactly the distinct values of params.kpis_ms
+    assert q(fixture_warehouse, "select distinct kpi_ms from fct_http_kpi_compliance order by 1") == [
+        (float(v),) for v in sorted(set(fx.HTTP_KPIS_MS.values()))]
+    shares = json.loads(q(fixture_warehouse, "select share_beyond_kpi from fct_http_runs where run_id = ?",
+                          m["run_id"])[0][0])
+    assert shares["vehicle-decision-assist"] == pytest.approx(6 / 40)
+
+
+def test_http_failed_run_visible_but_out_of_comparisons(fixture_warehouse):
+    cni, service, length, rep, error = fx.HTTP_FAILED
+    rows = q(fixture_warehouse, """select cni, service, repetition, error, n_requests, response_p90_ms
+                                   from fct_http_runs where status = 'failed'""")
+    assert rows == [(cni, service, rep, error, 0, None)]
+    assert q(fixture_warehouse, """select n_runs from http_overhead_vs_host
+                                   where cni = ? and service = ?""", cni, service) == [(1,)]
+
+
+def test_http_overhead_known_value(fixture_warehouse):
+    def mean_p90(ms):
+        return _mean(_quantile_linear([r["response_ms"] for r in fx.http_requests(m) if r["status"] == 200], 0.9)
+                     for m in ms if m["status"] == "ok")
+    host = mean_p90(_http("host", "payload-echo", 1000000))
+    flannel = mean_p90(_http("flannel", "payload-echo", 1000000))
+    ((overhead,),) = q(fixture_warehouse, """select response_p90_overhead_pct from http_overhead_vs_host
+                                             where cni = 'flannel' and service = 'payload-echo'
+                                               and length_bytes = 1000000""")
+    assert overhead == pytest.approx((flannel - host) / host * 100)
+
+
+# ---- a sweep without DDS / HTTP files -------------------------------------------------------------------------
+
+def test_iperf3_only_tree_builds_with_empty_dds_http_models(iperf3_only_warehouse):
+    counts = {t: q(iperf3_only_warehouse, f"select count(*) from {t}")[0][0] for t in (
+        "stg_edgebench__dds_samples", "stg_edgebench__http_requests", "fct_dds_latency", "fct_dds_throughput",
+        "dds_overhead_vs_host", "fct_http_requests", "fct_http_runs", "fct_http_kpi_compliance",
+        "http_overhead_vs_host")}
+    assert set(counts.values()) == {0}, counts
+    assert q(iperf3_only_warehouse, "select count(*) from fct_iperf3_runs") == [(fx.N_IPERF3_RUNS,)]
+
+
+def test_samples_beside_a_superseded_manifest_are_ignored(tmp_path):
+    """A DDS run rerun under an older sweep directory: only the winning manifest's samples count."""
+    from edgebench import warehouse
+
+    ms = fx.iperf3_manifests()[:1] + fx.dds_manifests()[:1]
+    old = json.loads(json.dumps(ms[1]))
+    old["sweep_id"], old["finished_at"] = "fixture-sweep-0", "2026-01-01T00:00:00Z"
+    root = fx.write_tree(tmp_path / "raw", ms + [old])
+    warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(root), quiet=True)
+    per_run = defaultdict(int)
+    for r in q(tmp_path / "wh.duckdb", "select sweep_id from int_dds__samples"):
+        per_run[r[0]] += 1
+    assert dict(per_run) == {fx.SWEEP: len(fx.dds_samples(ms[1]))}
+    assert q(tmp_path / "wh.duckdb", "select count(*) from stg_edgebench__dds_samples") == [
+        (2 * len(fx.dds_samples(ms[1])),)]
