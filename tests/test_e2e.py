@@ -18,7 +18,10 @@ from edgebench.testbed import Testbed
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
 TINY = ["-p", 'cnis=["host","flannel:vxlan","calico:ipip"]', "-p", "repetitions=1", "-p", "duration=1",
-        "-p", 'iperf3-paths=["pod-to-pod:cross-node","pod-to-service:same-node"]']
+        "-p", 'iperf3-paths=["pod-to-pod:cross-node","pod-to-service:same-node"]',
+        "-p", 'workloads=["iperf3:tcp","iperf3:udp","dds:latency","http:payload-echo"]', "-p", 'dds-payloads=["64"]',
+        "-p", "dds-duration=3", "-p", 'http-payloads=["1000"]']
+N_RUNS = 3 * (2 * 2 + 1 + 1)  # cells x (iperf3 tcp/udp x 2 paths + dds latency + http echo)
 
 
 def _env(minio_server, tmp_path, bucket, prefix):
@@ -47,7 +50,7 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     client = _client(minio_server)
     objects = _objects(client, "e2e")
     manifests = [k for k in objects if k.endswith("/manifest.json")]
-    assert len(manifests) == 12  # 3 cells x (tcp, udp) x 2 paths x 1 repetition
+    assert len(manifests) == N_RUNS
     assert "sweeps/e2e-1/sweep.json" in objects
     docs = [json.loads(client.get_object("e2e", k).read()) for k in manifests]
     ipip_supported = Testbed("ebe").probe("ipip") is None
@@ -57,6 +60,15 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
         if d["cni"] == "calico" and not ipip_supported:
             assert d["status"] == "unsupported" and d["error"].startswith("unsupported: kernel has no ipip")
             assert d["metrics"] is None
+        elif d["workload"] == "dds":
+            assert d["status"] == "ok", d["error"]
+            assert d["params"]["discovery"] == ("multicast" if d["cni"] == "host" else "static-peers")
+            assert 0 < d["metrics"]["latency_p50_us"] <= d["metrics"]["latency_p99_us"]
+            assert f"runs/e2e-1/{d['cell_id']}/{d['run_id']}/dds-samples.json" in objects
+        elif d["workload"] == "http":
+            assert d["status"] == "ok", d["error"]
+            assert d["metrics"]["requests"] == 40 and d["metrics"]["errors"] == 0
+            assert f"runs/e2e-1/{d['cell_id']}/{d['run_id']}/http-requests.json" in objects
         else:
             assert d["status"] == "ok", d["error"]
             assert d["metrics"]["throughput_mbps"] > 0
@@ -86,7 +98,11 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     warehouse.build(warehouse_path=tmp_path / "warehouse.duckdb", raw_root="s3://e2e", quiet=True)
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
     runs = con.execute("select cni, status, count(*) from fct_iperf3_runs group by all order by all").fetchall()
-    assert sum(n for _, _, n in runs) == 12
+    assert sum(n for _, _, n in runs) == 3 * 4
+    assert con.execute("select count(*) from fct_dds_latency where status = 'ok'").fetchone()[0] == 2
+    assert con.execute("select count(*) from fct_http_requests").fetchone()[0] == 2 * 40
+    p50 = con.execute("select response_p50_ms from fct_http_runs where status = 'ok'").fetchall()
+    assert len(p50) == 2 and all(v is not None for (v,) in p50)
     over = con.execute("select cni, protocol, path, throughput_mbps, host_throughput_mbps, overhead_pct "
                        "from cni_overhead_vs_host where cni = 'flannel'").fetchall()
     assert len(over) == 4
@@ -110,7 +126,7 @@ def test_interrupted_sweep_keeps_measured_runs_and_tears_down(minio_server, tmp_
     assert "interrupted" in stderr
     assert Testbed("ebi").namespaces() == []
     manifests = [k for k in _objects(_client(minio_server), "e2e-int") if k.endswith("manifest.json")]
-    assert 1 <= len(manifests) < 12
+    assert 1 <= len(manifests) < N_RUNS
 
 
 def test_store_outage_loses_nothing(minio_server, tmp_path):
