@@ -1,6 +1,7 @@
 """ddsperf driver: parsers on real captures (tests/data/ddsperf-*.log, Cyclone DDS 0.10.2 between two network
 namespaces joined by a veth pair, or one namespace for ddsperf-loopback-*), summarize(), command builders,
-cyclone_config(), and real measure() runs between two `ebd-` namespaces."""
+cyclone_config(), DDS Security material, and real measure() runs (plain and DDS Security) between two `ebs-`
+namespaces joined by a veth pair."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import uuid
 import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -192,7 +195,91 @@ def test_cyclone_config_security_block():
            "identity_cert": "file:/t/id.pem", "private_key": "file:/t/id.key", "permissions_ca": "file:/t/ca.pem",
            "governance": "file:/t/gov.p7s", "permissions": "file:/t/perm.p7s"}
     root = ET.fromstring(d.cyclone_config("multicast", None, True, sec).encode())
-    assert _tag(root, "c:Domain/c:Security/c:Authentication/c:Library").get("path").endswith("auth.so")
+    s = "c:Domain/c:Security/"
+    for block, lib, init, fini in (("Authentication", "auth", "init_authentication", "finalize_authentication"),
+                                   ("AccessControl", "ac", "init_access_control", "finalize_access_control"),
+                                   ("Cryptographic", "crypto", "init_crypto", "finalize_crypto")):
+        el = _tag(root, f"{s}c:{block}/c:Library")
+        assert (el.get("path"), el.get("initFunction"), el.get("finalizeFunction")) == (
+            f"/x/libdds_security_{lib}.so", init, fini)
+    got = {t: _tag(root, f"{s}c:{t}").text for t in (
+        "Authentication/c:IdentityCA", "Authentication/c:IdentityCertificate", "Authentication/c:PrivateKey",
+        "AccessControl/c:PermissionsCA", "AccessControl/c:Governance", "AccessControl/c:Permissions")}
+    assert list(got.values()) == ["file:/t/ca.pem", "file:/t/id.pem", "file:/t/id.key", "file:/t/ca.pem",
+                                  "file:/t/gov.p7s", "file:/t/perm.p7s"]
+    assert _tag(ET.fromstring(d.cyclone_config("multicast", None, True).encode()), "c:Domain/c:Security") is None
+
+
+def test_governance_rejects_unknown_kinds():
+    with pytest.raises(ValueError):
+        d.governance_xml({"rtps_protection_kind": "SCRAMBLE"})
+    with pytest.raises(ValueError):
+        d.governance_xml({"payload_kind": "ENCRYPT"})
+
+
+# --- DDS Security material -----------------------------------------------------------------------------
+
+needs_openssl = pytest.mark.skipif(not shutil.which("openssl"), reason="needs openssl")
+
+
+@pytest.fixture(scope="module")
+def material():
+    with tempfile.TemporaryDirectory(prefix="ebs-test-") as tmp:
+        yield d.make_security_material(tmp)
+
+
+def _openssl(*argv):
+    return subprocess.run(["openssl", *argv], capture_output=True, text=True)
+
+
+@needs_openssl
+def test_security_material_files_and_signatures(material):
+    f = material["files"]
+    assert all(os.path.getsize(p) > 0 for p in f.values())
+    assert oct(os.stat(f["identity.key"]).st_mode & 0o777) == "0o600"
+    # identity certificate chains to the CA
+    assert _openssl("verify", "-CAfile", f["ca.pem"], f["identity.pem"]).returncode == 0
+    for doc in ("governance", "permissions"):
+        out = _openssl("smime", "-verify", "-in", f[f"{doc}.p7s"], "-CAfile", f["ca.pem"], "-text")
+        assert out.returncode == 0, out.stderr
+        assert "Verification successful" in out.stderr
+        assert out.stdout.strip() == Path(f[f"{doc}.xml"]).read_text().strip()
+        # signed by someone else's CA: rejected
+        other = _openssl("smime", "-verify", "-in", f[f"{doc}.p7s"], "-CAfile", f["identity.pem"])
+        assert other.returncode != 0
+
+
+@needs_openssl
+def test_security_material_documents(material):
+    f = material["files"]
+    gov = ET.parse(f["governance.xml"]).getroot()
+    rule = gov.find("domain_access_rules/domain_rule")
+    assert rule.find("allow_unauthenticated_participants").text == "false"
+    assert rule.find("enable_join_access_control").text == "true"
+    assert rule.find("rtps_protection_kind").text == "SIGN_WITH_ORIGIN_AUTHENTICATION"
+    assert rule.find("discovery_protection_kind").text == "ENCRYPT"
+    assert (rule.find("domains/id_range/min").text, rule.find("domains/id_range/max").text) == (
+        "0", str(d.DOMAIN_ID_MAX))
+    topic = rule.find("topic_access_rules/topic_rule")
+    assert topic.find("topic_expression").text == "*"
+    assert topic.find("metadata_protection_kind").text == "ENCRYPT"
+    assert material["kinds"] == d.PROTECTION_KINDS
+    perm = ET.parse(f["permissions.xml"]).getroot().find("permissions/grant")
+    subject = _openssl("x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in", f["identity.pem"]).stdout
+    assert perm.find("subject_name").text == subject.split("=", 1)[1].strip() == material["subject"]
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    nb = datetime.fromisoformat(perm.find("validity/not_before").text)
+    na = datetime.fromisoformat(perm.find("validity/not_after").text)
+    assert nb < now < na
+    allow = perm.find("allow_rule")
+    assert [t.text for t in allow.findall("publish/topics/topic")] == ["*"]
+    assert [t.text for t in allow.findall("subscribe/topics/topic")] == ["*"]
+    assert perm.find("default").text == "DENY"
+    rec = d.security_record(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
+    assert rec["governance"]["metadata_protection_kind"] == "ENCRYPT" and rec["seed_setting"] == d.SEED_SETTING
+    assert "PRIVATE KEY" not in json.dumps(rec)
+    sec = d.security_config(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
+    assert sec["private_key"] == "file:" + f["identity.key"] and sec["governance"].endswith("governance.p7s")
 
 
 def test_cyclone_config_rejects():
@@ -206,16 +293,22 @@ def test_version_and_security_support():
     assert d.version()
     reason = d.security_support()
     assert reason is None or isinstance(reason, str)
+    if len(d._find_security_libs()) == 3 and shutil.which("openssl"):
+        assert reason is None
 
 
-def test_measure_rejects_bad_args_and_security():
+def test_measure_rejects_bad_args_and_security(monkeypatch):
     ep = Endpoint("nowhere", "10.0.0.1", 0)
-    raw, m, err = d.measure(ep, [ep], mode="bogus", payload=64, duration=1, reliability="reliable",
-                            transport="unicast", discovery="multicast", peers=None)
+    kw = dict(payload=64, duration=1, reliability="reliable", transport="unicast", discovery="multicast", peers=None)
+    raw, m, err = d.measure(ep, [ep], mode="bogus", **kw)
     assert m is None and "mode" in err
-    raw, m, err = d.measure(ep, [ep], mode="latency", payload=64, duration=1, reliability="reliable",
-                            transport="unicast", discovery="multicast", peers=None, security="auth-encrypt")
-    assert m is None and err.startswith("unsupported: ")
+    raw, m, err = d.measure(ep, [ep], mode="latency", security="auth-encrypt", domain=231, **kw)
+    assert m is None and "domain id" in err
+    raw, m, err = d.measure(ep, [ep], mode="latency", responder_security="tls", **kw)
+    assert m is None and "responder_security" in err
+    monkeypatch.setattr(d, "security_support", lambda: "no plugins here")
+    raw, m, err = d.measure(ep, [ep], mode="latency", security="auth-encrypt", **kw)
+    assert (raw, m, err) == ({}, None, "unsupported: no plugins here")
 
 
 # --- real runs ----------------------------------------------------------------------------------------
@@ -231,8 +324,8 @@ def _sh(*argv):
 @pytest.fixture(scope="module")
 def pair():
     tag = uuid.uuid4().hex[:4]
-    a, b = f"ebd-{tag}a", f"ebd-{tag}b"
-    va, vb = f"ebd{tag}a", f"ebd{tag}b"
+    a, b = f"ebs-{tag}a", f"ebs-{tag}b"
+    va, vb = f"ebs{tag}a", f"ebs{tag}b"
     try:
         _sh("ip", "netns", "add", a)
         _sh("ip", "netns", "add", b)
@@ -291,3 +384,71 @@ def test_measure_unreachable_peer_is_clear_error(pair):
     assert m is None
     assert "did not match" in err and "ping" in err
     assert raw["ddsperf-ping.log"]
+
+
+# --- real runs with DDS Security --------------------------------------------------------------------------
+
+needs_security = pytest.mark.skipif(d.security_support() is not None, reason=f"{d.security_support()}")
+
+
+def _leftover_material():
+    return {p.name for p in Path(tempfile.gettempdir()).glob("edgebench-ddssec-*")}
+
+
+def _check_security_raw(raw):
+    rec = json.loads(raw["dds-security.json"])
+    assert rec["security"] == "auth-encrypt" and rec["seed_setting"] == "SignWithOrigAuthRTPSEncryptSM"
+    g = rec["governance"]
+    assert (g["rtps_protection_kind"], g["metadata_protection_kind"]) == ("SIGN_WITH_ORIGIN_AUTHENTICATION",
+                                                                          "ENCRYPT")
+    assert g["allow_unauthenticated_participants"] is False and g["enable_join_access_control"] is True
+    assert all(b"PRIVATE KEY" not in v for v in raw.values())
+    return rec
+
+
+@needs_root
+@needs_security
+def test_measure_secure_latency(pair):
+    a, b = pair
+    before = _leftover_material()
+    raw, m, err = d.measure(a, [b], mode="latency", payload=64, duration=3, reliability="reliable",
+                            transport="unicast", discovery="static-peers", peers=None, security="auth-encrypt",
+                            init_wait=5)
+    assert err is None, err
+    assert set(raw) == {"ddsperf-ping.log", "ddsperf-pong.log", "dds-samples.json", "dds-security.json"}
+    _check_security_raw(raw)
+    assert 0 < m["latency_p50_us"] < 10_000 and m["latency_count"] > 100
+    assert m["latency_min_us"] <= m["latency_p50_us"] <= m["latency_p99_us"] <= m["latency_max_us"]
+    assert m["cpu_pub_pct"] is not None and m["rss_sub_mb"] > 0
+    assert _leftover_material() <= before  # the throwaway keys are gone
+
+
+@needs_root
+@needs_security
+def test_measure_secure_throughput(pair):
+    a, b = pair
+    raw, m, err = d.measure(a, [b], mode="throughput", payload=1024, duration=3, reliability="reliable",
+                            transport="unicast", discovery="static-peers", peers=None, security="auth-encrypt",
+                            init_wait=5)
+    assert err is None, err
+    assert {"ddsperf-pub.log", "ddsperf-sub-1.log", "dds-samples.json", "dds-security.json"} == set(raw)
+    _check_security_raw(raw)
+    assert 1 < m["throughput_mbps"] < 100_000 and m["samples_per_s"] > 1000 and m["lost_samples"] == 0
+    assert m["cpu_pub_pct"] > 0
+
+
+@needs_root
+@needs_security
+def test_measure_secure_ping_does_not_match_insecure_pong(pair):
+    """Proof that security is really on: with allow_unauthenticated_participants=false and protected discovery,
+    a secure ping never matches a plain pong, and the run fails with a clear error."""
+    a, b = pair
+    raw, m, err = d.measure(a, [b], mode="latency", payload=64, duration=2, reliability="reliable",
+                            transport="unicast", discovery="static-peers", peers=None, security="auth-encrypt",
+                            responder_security="none", init_wait=3, timeout_extra=10)
+    assert m is None
+    assert "did not match" in err and "security=auth-encrypt" in err and "security=none" in err, err
+    assert "never match" in err
+    rec = json.loads(raw["dds-security.json"])
+    assert (rec["initiator_security"], rec["responder_security"]) == ("auth-encrypt", "none")
+    assert "too few matching participants" in raw["ddsperf-ping.log"].decode()

@@ -10,6 +10,9 @@ network namespaces. Output formats are those of ddsperf 0.10 (src/tools/ddsperf/
   own CPU/RSS (threads below 0.5% are left out; rss is the process's *peak* RSS, getrusage maxrss):
     [pid] 2.000  rss:7.6MB vcsw:31640 ivcsw:30251 recvUC:7%+42% ddsperf:0%+1%
   a peer's CPU/RSS (only with -c): same with "@host:pid" (and possibly "(stale)") before rss.
+
+DDS Security (security="auth-encrypt"): see the "DDS Security material" section; throwaway certificates and signed
+governance/permissions are made with openssl per run, and the run's raw files gain dds-security.json.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
-from xml.sax.saxutils import quoteattr
+from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import EdgebenchError
 
@@ -161,24 +166,29 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
 
 
 def _security_xml(sec: dict[str, str]) -> str:
+    """Domain/Security (element names: config_file_reference.rst "//CycloneDDS/Domain/Security"). Values are
+    URIs (`file:/abs/path`); Library@path is the plugin's absolute file name (see security_config())."""
     def lib(kind: str) -> str:
         path = sec[f"{kind}_library"]
         init = {"auth": "init_authentication", "ac": "init_access_control", "crypto": "init_crypto"}[kind]
         fini = {"auth": "finalize_authentication", "ac": "finalize_access_control", "crypto": "finalize_crypto"}[kind]
         return f'<Library path={quoteattr(path)} initFunction="{init}" finalizeFunction="{fini}"/>'
+
+    def el(tag: str, key: str) -> str:
+        return f"<{tag}>{escape(sec[key])}</{tag}>"
     return "\n".join([
         "    <Security>",
         "      <Authentication>",
         f"        {lib('auth')}",
-        f"        <IdentityCA>{sec['identity_ca']}</IdentityCA>",
-        f"        <IdentityCertificate>{sec['identity_cert']}</IdentityCertificate>",
-        f"        <PrivateKey>{sec['private_key']}</PrivateKey>",
+        f"        {el('IdentityCA', 'identity_ca')}",
+        f"        {el('IdentityCertificate', 'identity_cert')}",
+        f"        {el('PrivateKey', 'private_key')}",
         "      </Authentication>",
         "      <AccessControl>",
         f"        {lib('ac')}",
-        f"        <PermissionsCA>{sec['permissions_ca']}</PermissionsCA>",
-        f"        <Governance>{sec['governance']}</Governance>",
-        f"        <Permissions>{sec['permissions']}</Permissions>",
+        f"        {el('PermissionsCA', 'permissions_ca')}",
+        f"        {el('Governance', 'governance')}",
+        f"        {el('Permissions', 'permissions')}",
         "      </AccessControl>",
         "      <Cryptographic>",
         f"        {lib('crypto')}",
@@ -398,6 +408,205 @@ def security_support() -> str | None:
     return None
 
 
+# --- DDS Security material --------------------------------------------------------------------------
+#
+# params.security = "auth-encrypt" (docs/results-layout.md) reproduces the seed's strongest DDS Security setting,
+# "SignWithOrigAuthRTPSEncryptSM": whole RTPS messages signed with origin authentication, RTPS submessages encrypted.
+# Governance mapping (OMG DDS Security 1.1, 9.4.1.2; Cyclone's builtin plugins: AES-GCM/GMAC):
+#   rtps_protection_kind      SIGN_WITH_ORIGIN_AUTHENTICATION  "SignWithOrigAuthRTPS": every RTPS message gets a
+#                                                              common MAC plus one receiver-specific MAC
+#   metadata_protection_kind  ENCRYPT                          "EncryptSM": every submessage of user topics (DATA,
+#                                                              HEARTBEAT, ACKNACK, ...) is encrypted, so the
+#                                                              serialized payload inside DATA is encrypted as well
+#   data_protection_kind      NONE                             no second, separate payload encryption (the seed's
+#                                                              setting did not encrypt the payload on its own; it
+#                                                              travels inside the encrypted submessage)
+#   discovery/liveliness_protection_kind ENCRYPT, enable_discovery/liveliness_protection true: secure SEDP and
+#                                                              participant-message endpoints, encrypted
+#   allow_unauthenticated_participants false, enable_join_access_control true, read/write access control true:
+#   participants without valid certificates and permissions signed by the permissions CA cannot join or match.
+# One identity (EC P-256 certificate + key, signed by a throwaway CA that is both identity and permissions CA) is
+# shared by all participants: Cyclone authenticates participants, not hosts, and accepts the same identity on
+# both ends of a handshake.
+
+DOMAIN_ID_MAX = 230  # highest domain id Cyclone 0.10's governance/permissions parser accepts (232 is rejected)
+
+PROTECTION_KINDS = {
+    "rtps_protection_kind": "SIGN_WITH_ORIGIN_AUTHENTICATION",
+    "discovery_protection_kind": "ENCRYPT",
+    "liveliness_protection_kind": "ENCRYPT",
+    "metadata_protection_kind": "ENCRYPT",
+    "data_protection_kind": "NONE",
+}
+PROTECTION_VALUES = ("NONE", "SIGN", "ENCRYPT", "SIGN_WITH_ORIGIN_AUTHENTICATION",
+                     "ENCRYPT_WITH_ORIGIN_AUTHENTICATION")
+SEED_SETTING = "SignWithOrigAuthRTPSEncryptSM"
+
+
+def _openssl(*args: str, cwd: str) -> str:
+    try:
+        out = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise DdsperfError("openssl is not installed (needed to generate the DDS Security certificates)") from None
+    except subprocess.TimeoutExpired:
+        raise DdsperfError(f"openssl {args[0]} did not finish within 60s") from None
+    if out.returncode != 0:
+        raise DdsperfError(f"openssl {' '.join(args[:2])} failed: {(out.stderr or out.stdout).strip()[-300:]}")
+    return out.stdout
+
+
+def _utc(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def governance_xml(kinds: dict[str, str] | None = None, domains: tuple[int, int] = (0, DOMAIN_ID_MAX)) -> str:
+    """Governance document (OMG omg_shared_ca_governance.xsd): one domain rule for `domains`, one topic rule "*"."""
+    k = {**PROTECTION_KINDS, **(kinds or {})}
+    bad = {n: v for n, v in k.items() if n not in PROTECTION_KINDS or v not in PROTECTION_VALUES}
+    if bad:
+        raise ValueError(f"bad protection kinds {bad}: names {sorted(PROTECTION_KINDS)}, values {PROTECTION_VALUES}")
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<dds xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+     xsi:noNamespaceSchemaLocation="http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_governance.xsd">
+  <domain_access_rules>
+    <domain_rule>
+      <domains>
+        <id_range><min>{int(domains[0])}</min><max>{int(domains[1])}</max></id_range>
+      </domains>
+      <allow_unauthenticated_participants>false</allow_unauthenticated_participants>
+      <enable_join_access_control>true</enable_join_access_control>
+      <discovery_protection_kind>{k["discovery_protection_kind"]}</discovery_protection_kind>
+      <liveliness_protection_kind>{k["liveliness_protection_kind"]}</liveliness_protection_kind>
+      <rtps_protection_kind>{k["rtps_protection_kind"]}</rtps_protection_kind>
+      <topic_access_rules>
+        <topic_rule>
+          <topic_expression>*</topic_expression>
+          <enable_discovery_protection>true</enable_discovery_protection>
+          <enable_liveliness_protection>true</enable_liveliness_protection>
+          <enable_read_access_control>true</enable_read_access_control>
+          <enable_write_access_control>true</enable_write_access_control>
+          <metadata_protection_kind>{k["metadata_protection_kind"]}</metadata_protection_kind>
+          <data_protection_kind>{k["data_protection_kind"]}</data_protection_kind>
+        </topic_rule>
+      </topic_access_rules>
+    </domain_rule>
+  </domain_access_rules>
+</dds>
+"""
+
+
+def permissions_xml(subject: str, not_before: datetime, not_after: datetime,
+                    domains: tuple[int, int] = (0, DOMAIN_ID_MAX)) -> str:
+    """Permissions document (OMG omg_shared_ca_permissions.xsd): `subject` (the identity certificate's subject,
+    RFC 2253) may publish and subscribe every topic in every partition of `domains`; everything else is denied."""
+    allow = "\n".join(f"""        <{what}>
+          <topics><topic>*</topic></topics>
+          <partitions><partition>*</partition></partitions>
+        </{what}>""" for what in ("publish", "subscribe"))
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<dds xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+     xsi:noNamespaceSchemaLocation="http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_permissions.xsd">
+  <permissions>
+    <grant name="edgebench_ddsperf">
+      <subject_name>{escape(subject)}</subject_name>
+      <validity>
+        <not_before>{_utc(not_before)}</not_before>
+        <not_after>{_utc(not_after)}</not_after>
+      </validity>
+      <allow_rule>
+        <domains>
+          <id_range><min>{int(domains[0])}</min><max>{int(domains[1])}</max></id_range>
+        </domains>
+{allow}
+      </allow_rule>
+      <default>DENY</default>
+    </grant>
+  </permissions>
+</dds>
+"""
+
+
+def make_security_material(directory: str, *, kinds: dict[str, str] | None = None, valid_hours: float = 48
+                           ) -> dict[str, Any]:
+    """Throwaway DDS Security material in `directory` (which must exist; the caller deletes it), made with
+    openssl (argument lists, no shell): ca.pem/ca.key (self-signed EC P-256 CA, used as identity CA and as
+    permissions CA), identity.pem/identity.key (the participants' shared identity, signed by the CA),
+    governance.xml/.p7s and permissions.xml/.p7s (S/MIME-signed with the CA, `openssl smime -sign -text`).
+
+    Returns {"files": {name: absolute path}, "subject": identity subject (RFC 2253), "ca_subject",
+    "not_before"/"not_after" (permissions validity, UTC), "kinds": the governance protection kinds,
+    "key": "EC prime256v1"}. The certificates are valid for `valid_hours` from now (the permissions from an hour
+    before now, so slightly skewed clocks still accept them)."""
+    d = os.path.abspath(directory)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    days = str(max(1, int(-(-valid_hours // 24))))
+    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", days, "-sha256",
+             "-subj", "/O=edgebench/CN=edgebench throwaway DDS CA", cwd=d)
+    _openssl("req", "-new", *ec, "-keyout", "identity.key", "-out", "identity.csr", "-sha256",
+             "-subj", "/O=edgebench/CN=edgebench ddsperf", cwd=d)
+    _openssl("x509", "-req", "-in", "identity.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial",
+             str(int.from_bytes(os.urandom(8), "big")), "-days", days, "-sha256", "-out", "identity.pem", cwd=d)
+    os.remove(os.path.join(d, "identity.csr"))
+
+    def subject(cert: str) -> str:
+        out = _openssl("x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in", cert, cwd=d).strip()
+        return out.split("=", 1)[1].strip() if out.startswith("subject") else out
+
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    not_before, not_after = now - timedelta(hours=1), now + timedelta(hours=valid_hours)
+    subj = subject("identity.pem")
+    k = {**PROTECTION_KINDS, **(kinds or {})}
+    docs = {"governance": governance_xml(k), "permissions": permissions_xml(subj, not_before, not_after)}
+    for name, text in docs.items():
+        with open(os.path.join(d, f"{name}.xml"), "w") as f:
+            f.write(text)
+        _openssl("smime", "-sign", "-text", "-in", f"{name}.xml", "-out", f"{name}.p7s", "-signer", "ca.pem",
+                 "-inkey", "ca.key", cwd=d)
+    for key in ("ca.key", "identity.key"):
+        os.chmod(os.path.join(d, key), 0o600)
+    names = ("ca.pem", "ca.key", "identity.pem", "identity.key", "governance.xml", "governance.p7s",
+             "permissions.xml", "permissions.p7s")
+    return {"files": {n: os.path.join(d, n) for n in names}, "subject": subj, "ca_subject": subject("ca.pem"),
+            "not_before": _utc(not_before) + "Z", "not_after": _utc(not_after) + "Z", "kinds": k,
+            "key": "EC prime256v1"}
+
+
+def security_config(material: dict[str, Any], libs: dict[str, str] | None = None) -> dict[str, str]:
+    """The `security` dict for cyclone_config(). Plugins: Library@path = the absolute file name found by
+    _find_security_libs() (Debian keeps them in libddsc0debian/, off the loader's path, so the default bare
+    names "dds_security_auth" etc. would need LD_LIBRARY_PATH; absolute paths need no environment)."""
+    libs = libs or _find_security_libs()
+    missing = [k for k in ("auth", "ac", "crypto") if k not in libs]
+    if missing:
+        raise DdsperfError(f"DDS Security plugins not found: {', '.join(missing)}")
+    f = material["files"]
+    return {"auth_library": libs["auth"], "ac_library": libs["ac"], "crypto_library": libs["crypto"],
+            "identity_ca": "file:" + f["ca.pem"], "identity_cert": "file:" + f["identity.pem"],
+            "private_key": "file:" + f["identity.key"], "permissions_ca": "file:" + f["ca.pem"],
+            "governance": "file:" + f["governance.p7s"], "permissions": "file:" + f["permissions.p7s"]}
+
+
+def security_record(material: dict[str, Any], libs: dict[str, str] | None = None) -> dict[str, Any]:
+    """dds-security.json: what protected the run (no keys; certificates only by subject)."""
+    k = material["kinds"]
+    return {
+        "security": "auth-encrypt",
+        "seed_setting": SEED_SETTING,
+        "governance": {"domains": [0, DOMAIN_ID_MAX], "topic_expression": "*",
+                       "allow_unauthenticated_participants": False, "enable_join_access_control": True,
+                       "enable_discovery_protection": True, "enable_liveliness_protection": True,
+                       "enable_read_access_control": True, "enable_write_access_control": True, **k},
+        "permissions": {"subject_name": material["subject"], "not_before": material["not_before"],
+                        "not_after": material["not_after"], "publish": ["*"], "subscribe": ["*"],
+                        "default": "DENY"},
+        "identity": {"shared_by_all_participants": True, "key": material["key"], "subject": material["subject"],
+                     "identity_ca_subject": material["ca_subject"],
+                     "permissions_ca_subject": material["ca_subject"]},
+        "plugins": dict(libs or _find_security_libs()),
+        "signed": "S/MIME (openssl smime -sign -text) by the permissions CA",
+    }
+
+
 # --- running --------------------------------------------------------------------------------------
 
 def _popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
@@ -451,12 +660,20 @@ def _diagnose(rc: int, text: str, what: str, init_wait: float) -> str | None:
 
 def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability: str, transport: str,
             discovery: str, peers: Sequence[str] | None, security: str = "none", domain: int = 0,
-            timeout_extra: float = 60, rate: str | float | None = None, init_wait: float = INIT_WAIT
+            timeout_extra: float = 60, rate: str | float | None = None, init_wait: float = INIT_WAIT,
+            responder_security: str | None = None
             ) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     """One DDS run. latency: ping on `pub`, pong on `subs[0]`; throughput: pub on `pub`, one sub per entry of
     `subs` (several may share a namespace). `peers` (static-peers): addresses every participant is told
     about; None = the endpoints' IPs. Returns (raw files, metrics or None, error or None); raw output is
-    returned even when the run failed."""
+    returned even when the run failed.
+
+    security="auth-encrypt": throwaway material (make_security_material) in a temp dir that is deleted after the
+    run; every participant gets the same Domain/Security block (plugins by absolute path, no LD_LIBRARY_PATH) and
+    raw gains dds-security.json (security_record: protection kinds, subjects, validity; no keys). The temp dir is
+    on this host's filesystem, so all endpoints must be namespaces of this host (as Endpoint.cmd implies).
+    `responder_security` (default: = security) gives the pong/subs a different setting; only meant to check that
+    secure and non-secure participants do not match (the run then fails with a "did not match" error)."""
     raw: dict[str, bytes] = {}
     try:
         if mode not in MODES:
@@ -469,18 +686,56 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
             raise ValueError(f"reliability must be one of {RELIABILITIES}, not {reliability!r}")
         if security not in SECURITIES:
             raise ValueError(f"security must be one of {SECURITIES}, not {security!r}")
+        if responder_security not in (None, *SECURITIES):
+            raise ValueError(f"responder_security must be one of {SECURITIES}, not {responder_security!r}")
         if not subs:
             raise ValueError("need at least one subscriber endpoint")
+        if "auth-encrypt" in (security, responder_security) and not 0 <= int(domain) <= DOMAIN_ID_MAX:
+            raise ValueError(f"DDS Security runs need a domain id in 0..{DOMAIN_ID_MAX}, not {domain!r}")
     except ValueError as exc:
         return raw, None, str(exc)
-    if security == "auth-encrypt":
-        reason = security_support() or "the edgebench ddsperf driver does not configure DDS Security yet"
+    resp_security = responder_security or security
+    if "auth-encrypt" not in (security, resp_security):
+        return _run(pub, subs, raw, mode, payload, duration, reliability, transport, discovery, peers, domain,
+                    timeout_extra, rate, init_wait, None, None)
+    reason = security_support()
+    if reason:
         return raw, None, f"unsupported: {reason}"
+    with tempfile.TemporaryDirectory(prefix="edgebench-ddssec-") as tmp:
+        try:
+            libs = _find_security_libs()
+            material = make_security_material(tmp)
+            sec = security_config(material, libs)
+        except DdsperfError as exc:
+            return raw, None, f"DDS Security material: {exc}"
+        record = security_record(material, libs)
+        if resp_security != security:
+            record.update(initiator_security=security, responder_security=resp_security)
+        raw["dds-security.json"] = json.dumps(record, indent=1).encode()
+        raw, metrics, error = _run(pub, subs, raw, mode, payload, duration, reliability, transport, discovery, peers,
+                                   domain, timeout_extra, rate, init_wait,
+                                   sec if security == "auth-encrypt" else None,
+                                   sec if resp_security == "auth-encrypt" else None)
+    if error and "did not match" in error:
+        if resp_security != security:
+            error = error.replace(": check discovery (multicast reachability or static peer addresses)", "")
+            error += (f" (the {'ping' if mode == 'latency' else 'pub'} runs with security={security}, the "
+                      f"{'pong' if mode == 'latency' else 'subs'} with security={resp_security}: participants "
+                      "with and without DDS Security never match)")
+        else:
+            error += " (with DDS Security on, also check the handshake and permissions errors in the logs)"
+    return raw, metrics, error
+
+
+def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: float, reliability: str,
+         transport: str, discovery: str, peers: Sequence[str] | None, domain: int, timeout_extra: float,
+         rate: str | float | None, init_wait: float, init_sec: dict[str, str] | None,
+         resp_sec: dict[str, str] | None) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     if discovery == "static-peers" and not peers:
         peers = list(dict.fromkeys([pub.ip, *(s.ip for s in subs)]))
 
-    def xml(ep) -> str:
-        return cyclone_config(discovery, peers, transport == "multicast", interface=ep.ip)
+    def xml(ep, sec: dict[str, str] | None) -> str:
+        return cyclone_config(discovery, peers, transport == "multicast", sec, interface=ep.ip)
 
     # initiator (ping/pub) waits up to init_wait for its peers, then runs `duration` s; the responders
     # (pong/subs) get a generous -D as a safety net and are stopped with SIGINT once the initiator is done.
@@ -502,10 +757,10 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
     error = None
     try:
         for name, role, n, ep, argv in responders:
-            procs.append((name, role, n, _popen(ep, argv, xml(ep))))
+            procs.append((name, role, n, _popen(ep, argv, xml(ep, resp_sec))))
         time.sleep(0.2)
         name, role, n, ep, argv = init
-        iproc = _popen(ep, argv, xml(ep))
+        iproc = _popen(ep, argv, xml(ep, init_sec))
         procs.append((name, role, n, iproc))
         try:
             iout, _ = iproc.communicate(timeout=init_wait + duration + timeout_extra)
