@@ -118,30 +118,6 @@ def apply_netem(ctx: CellContext) -> None:
     ctx.save()
 
 
-def run_iperf3(ctx: CellContext) -> None:
-    """Run the cell's iperf3 runs (TCP/UDP, pod-to-pod and pod-to-service), one manifest + raw output each."""
-    runs = ctx.runs("iperf3")
-    env = environment()
-    for i, run in enumerate(runs, 1):
-        attempt = ctx.attempts.get(run.run_id, 1)
-        if _unsupported_cell(ctx, run, attempt, env):
-            continue
-        started = now()
-        client, server = ctx.provider.client(), ctx.provider.server(run.placement)
-        target = server.ip
-        try:
-            ctx.provider.flush_services()
-            if run.path == "pod-to-service":
-                ctx.provider.add_service(SERVICE_IP, PORT, server)
-                target = SERVICE_IP
-            raw, metrics, error = iperf3.measure(client, server, target, PORT, run.protocol, run.length_bytes,
-                                                 run.duration_s, run.params.get("bitrate", "0"))
-        except Exception as exc:  # a setup command failed: record the run as failed, keep going
-            raw, metrics, error = {}, None, str(exc)
-        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
-                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env), raw)
-
-
 def _unsupported_cell(ctx: CellContext, run: Run, attempt: int, env: dict[str, Any]) -> bool:
     """Record the run as unsupported if the cell's datapath could not be built; True if it was."""
     if ctx.state.get("supported") is False:
@@ -152,44 +128,76 @@ def _unsupported_cell(ctx: CellContext, run: Run, attempt: int, env: dict[str, A
     return False
 
 
+Measurement = tuple[dict[str, bytes], "dict[str, Any] | None", "str | None", "dict[str, Any] | None"]
+
+
+def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measurement]) -> None:
+    """The loop every run-* phase shares: skip what the cell cannot run, measure, store one manifest per run.
+    `measure` returns (raw files, metrics, error, params to record instead of the run's own); an error starting
+    with "unsupported:" records the run as unsupported, any other error as failed."""
+    env = environment()
+    for run in ctx.runs(workload):
+        attempt = ctx.attempts.get(run.run_id, 1)
+        if _unsupported_cell(ctx, run, attempt, env):
+            continue
+        started = now()
+        try:
+            raw, metrics, error, params = measure(run)
+        except Exception as exc:  # a setup command failed: record the run as failed, keep going
+            raw, metrics, error, params = {}, None, str(exc), None
+        status = "ok" if error is None else "unsupported" if error.startswith("unsupported:") else "failed"
+        ctx.store(run, manifest(run, status, started, error=error, metrics=metrics, raw_files=sorted(raw),
+                                mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params), raw)
+
+
+def _endpoints(ctx: CellContext, run: Run, port: int):
+    """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
+    pod-to-service."""
+    client, server = ctx.provider.client(), ctx.provider.server(run.placement)
+    ctx.provider.flush_services()
+    if run.path == "pod-to-service":
+        ctx.provider.add_service(SERVICE_IP, port, server)
+        return client, server, SERVICE_IP
+    return client, server, server.ip
+
+
+def run_iperf3(ctx: CellContext) -> None:
+    """Run the cell's iperf3 runs (TCP/UDP, pod-to-pod and pod-to-service), one manifest + raw output each."""
+
+    def measure(run: Run) -> Measurement:
+        client, server, target = _endpoints(ctx, run, PORT)
+        return (*iperf3.measure(client, server, target, PORT, run.protocol, run.length_bytes, run.duration_s,
+                                run.params.get("bitrate", "0")), None)
+
+    _run_all(ctx, "iperf3", measure)
+
+
 def run_dds(ctx: CellContext) -> None:
     """Run the cell's DDS runs (ddsperf latency and throughput); one manifest, raw logs and per-second samples each.
     Where the datapath carries no multicast, discovery uses static unicast peers and multicast transport is
     recorded as unsupported."""
     from .drivers import ddsperf
 
-    runs = ctx.runs("dds")
-    env = environment()
-    for run in runs:
-        attempt = ctx.attempts.get(run.run_id, 1)
-        if _unsupported_cell(ctx, run, attempt, env):
-            continue
-        p, started = run.params, now()
+    def measure(run: Run) -> Measurement:
+        p = run.params
         pub = ctx.provider.client()
         pool = ctx.provider.peers(run.placement)
         subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
         no_multicast = ctx.provider.multicast_reason(run.placement)
         params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
-        reason = None
         if p["transport"] == "multicast" and no_multicast:
-            reason = f"unsupported: multicast transport: {no_multicast}"
-        elif p["security"] != "none":
+            return {}, None, f"unsupported: multicast transport: {no_multicast}", params
+        if p["security"] != "none":
             why = ddsperf.security_support()
-            reason = f"unsupported: DDS Security: {why}" if why else None
-        if reason:
-            ctx.store(run, manifest(run, "unsupported", started, error=reason, attempt=attempt, env=env,
-                                    params=params, mtu=ctx.state.get("mtu")), {})
-            continue
-        try:
-            raw, metrics, error = ddsperf.measure(
-                pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
-                reliability=p["reliability"], transport=p["transport"], discovery=params["discovery"],
-                peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"])
-        except Exception as exc:
-            raw, metrics, error = {}, None, str(exc)
-        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
-                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env,
-                                params=params), raw)
+            if why:
+                return {}, None, f"unsupported: DDS Security: {why}", params
+        raw, metrics, error = ddsperf.measure(
+            pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
+            reliability=p["reliability"], transport=p["transport"], discovery=params["discovery"],
+            peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"])
+        return raw, metrics, error, params
+
+    _run_all(ctx, "dds", measure)
 
 
 def run_http(ctx: CellContext) -> None:
@@ -197,25 +205,12 @@ def run_http(ctx: CellContext) -> None:
     payload-recv or static-reply; one manifest, the load generator's raw output and per-request timings each."""
     from .drivers import http
 
-    env = environment()
-    for run in ctx.runs("http"):
-        attempt = ctx.attempts.get(run.run_id, 1)
-        if _unsupported_cell(ctx, run, attempt, env):
-            continue
-        started = now()
-        client, server = ctx.provider.client(), ctx.provider.server(run.placement)
-        target = server.ip
-        try:
-            ctx.provider.flush_services()
-            if run.path == "pod-to-service":
-                ctx.provider.add_service(SERVICE_IP, HTTP_PORT, server)
-                target = SERVICE_IP
-            raw, metrics, error = http.measure(client, server, target, HTTP_PORT, run.params["service"],
-                                               run.length_bytes, run.params["requests"])
-        except Exception as exc:
-            raw, metrics, error = {}, None, str(exc)
-        ctx.store(run, manifest(run, "ok" if error is None else "failed", started, error=error, metrics=metrics,
-                                raw_files=sorted(raw), mtu=ctx.state.get("mtu"), attempt=attempt, env=env), raw)
+    def measure(run: Run) -> Measurement:
+        client, server, target = _endpoints(ctx, run, HTTP_PORT)
+        return (*http.measure(client, server, target, HTTP_PORT, run.params["service"], run.length_bytes,
+                              run.params["requests"]), None)
+
+    _run_all(ctx, "http", measure)
 
 
 def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
