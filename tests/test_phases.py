@@ -69,15 +69,17 @@ def test_run_before_install_is_a_clear_error(tmp_path):
     assert proc.returncode == 1 and "run install-cni first" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_cluster_substrates_fail_clearly_before_doing_anything(tmp_path):
+def test_ssh_substrate_without_inventory_fails_clearly_before_doing_anything(tmp_path):
     cell = cells("-p", "cnis=[\"host\"]")[0]
     cell["substrate"], cell["distribution"] = "ssh", "k3s"
     cell["parameters"]["substrate"] = "ssh"
     from edgebench.cells import Cell
 
     cell["cell_id"] = Cell(cell["sweep_id"], "ssh", "k3s", "host", "host").cell_id
-    proc = cli("provision-cluster", "--cell", json.dumps(cell), "--workdir", str(tmp_path / "w"), check=False)
-    assert proc.returncode == 1 and "provider" in proc.stderr and "--local" in proc.stderr
+    proc = cli("provision-cluster", "--cell", json.dumps(cell), "--workdir", str(tmp_path / "w"), check=False,
+               env={"EDGEBENCH_INVENTORY": str(tmp_path / "missing.yaml")})
+    assert proc.returncode == 2 and "inventory" in proc.stderr and "--inventory" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_tampered_cell_is_rejected():

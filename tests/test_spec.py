@@ -125,3 +125,23 @@ def test_catalog_command_lists_every_mode_with_its_facts():
     assert rows["weave:fastdp"]["mtu"] == 1376
     for r in rows.values():
         assert r["datapath"] and r["encapsulation"] and r["mtu"] and r["sources"]
+
+
+def test_every_catalog_source_tag_resolves():
+    from edgebench import catalog
+
+    tags = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                tags.update(v) if k == "sources" and isinstance(v, list) else walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for name in ("cnis.yaml", "workloads.yaml", "distributions.yaml", "cni_installs.yaml"):
+        walk(catalog._load(name))
+    known = catalog.sources()
+    assert tags and not sorted(tags - set(known)), sorted(tags - set(known))
+    assert all(isinstance(v, str) and v for v in known.values())

@@ -130,6 +130,21 @@ def expand(sweep: Sweep) -> list[Cell]:
     ]
 
 
+def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+    """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
+    returned with the reason so they can be reported as skipped before anything is installed."""
+    cells = expand(sweep)
+    if sweep.values["substrate"] == "local":
+        return cells, []
+    from .clusters.matrix import compatibility
+
+    ok, skipped = [], []
+    for c in cells:
+        reason = compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
+        (skipped.append((c, reason)) if reason else ok.append(c))
+    return ok, skipped
+
+
 def runs_for(sweep: Sweep, cell: Cell) -> list[Run]:
     """The runs of one cell, repetitions outermost so that slow drift spreads over all variants."""
     v = sweep.values

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -36,6 +37,30 @@ def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
     return spec_mod.load(file, spec_mod.parse_overrides(params), substrate="local" if local else None)
 
 
+INVENTORY_HELP = "Node inventory (ssh substrate; default $EDGEBENCH_INVENTORY or the Argo ConfigMap mount)."
+
+
+def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
+    """The node architectures that decide which cells are possible: the inventory's for ssh (when one is given or
+    found), the workstation's for kind, none (no arch check) otherwise."""
+    from . import inventory as inv
+
+    if substrate == "kind":
+        import platform
+
+        return frozenset({"arm64" if platform.machine() in ("aarch64", "arm64") else "amd64"})
+    if substrate != "ssh":
+        return None
+    if inventory is None and not os.environ.get(inv.ENV_INVENTORY) and not inv.INVENTORY_MOUNT.exists():
+        return None
+    return frozenset(inv.load(inventory).arches)
+
+
+def _print_skipped(skipped, console) -> None:
+    for c, reason in skipped:
+        console.print(f"  skipped {c.cni}:{c.cni_mode} on {c.distribution}: {reason}")
+
+
 def _on_sigterm(signum, frame):  # turn `kill` into KeyboardInterrupt so that teardown (finally) runs
     raise KeyboardInterrupt
 
@@ -47,20 +72,22 @@ def sweep(
     local: bool = typer.Option(False, "--local", help="Run on the local network-namespace testbed (substrate=local)."),
     rerun: bool = typer.Option(False, "--rerun", help="Measure again runs already stored for this sweep id (same keys, overwritten)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the cells and runs; change nothing."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
 ):
     """Run a sweep: for every cell build the datapath, run the workloads, store raw output + manifests in MinIO.
 
     Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
-    from .cells import expand, runs_for
+    from .cells import expand_checked, runs_for
 
     s = _load(file, param, local)
-    cells = expand(s)
+    cells, skipped = expand_checked(s, _arches(s.values["substrate"], inventory))
     n_runs = sum(len(runs_for(s, c)) for c in cells)
     out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {n_runs} runs, "
               f"{s.values['duration']}s each (substrate={s.values['substrate']})")
     if dry_run:
         for c in cells:
             out.print(f"  {c.cell_id}  {c.cni}:{c.cni_mode}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
+        _print_skipped(skipped, out)
         return
     if s.values["substrate"] != "local":
         raise EdgebenchError(
@@ -94,16 +121,20 @@ def cells(
     param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
     local: bool = typer.Option(False, "--local", help="Expand for substrate=local."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON to this file (Argo output parameter)."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
 ):
-    """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out)."""
-    from .cells import cell_json, expand
+    """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
+    exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
+    from .cells import cell_json, expand_checked
 
     overrides = spec_mod.parse_overrides(param)
     if file is None:
         s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
     else:
         s = spec_mod.load(file, overrides, substrate="local" if local else None)
-    text = json.dumps([cell_json(s, c) for c in expand(s)])
+    ok, skipped = expand_checked(s, _arches(s.values["substrate"], inventory))
+    _print_skipped(skipped, err)
+    text = json.dumps([cell_json(s, c) for c in ok])
     if output:
         output.write_text(text)
     typer.echo(text)
@@ -124,6 +155,9 @@ def _phase_command(phase: str) -> None:
                                     "store from the environment (on Argo the output artifact does it)."),
         sources: List[Path] = typer.Option([], "--from", help="collect-results: result trees of the run-* steps to "
                                            "merge into --results first (repeatable; missing ones are ignored)."),
+        inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+        ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
+        known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help="known_hosts file for the nodes."),
     ):
         from .cells import from_json
         from .store import ResultStore, state_dir
@@ -131,9 +165,9 @@ def _phase_command(phase: str) -> None:
         text = Path(cell[1:]).read_text() if cell.startswith("@") else cell
         s, c = from_json(text)
         store = ResultStore() if upload else None
-        ctx = ph.CellContext(s, c, workdir=workdir or state_dir() / "work" / s.sweep_id / c.cell_id,
-                             results=results or (store.spool if store else state_dir() / "spool"),
-                             provider=_provider(c.substrate), log=out.print)
+        wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
+        ctx = ph.CellContext(s, c, workdir=wd, results=results or (store.spool if store else state_dir() / "spool"),
+                             provider=_provider(c, wd, inventory, ssh_key, known_hosts), log=out.print)
         signal.signal(signal.SIGTERM, _on_sigterm)
         if phase == "collect-results":
             ph.merge_results(ctx, sources)
@@ -150,10 +184,14 @@ def _phase_command(phase: str) -> None:
     app.command(phase, rich_help_panel="Phases of a cell (what the Argo templates run)")(command)
 
 
-def _provider(substrate: str):
+SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the Argo Secret mount)."
+
+
+def _provider(cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
     from . import providers
 
-    return providers.get(substrate)
+    return providers.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
+                         ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts))
 
 
 for _phase in ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-iperf3", "run-dds", "run-http",
@@ -166,6 +204,8 @@ def run_cell(
     cell: str = typer.Option(..., "--cell", help="The cell as JSON (one element of `edgebench cells`), or @FILE."),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory."),
     results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written (default: the spool)."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
 ):
     """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
     from . import phases as ph
@@ -174,10 +214,32 @@ def run_cell(
 
     s, c = from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    ph.run_cell(ph.CellContext(s, c, workdir=workdir or state_dir() / "work" / s.sweep_id / c.cell_id,
-                               results=results or state_dir() / "spool", provider=_provider(c.substrate),
-                               log=out.print))
+    wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
+    ph.run_cell(ph.CellContext(s, c, workdir=wd, results=results or state_dir() / "spool",
+                               provider=_provider(c, wd, inventory, ssh_key), log=out.print))
     out.print(f"cell {c.cell_id} ({c.cni}:{c.cni_mode}) done")
+
+
+@app.command()
+def matrix(
+    arch: List[str] = typer.Option(["amd64", "arm64"], "--arch", help="Node architectures present (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Which CNI modes can run on which distribution (impossible cells are skipped at expansion, with the reason)."""
+    from .clusters.matrix import compatibility, distributions
+
+    rows = [{"distribution": d, "cni": r["cni"], "mode": r["mode"],
+             "reason": compatibility(d, r["cni"], r["mode"], frozenset(arch))}
+            for d in distributions() for r in catalog_mod.rows()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=f"distribution x CNI mode (nodes: {', '.join(arch)})")
+    for col in ("distribution", "cni:mode", "possible"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["distribution"], f"{r['cni']}:{r['mode']}", "yes" if r["reason"] is None else f"no: {r['reason']}")
+    out.print(t)
 
 
 @app.command()

@@ -98,7 +98,9 @@ def install_cni(ctx: CellContext) -> None:
         ctx.state.update(supported=False, reason=str(exc))
         ctx.log(f"{cm.key}: {exc}")
     else:
-        ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath)
+        ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
+                         cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
+                         distribution_version=readback.get("distribution_version"))
     ctx.save()
 
 
@@ -135,7 +137,8 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
     """The loop every run-* phase shares: skip what the cell cannot run, measure, store one manifest per run.
     `measure` returns (raw files, metrics, error, params to record instead of the run's own); an error starting
     with "unsupported:" records the run as unsupported, any other error as failed."""
-    env = environment()
+    env = {**environment(), "cni_version": ctx.state.get("cni_version"),
+           "distribution_version": ctx.state.get("distribution_version")}
     for run in ctx.runs(workload):
         attempt = ctx.attempts.get(run.run_id, 1)
         if _unsupported_cell(ctx, run, attempt, env):
@@ -153,11 +156,10 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
 def _endpoints(ctx: CellContext, run: Run, port: int):
     """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
     pod-to-service."""
-    client, server = ctx.provider.client(), ctx.provider.server(run.placement)
+    client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
     ctx.provider.flush_services()
-    if run.path == "pod-to-service":
-        ctx.provider.add_service(SERVICE_IP, port, server)
-        return client, server, SERVICE_IP
+    if run.path == "pod-to-service":  # clusters choose the ClusterIP themselves and return it
+        return client, server, ctx.provider.add_service(SERVICE_IP, port, server) or SERVICE_IP
     return client, server, server.ip
 
 
@@ -180,7 +182,7 @@ def run_dds(ctx: CellContext) -> None:
 
     def measure(run: Run) -> Measurement:
         p = run.params
-        pub = ctx.provider.client()
+        pub = ctx.provider.client(run.placement)
         pool = ctx.provider.peers(run.placement)
         subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
         no_multicast = ctx.provider.multicast_reason(run.placement)

@@ -1,15 +1,17 @@
 """Substrates (providers): create and destroy a cell's cluster, install the CNI mode, give endpoints.
 
-`local` is the network-namespace testbed. `kind` and `ssh` need a real container engine or real nodes; their
-providers are not part of this version, and asking for them fails with a clear message before anything runs.
+`local` is the network-namespace testbed. `kind` (a kind cluster per cell, needs Docker) and `ssh` (k3s, k0s,
+MicroK8s or kubeadm installed on an inventory of real nodes) are edgebench.clusters.ClusterProvider.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from pathlib import Path
+from typing import Any
+
 from .catalog import CniMode
-from .errors import EdgebenchError
 from .testbed import Endpoint, Testbed, Unsupported
 
 
@@ -18,12 +20,12 @@ class Provider(Protocol):
 
     def provision(self) -> None: ...
     def install_cni(self, cm: CniMode) -> dict: ...
-    def client(self) -> Endpoint: ...
+    def client(self, placement: str = "cross-node") -> Endpoint: ...
     def server(self, placement: str) -> Endpoint: ...
     def read_mtu(self, ep: Endpoint) -> int: ...
     def peers(self, placement: str) -> list[Endpoint]: ...
     def multicast_reason(self, placement: str) -> str | None: ...
-    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> None: ...
+    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> str | None: ...
     def flush_services(self) -> None: ...
     def teardown(self) -> list[str]: ...
 
@@ -42,7 +44,7 @@ class LocalProvider:
     def install_cni(self, cm: CniMode) -> dict:
         return self.testbed.install_cni(cm)
 
-    def client(self) -> Endpoint:
+    def client(self, placement: str = "cross-node") -> Endpoint:
         return self.testbed.client()
 
     def server(self, placement: str) -> Endpoint:
@@ -67,13 +69,15 @@ class LocalProvider:
         return self.testbed.down()
 
 
-def get(substrate: str, testbed: Testbed | None = None) -> Provider:
+def get(substrate: str, testbed: Testbed | None = None, *, cell: Any = None, workdir: Path | None = None,
+        inventory: str | None = None, ssh_key: str | None = None, known_hosts: str | None = None) -> Provider:
+    """The provider of a cell. ssh/kind need the cell and its work dir (the kubeconfig lives there); ssh also the
+    node inventory and the SSH key (defaults: $EDGEBENCH_INVENTORY / $EDGEBENCH_SSH_KEY or the Argo mounts)."""
     if substrate == "local":
         return LocalProvider(testbed)
-    raise EdgebenchError(
-        f"the {substrate!r} provider (real clusters: kind, or k3s/k0s/MicroK8s/kubeadm over SSH) is not available in "
-        "this version of edgebench; run the sweep on the local testbed with `edgebench sweep FILE --local`"
-    )
+    from . import clusters
+
+    return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts)
 
 
 __all__ = ["Provider", "LocalProvider", "Unsupported", "get"]

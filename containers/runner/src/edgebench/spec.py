@@ -272,4 +272,7 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if "cnis" not in raw:
         raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
+    if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
+        raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
+                        f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
     return Sweep(source=source, raw=raw, values=values)

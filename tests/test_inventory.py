@@ -1,0 +1,147 @@
+"""Inventory validation (edgebench.inventory): the lab overlay's format, one clear SpecError per problem."""
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgebench import inventory
+from edgebench.errors import SpecError
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = REPO / "kustomize" / "overlays" / "lab" / "inventory.yaml"
+GOOD = {"target": "lab", "nodes": [
+    {"name": "pi-server-1", "address": "192.0.2.11", "arch": "arm64", "role": "server", "user": "edgebench"},
+    {"name": "pi-agent-1", "address": "192.0.2.12", "arch": "arm64", "role": "agent", "user": "edgebench"},
+    {"name": "x86-agent-1", "address": "192.0.2.21", "arch": "amd64", "role": "agent", "user": "edgebench", "port": 22},
+]}
+
+
+def test_lab_example_loads():
+    inv = inventory.load(LAB)
+    assert inv.target == "lab"
+    assert inv.server.name == "pi-server-1"
+    assert [n.name for n in inv.agents] == ["pi-agent-1", "x86-agent-1"]
+    assert inv.arches == {"arm64", "amd64"}
+    assert inv.node("x86-agent-1").port == 22
+
+
+def test_configmap_mount_directory(tmp_path, monkeypatch):
+    (tmp_path / "inventory.yaml").write_text(LAB.read_text())
+    assert inventory.load(tmp_path).nodes == inventory.load(LAB).nodes  # a ConfigMap mount is a directory
+    monkeypatch.setenv("EDGEBENCH_INVENTORY", str(tmp_path))
+    assert inventory.load().target == "lab"
+
+
+def test_missing_file_names_the_options(tmp_path):
+    with pytest.raises(SpecError, match="--inventory"):
+        inventory.load(tmp_path / "nope.yaml")
+
+
+def _mutate(fn):
+    doc = copy.deepcopy(GOOD)
+    fn(doc)
+    return doc
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["nodes"][1].update(name="pi-server-1"), r"node 'pi-server-1'.*duplicate node name"),
+    (lambda d: d["nodes"][2].update(address="192.0.2.12"), r"node 'x86-agent-1'.*duplicate address 192.0.2.12"),
+    (lambda d: d["nodes"][1].update(arch="armhf"), r"node 'pi-agent-1'.*`arch` 'armhf'.*64-bit"),
+    (lambda d: d["nodes"][0].update(role="agent"), r"no node has role `server`"),
+    (lambda d: d["nodes"][1].update(role="server"), r"all have role `server`"),
+    (lambda d: d["nodes"][2].update(address="192.0.2.300"), r"node 'x86-agent-1'.*`address` '192.0.2.300'"),
+    (lambda d: d["nodes"][2].update(address="bad host!"), r"`address` 'bad host!'"),
+    (lambda d: d["nodes"][2].update(port=70000), r"node 'x86-agent-1'.*`port` 70000"),
+    (lambda d: d["nodes"][2].update(port="22"), r"`port` '22'"),
+    (lambda d: d["nodes"][1].update(name="Pi_Agent"), r"`name` 'Pi_Agent'"),
+    (lambda d: d["nodes"][1].pop("user"), r"node 'pi-agent-1'.*field `user` is required"),
+    (lambda d: d["nodes"][1].update(password="x"), r"unknown field\(s\) password"),
+    (lambda d: d.update(target="Lab Target"), r"`target`"),
+    (lambda d: d.update(nodes=[]), r"`nodes` must be a non-empty list"),
+    (lambda d: d.update(extra=1), r"unknown field\(s\) extra"),
+])
+def test_invalid_inventories(mutate, message):
+    with pytest.raises(SpecError, match=message):
+        inventory.parse(_mutate(mutate), "inv.yaml")
+
+
+def test_dns_and_ipv6_addresses_are_accepted():
+    doc = _mutate(lambda d: (d["nodes"][1].update(address="pi-1.lab.example"),
+                             d["nodes"][2].update(address="2001:db8::21")))
+    inv = inventory.parse(doc)
+    assert inv.node("x86-agent-1").address == "2001:db8::21"
+
+
+def test_bad_yaml():
+    with pytest.raises(SpecError, match="not valid YAML"):
+        inventory.loads("nodes: [", "x.yaml")
+
+
+def _key(tmp_path, mode):
+    k = tmp_path / "id_ed25519"
+    k.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n-----END OPENSSH PRIVATE KEY-----\n")
+    os.chmod(k, mode)
+    return k
+
+
+def test_ssh_key_resolution(tmp_path):
+    k = _key(tmp_path, 0o600)
+    assert inventory.ssh_key_path(k, env={}) == k
+    assert inventory.ssh_key_path(None, env={"EDGEBENCH_SSH_KEY": str(k)}) == k
+
+
+def test_ssh_key_unreadable(tmp_path):
+    """Root reads any file, so the check runs as user nobody (setpriv) against a key nobody may not read."""
+    import subprocess
+    import sys
+
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(dir="/tmp"))  # traversable by nobody, unlike pytest's 0700 tmp root
+    d.chmod(0o755)
+    k = _key(d, 0o600)
+    code = ("from edgebench import inventory\n"
+            f"inventory.ssh_key_path({str(k)!r}, env={{}})\n")
+    try:
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                               code], capture_output=True, text=True, cwd="/")
+    finally:
+        import shutil
+
+        shutil.rmtree(d)
+    assert proc.returncode != 0 and "not readable" in proc.stderr, proc.stderr
+
+
+def test_world_readable_key_is_refused(tmp_path):
+    with pytest.raises(SpecError, match="accessible by others.*chmod 600"):
+        inventory.ssh_key_path(_key(tmp_path, 0o644), env={})
+
+
+def test_group_readable_own_key_is_refused(tmp_path):
+    with pytest.raises(SpecError, match="too open"):
+        inventory.ssh_key_path(_key(tmp_path, 0o640), env={})
+
+
+def test_missing_key_names_the_sources(tmp_path):
+    with pytest.raises(SpecError, match="--ssh-key.*EDGEBENCH_SSH_KEY.*edgebench-ssh-key"):
+        inventory.ssh_key_path(tmp_path / "none", env={})
+
+
+def test_key_inside_the_repository_is_refused(tmp_path):
+    k = REPO / "tests" / "data" / ".tmp_test_key"
+    try:
+        k.write_text("x")
+        os.chmod(k, 0o600)
+        with pytest.raises(SpecError, match="inside the repository"):
+            inventory.ssh_key_path(k, env={})
+    finally:
+        k.unlink(missing_ok=True)
+
+
+def test_lab_example_yaml_is_what_the_docs_say():
+    doc = yaml.safe_load(LAB.read_text())
+    assert set(doc) == {"target", "nodes"}
