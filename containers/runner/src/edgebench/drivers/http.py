@@ -274,9 +274,14 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
     try:
         body_file: str | None = None
         if method != "GET":
-            body = workdir / "payload.bin"
-            body.write_bytes(os.urandom(body_bytes))
-            body_file = str(body)
+            # written from inside the client endpoint, so it exists where hey runs (a namespace on this host
+            # shares the file system; a pod reached with `kubectl exec` does not)
+            body_file = str(workdir / "payload.bin")
+            made = subprocess.run(client.cmd(["sh", "-c", 'mkdir -p "$(dirname "$1")" && head -c "$0" /dev/urandom > "$1"',
+                                              str(int(body_bytes)), body_file]), capture_output=True)
+            if made.returncode != 0:
+                raise HttpDriverError(f"could not write the {body_bytes}-byte payload in the client: "
+                                      f"{made.stderr.decode(errors='replace').strip()}")
         with open(log_path, "wb") as log:
             srv = subprocess.Popen(server.cmd(server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, cwd=workdir)
