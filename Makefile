@@ -14,8 +14,8 @@ ARGS       ?=
 # Pinned MinIO server and client (Go module versions of their release commits)
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
-APT_PACKAGES  := iproute2 iputils-ping nftables iperf3 cyclonedds-tools hey procps wireguard-tools curl \
-                 ca-certificates python3-venv
+APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools hey procps \
+                 wireguard-tools openssl curl ca-certificates python3-venv
 FORTIO_VERSION := v1.66.5
 KUBECTL_VERSION := v1.32.4
 # Management-cluster path (a workstation with Docker): kind matching the pinned node image, the Argo CLI
@@ -54,7 +54,8 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  curl -fsSL -o $(TOOLS)/kubectl https://dl.k8s.io/release/$(KUBECTL_VERSION)/bin/linux/$$(dpkg --print-architecture)/kubectl \
 	  && chmod +x $(TOOLS)/kubectl || echo "kubectl: download failed; only needed for the management-cluster path"; }
 
-tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) $(TOOLS)/fortio-$(FORTIO_VERSION) ## build MinIO, mc, fortio (go install, pinned; ~3 min once)
+tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) $(TOOLS)/fortio-$(FORTIO_VERSION) \
+       $(TOOLS)/edgebench-netem-emu ## build MinIO, mc, fortio, the netem emulator (Go, pinned; ~3 min once)
 
 $(TOOLS)/minio-$(MINIO_VERSION):
 	@echo "minio: go install github.com/minio/minio@$(MINIO_VERSION) (a few minutes, once)"
@@ -70,6 +71,11 @@ $(TOOLS)/fortio-$(FORTIO_VERSION):
 	@echo "fortio: go install fortio.org/fortio@$(FORTIO_VERSION) (the HTTP test services)"
 	@mkdir -p $(TOOLS) && cd /tmp && GOBIN=$(TOOLS) GOFLAGS=-buildvcs=false go install fortio.org/fortio@$(FORTIO_VERSION)
 	@touch $@
+
+# the userspace link emulator (NFQUEUE) for kernels without sch_netem; rebuilt when its sources change
+$(TOOLS)/edgebench-netem-emu: containers/netem-emulator/main.go containers/netem-emulator/go.mod containers/netem-emulator/go.sum
+	@echo "netem emulator: go build ./containers/netem-emulator"
+	@mkdir -p $(TOOLS) && cd containers/netem-emulator && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-netem-emu .
 
 venv: $(VENV)/.stamp ## create the Python virtualenv with edgebench, dbt-duckdb, Streamlit
 

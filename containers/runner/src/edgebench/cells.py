@@ -113,7 +113,9 @@ def from_json(doc: dict[str, Any] | str) -> tuple[Sweep, Cell]:
             raise SpecError(f"--cell must be the JSON of a cell (from `edgebench cells`): {exc.msg}") from None
     if not isinstance(doc, dict) or not {"cni", "cni_mode", "sweep_id", "parameters"} <= set(doc):
         raise SpecError("--cell must be a cell object from `edgebench cells` (cni, cni_mode, sweep_id, parameters)")
-    params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"])}
+    params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"]),
+              "tuning": json.dumps([doc.get("tuning_profile", "default_settings")]),
+              "netem": json.dumps([doc.get("netem_scenario", "none")])}
     sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
     cell = expand(sweep)[0]
     if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
@@ -125,8 +127,8 @@ def expand(sweep: Sweep) -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]
     return [
-        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode)
-        for cm in v["cnis"]
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario)
+        for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
     ]
 
 

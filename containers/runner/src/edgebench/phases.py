@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -104,19 +105,48 @@ def install_cni(ctx: CellContext) -> None:
     ctx.save()
 
 
+def _cluster_cannot(ctx: CellContext, what: str) -> None:
+    ctx.state.update(supported=False, reason=f"unsupported: {what} is not applied on {ctx.cell.substrate} clusters "
+                                            "by this version of edgebench")
+
+
 def tune_nodes(ctx: CellContext) -> None:
-    """Only `default_settings` exists so far: nothing is changed, and that is what is recorded."""
-    if ctx.cell.tuning_profile != "default_settings":
-        raise EdgebenchError(f"tuning profile {ctx.cell.tuning_profile!r} is not available")
-    ctx.state["tuning_profile"] = "default_settings"
+    """Apply the cell's tuning profile where the substrate can carry it, read back what is in force, and record
+    what cannot be applied (e.g. a global sysctl inside a network namespace) as unsupported. A readback that does
+    not match the request makes the cell's runs invalid (kept, but out of the comparisons)."""
+    from . import tuning
+
+    profile = ctx.cell.tuning_profile
+    if ctx.state.get("supported") is False:
+        return
+    if not hasattr(ctx.provider, "apply_tuning"):
+        if profile != "default_settings":
+            _cluster_cannot(ctx, f"tuning profile {profile!r}")
+        ctx.state["tuning"] = {"profile": profile, "requested": {}, "readback": {}, "unsupported": {},
+                               "mtu": ctx.state.get("mtu")}
+    else:
+        ctx.state["tuning"] = ctx.provider.apply_tuning(profile)
+    valid, reason = tuning.validate(ctx.state["tuning"])
+    ctx.state.update(is_valid=valid, invalid_reason=reason)
     ctx.save()
 
 
 def apply_netem(ctx: CellContext) -> None:
-    """Only scenario `none` (the link as it is) exists so far."""
-    if ctx.cell.netem_scenario != "none":
-        raise EdgebenchError(f"netem scenario {ctx.cell.netem_scenario!r} is not available")
-    ctx.state["netem_scenario"] = "none"
+    """Apply the cell's link condition (tc netem where the kernel has it, else the userspace NFQUEUE emulator on
+    the testbed; rate limits with htb/tbf) on every node's uplink and record the mechanism and readback."""
+    from . import netem
+
+    if ctx.state.get("supported") is False:
+        return
+    v = ctx.sweep.values
+    scenario = netem.resolve(ctx.cell.netem_scenario, custom=v["netem-custom"].get(ctx.cell.netem_scenario),
+                             scope=v["netem-scope"])
+    if not hasattr(ctx.provider, "apply_netem"):
+        if not scenario.untouched:
+            _cluster_cannot(ctx, f"link condition {scenario.name!r}")
+        ctx.state["netem"] = netem.manifest_object(scenario, "none", "")
+    else:
+        ctx.state["netem"] = ctx.provider.apply_netem(scenario)
     ctx.save()
 
 
@@ -144,13 +174,50 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
         if _unsupported_cell(ctx, run, attempt, env):
             continue
         started = now()
+        sampler = _sampler(ctx)
         try:
             raw, metrics, error, params = measure(run)
         except Exception as exc:  # a setup command failed: record the run as failed, keep going
             raw, metrics, error, params = {}, None, str(exc), None
+        finally:
+            samples = sampler.stop() if sampler else None
+        if samples:
+            raw["resources.json"] = json.dumps(samples).encode()
         status = "ok" if error is None else "unsupported" if error.startswith("unsupported:") else "failed"
         ctx.store(run, manifest(run, status, started, error=error, metrics=metrics, raw_files=sorted(raw),
-                                mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params), raw)
+                                mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params,
+                                conditions=_conditions(ctx)), raw)
+
+
+IDLE_S = 0.5  # idle baseline sampled before every run (knb style)
+SAMPLE_INTERVAL_S = 0.25
+
+
+def _sampler(ctx: CellContext):
+    """Start CPU/memory sampling of the workload processes and the system: an idle phase, then the run."""
+    pids = getattr(ctx.provider, "workload_pids", None)
+    if pids is None:
+        return None
+    from . import resources
+
+    sampler = resources.Sampler(pids, interval_s=SAMPLE_INTERVAL_S)
+    sampler.start()
+    time.sleep(IDLE_S)
+    sampler.mark_run()
+    return sampler
+
+
+def _conditions(ctx: CellContext) -> dict[str, Any]:
+    """netem, tuning and validity as in force after the run (the link condition is read back again)."""
+    netem_obj = dict(ctx.state.get("netem") or {})
+    valid, reason = ctx.state.get("is_valid", True), ctx.state.get("invalid_reason")
+    if netem_obj and hasattr(ctx.provider, "netem_readback") and netem_obj.get("mechanism") != "none":
+        netem_obj["readback"] = ctx.provider.netem_readback()
+        problem = ctx.provider.conditions_problem()
+        if problem:
+            valid, reason = False, f"link condition not in force: {problem}"
+    return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
+            "invalid_reason": reason}
 
 
 def _endpoints(ctx: CellContext, run: Run, port: int):
@@ -244,7 +311,13 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 
 
 def teardown_cluster(ctx: CellContext) -> list[str]:
-    """Remove the cell's cluster and everything the CNI left behind. Idempotent; runs on success and failure."""
+    """Revert link conditions and tuning, then remove the cell's cluster and everything the CNI left behind.
+    Idempotent; runs on success and failure."""
+    if hasattr(ctx.provider, "revert_conditions"):
+        try:
+            ctx.provider.revert_conditions()
+        except Exception as exc:  # the cluster goes away next anyway; say so and carry on
+            ctx.log(f"revert of tuning/netem failed ({exc}); removing the cluster anyway")
     removed = ctx.provider.teardown()
     ctx.state["torn_down_at"] = now()
     ctx.save()

@@ -35,14 +35,81 @@ class LocalProvider:
 
     name = "local"
 
-    def __init__(self, testbed: Testbed | None = None):
+    def __init__(self, testbed: Testbed | None = None, cell: Any = None):
         self.testbed = testbed or Testbed()
+        self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
+        self._netem_on = False
 
+    # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
     def provision(self) -> None:
-        self.testbed.provision()
+        from . import tuning
+
+        self.testbed.provision(tuning.lan_mtu_for(self.tuning_profile))
 
     def install_cni(self, cm: CniMode) -> dict:
-        return self.testbed.install_cni(cm)
+        from . import tuning
+
+        return self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
+
+    def _nodes(self) -> list[str]:
+        return [self.testbed.node_ns(i) for i in range(1, self.testbed.nodes + 1)]
+
+    def _pods(self) -> list[str]:
+        from .testbed import PODS_PER_NODE
+
+        wanted = {self.testbed.pod_ns(i, j) for i in range(1, self.testbed.nodes + 1) for j in range(1, PODS_PER_NODE + 1)}
+        return [ns for ns in self.testbed.namespaces() if ns in wanted]  # none with host networking
+
+    def apply_tuning(self, profile: str) -> dict:
+        from . import tuning
+
+        return tuning.apply_local(self._nodes(), self._pods(), profile)
+
+    def apply_netem(self, scenario) -> dict:
+        from . import netem
+
+        peers = None
+        if scenario.scope == "inter-group":  # on one testbed the groups are the nodes: shape node-to-node only
+            from .testbed import node_ip, pod_cidr
+
+            n = self.testbed.nodes
+            peers = {self.testbed.node_ns(i): [x for j in range(1, n + 1) if j != i for x in (node_ip(j), str(pod_cidr(j)))]
+                     for i in range(1, n + 1)}
+        obj = netem.apply_local(self._nodes(), "eth0", scenario, scope_peers=peers)
+        self._netem_on = obj.get("mechanism") != "none" or scenario.rate_mbit is not None
+        return obj
+
+    def netem_readback(self) -> str:
+        from . import netem
+
+        return netem.readback_local(self._nodes(), "eth0")
+
+    def conditions_problem(self) -> str | None:
+        """Why the applied link condition is no longer in force (e.g. the emulator died), or None."""
+        from . import netem
+
+        return netem.check_local(self._nodes(), "eth0") if self._netem_on else None
+
+    def revert_conditions(self) -> None:
+        from . import netem, tuning
+
+        if self.testbed.namespaces():
+            netem.revert_local(self._nodes(), "eth0")
+            tuning.revert_local(self._nodes(), self._pods())
+
+    def workload_pids(self) -> dict[str, int]:
+        """Every process running in the testbed's namespaces (the workload tools), named comm@namespace; the netem
+        emulator is part of the link, not of the workload."""
+        out = {}
+        for ns in self.testbed.namespaces():
+            for pid in self.testbed._run(["ip", "netns", "pids", ns], check=False).split():
+                try:
+                    comm = open(f"/proc/{pid}/comm").read().strip()
+                except OSError:
+                    continue
+                if not comm.startswith("edgebench-netem"):
+                    out[f"{comm}@{ns}"] = int(pid)
+        return out
 
     def client(self, placement: str = "cross-node") -> Endpoint:
         return self.testbed.client()
@@ -74,7 +141,7 @@ def get(substrate: str, testbed: Testbed | None = None, *, cell: Any = None, wor
     """The provider of a cell. ssh/kind need the cell and its work dir (the kubeconfig lives there); ssh also the
     node inventory and the SSH key (defaults: $EDGEBENCH_INVENTORY / $EDGEBENCH_SSH_KEY or the Argo mounts)."""
     if substrate == "local":
-        return LocalProvider(testbed)
+        return LocalProvider(testbed, cell)
     from . import clusters
 
     return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts)

@@ -29,7 +29,8 @@ def environment() -> dict[str, Any]:
 
 def manifest(run: Run, status: str, started: str, *, error: str | None = None, metrics: dict | None = None,
              raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
-             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
+             conditions: dict[str, Any] | None = None) -> dict[str, Any]:
     cell, cm = run.cell, run.cell.cni_info
     return {
         "schema_version": 1,
@@ -60,4 +61,9 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "raw_files": raw_files or [],
         "environment": env or environment(),
         "metrics": metrics if status == "ok" else None,
+        # what was in force (docs/results-layout.md, "Link conditions, tuning, validity, resources")
+        "netem": (conditions or {}).get("netem"),
+        "tuning": (conditions or {}).get("tuning"),
+        "is_valid": (conditions or {}).get("is_valid", True),
+        "invalid_reason": (conditions or {}).get("invalid_reason"),
     }

@@ -149,6 +149,31 @@ def _sweep_id(name: str, value: str) -> str:
     return value
 
 
+def _tuning(name: str, value: str) -> list[str]:
+    from . import tuning
+
+    return _subset(tuple(tuning.profile_names()))(name, value)
+
+
+def _netem_custom(name: str, value: str) -> dict[str, dict]:
+    try:
+        data = json.loads(value or "{}")
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"parameter {name!r} must be a JSON object name -> {{delay_ms, jitter_ms, loss_pct, "
+                        f"rate_mbit}}; got {value!r} ({exc.msg})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SpecError(f"parameter {name!r} must be a JSON object of objects; got {value!r}")
+    from . import netem
+
+    for scenario, spec_ in data.items():
+        netem.resolve(scenario, custom=spec_)  # validates
+    return data
+
+
+def _netem(name: str, value: str) -> list[str]:
+    return _json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
+
+
 def _target(name: str, value: str) -> str:
     if not _SWEEP_ID.match(value):
         raise SpecError(f"parameter {name!r} must be a DNS label (lower-case letters, digits, '-'); got {value!r}")
@@ -185,6 +210,10 @@ PARAMS: dict[str, Param] = {
         Param("http-payloads", lambda n, v: _sizes(n, v, 0, 16 * 1024 * 1024), "HTTP request payload sizes (bytes)"),
         Param("http-requests", lambda n, v: _int(n, v, 1), "sequential requests per HTTP run (one connection)"),
         Param("http-paths", _paths, "path:placement entries for HTTP"),
+        Param("tuning", _tuning, "node tuning profiles (a cell dimension)"),
+        Param("netem", _netem, "link condition scenarios (a cell dimension)"),
+        Param("netem-custom", _netem_custom, "custom link scenarios: JSON object name -> {delay_ms, jitter_ms, loss_pct, rate_mbit}"),
+        Param("netem-scope", lambda n, v: _choice(n, v, ("all", "inter-group")), "all node traffic, or only between node groups"),
         Param("sweep-id", _sweep_id, "results namespace; empty = derived from the parameters"),
         Param("target", _target, "target cluster / node inventory name (Argo semaphore key)"),
     ]
@@ -198,6 +227,10 @@ DEFAULTS: dict[str, str] = {
     "workloads": '["iperf3:tcp","iperf3:udp"]',
     "sweep-id": "",
     "target": "lab",
+    "tuning": '["default_settings"]',
+    "netem": '["none"]',
+    "netem-custom": "{}",
+    "netem-scope": "all",
     **{k: json.dumps(v) if isinstance(v, list) else str(v)
        for w in ("iperf3", "dds", "http") for k, v in catalog.workloads()[w]["defaults"].items()},
 }
@@ -272,6 +305,10 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if "cnis" not in raw:
         raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
+    from . import netem
+
+    for scenario in values["netem"]:
+        netem.resolve(scenario, custom=values["netem-custom"].get(scenario))  # unknown names: SpecError
     if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
         raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
                         f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")

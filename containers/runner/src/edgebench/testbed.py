@@ -12,6 +12,7 @@ cleans up after a killed run. A datapath this kernel cannot build raises Unsuppo
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -157,28 +158,32 @@ class Testbed:
         if reason:
             raise Unsupported(f"unsupported: {reason}")
 
-    def up(self, cm: CniMode) -> dict:
+    def up(self, cm: CniMode, lan_mtu: int | None = None, pod_mtu: int | None = None) -> dict:
         """provision() + install_cni(): the whole testbed for one CNI mode."""
         require_root()
         self.check(cm)
-        self.provision()
-        return self.install_cni(cm)
+        self.provision(lan_mtu)
+        return self.install_cni(cm, pod_mtu)
 
-    def provision(self) -> None:
-        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix)."""
+    def provision(self, lan_mtu: int | None = None) -> None:
+        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix).
+        `lan_mtu` sets the node uplinks' MTU (jumbo frames: an MTU tuning profile); default 1500."""
         require_root()
         self.down()
         try:
-            self._build_nodes()
+            self._build_nodes(lan_mtu or 1500)
         except BaseException:
             self.down()
             raise
 
-    def install_cni(self, cm: CniMode) -> dict:
+    def install_cni(self, cm: CniMode, pod_mtu: int | None = None) -> dict:
         """Attach pods and connect nodes the way the mode's datapath does; returns the read-back state.
+        `pod_mtu` replaces the mode's default pod MTU (an MTU tuning profile).
         Raises Unsupported (nothing built) if the kernel lacks the datapath; tears down on any other failure."""
         require_root()
         self.check(cm)
+        if pod_mtu:
+            cm = dataclasses.replace(cm, mtu=pod_mtu)
         if not self.namespaces():
             raise EdgebenchError(f"testbed {self.prefix} is not provisioned (no namespaces); provision it first")
         self._host = cm.is_host
@@ -275,14 +280,15 @@ class Testbed:
                 self._ns(self.node_ns(i), "nft", "flush", "chain", "ip", SVC_TABLE, chain)
 
     # building ------------------------------------------------------------------------------------
-    def _build_nodes(self) -> None:
+    def _build_nodes(self, lan_mtu: int) -> None:
         self._run(["ip", "netns", "add", self.lan_ns])
         self._ip(self.lan_ns, "link", "add", "lan0", "type", "bridge")
         self._ip(self.lan_ns, "link", "set", "lan0", "up")
         for i in range(1, self.nodes + 1):
             ns = self.node_ns(i)
             self._run(["ip", "netns", "add", ns])
-            self._ip(self.lan_ns, "link", "add", f"n{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self._ip(self.lan_ns, "link", "add", f"n{i}", "mtu", str(lan_mtu), "type", "veth", "peer", "name",
+                     "eth0", "mtu", str(lan_mtu), "netns", ns)
             self._ip(self.lan_ns, "link", "set", f"n{i}", "master", "lan0", "up")
             self._ip(ns, "addr", "add", f"{node_ip(i)}/{LAN.prefixlen}", "dev", "eth0")
             self._ip(ns, "link", "set", "eth0", "up")
