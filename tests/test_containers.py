@@ -24,7 +24,9 @@ TOOL_PROVIDERS = {
     "scp": ("apt", "openssh-client"), "ip": ("apt", "iproute2"), "bridge": ("apt", "iproute2"),
     "ss": ("apt", "iproute2"), "tc": ("apt", "iproute2"), "nft": ("apt", "nftables"),
     "ping": ("apt", "iputils-ping"), "sysctl": ("apt", "procps"), "curl": ("apt", "curl"),
-    "fortio": ("bin", "fortio"), "kubectl": ("bin", "kubectl"), "helm": ("bin", "helm"),
+    "fortio": ("bin", "fortio"), "kubectl": ("bin", "kubectl"), "helm": ("bin", "helm"), "hey": ("apt", "hey"),
+    "iptables": ("apt", "iptables"), "ethtool": ("apt", "ethtool"), "openssl": ("apt", "openssl"),
+    "edgebench-netem-emu": ("bin", "edgebench-netem-emu"),
 }
 ALWAYS_NEEDED = ("iperf3", "ddsperf", "fortio", "kubectl", "helm", "ssh")
 

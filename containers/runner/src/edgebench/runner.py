@@ -44,8 +44,14 @@ def headline(doc: dict[str, Any]) -> str:
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
               testbed: Testbed | None = None) -> SweepReport:
     require_root()
-    tools = {"iperf3": ["iperf3"], "dds": ["ddsperf"], "http": ["hey", "fortio"]}
-    sh.require("ip", "bridge", "nft", "ss", *sorted({t for w, _ in sweep.values["workloads"] for t in tools[w]}))
+    sh.require("ip", "bridge", "nft", "ss")
+    used = {tool for tool, _ in sweep.values["workloads"]}
+    if "iperf3" in used:
+        sh.require("iperf3")
+    if "dds" in used:
+        sh.require("ddsperf")
+    if "http" in used:
+        sh.require("hey", "fortio")
     store.check()
     leftover = store.flush()
     if leftover:
