@@ -86,8 +86,17 @@ def filter_values(con, substrate: str, column: str, **chosen) -> list:
         raise ValueError(f"unknown filter: {column}")
     where, params = _where(substrate, chosen)
     rows = con.execute(f"select distinct {column} from fct_iperf3_runs where {where} and {column} is not null "
-                       f"order by {column}", params).fetchall()
+                       f"order by {_baseline_first(column)}{column}", params).fetchall()
     return [r[0] for r in rows]
+
+
+# the untouched condition first (the page's default), the others in name order
+_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3"}
+
+
+def _baseline_first(column: str) -> str:
+    value = _BASELINE_VALUES.get(column)
+    return f"{column} <> '{value}', " if value else ""
 
 
 def overhead(con, substrate: str, **filters) -> pd.DataFrame:
@@ -335,3 +344,250 @@ def response_chart(requests: pd.DataFrame, kpis: pd.DataFrame) -> alt.LayerChart
             y="kpi_ms:Q", x=alt.value(0), text="label:N")
         layers += [rules, text]
     return alt.layer(*layers).properties(height=380, title="Response time per request (box plot), KPI boundaries dashed")
+
+
+# ---- shared by the link-conditions, tuning and resources pages ----------------------------------------------
+
+def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
+    """Runs whose readback did not match what was requested (is_valid = false), any workload, with the reason.
+    They stay in the fct_* marts but are kept out of every comparison. filters: distribution, netem_scenario,
+    tuning_profile (None = any)."""
+    where, params = _where_in(substrate, filters, {"distribution": "", "netem_scenario": "",
+                                                   "tuning_profile": ""})
+    return con.execute(f"""
+        select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
+               repetition, status, invalid_reason, sweep_id, run_id, started_at
+        from int_runs__deduplicated where not is_valid and {where}
+        order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()
+
+
+def _substrates_of(con, table: str) -> list[str]:
+    rows = con.execute(f"select substrate from {table} group by substrate "
+                       "order by count(*) desc, substrate").fetchall()
+    return [r[0] for r in rows]
+
+
+def _values_of(con, table: str, allowed: dict, substrate: str, column: str, **chosen) -> list:
+    """Distinct values of a filter column given the filters chosen before it; the untouched condition first."""
+    if column not in allowed:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where_in(substrate, chosen, allowed)
+    rows = con.execute(f"select distinct {column} from {table} where {where} and {column} is not null "
+                       f"order by {_baseline_first(column)}{column}", params).fetchall()
+    return [r[0] for r in rows]
+
+
+# ---- link conditions (netem) ----------------------------------------------------------------------------------
+
+NETEM_FILTERS = {"distribution": "Distribution", "tuning_profile": "Tuning profile"}
+
+# metric -> (label, unit, SQL source producing: variant, cni, netem_scenario, detail, value)
+_NETEM_METRICS = {
+    "iperf3_throughput": ("iperf3 throughput", "Mbit/s", """
+        select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement
+               as detail, throughput_mbps as value, substrate, distribution, tuning_profile
+        from fct_iperf3_runs where status = 'ok' and is_valid"""),
+    "iperf3_rtt": ("iperf3 TCP mean RTT", "ms", """
+        select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
+               mean_rtt_us / 1000, substrate, distribution, tuning_profile
+        from fct_iperf3_runs where status = 'ok' and is_valid and mean_rtt_us is not null"""),
+    "dds_p50": ("DDS latency p50", "µs", """
+        select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
+               || security, latency_p50_us, substrate, distribution, tuning_profile
+        from fct_dds_latency where status = 'ok' and is_valid"""),
+    "dds_p90": ("DDS latency p90", "µs", """
+        select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
+               || security, latency_p90_us, substrate, distribution, tuning_profile
+        from fct_dds_latency where status = 'ok' and is_valid"""),
+    "http_p50": ("HTTP response p50", "ms", """
+        select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
+               response_p50_ms, substrate, distribution, tuning_profile
+        from fct_http_runs where status = 'ok' and is_valid"""),
+    "http_p90": ("HTTP response p90", "ms", """
+        select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
+               response_p90_ms, substrate, distribution, tuning_profile
+        from fct_http_runs where status = 'ok' and is_valid"""),
+}
+NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRICS.items()}
+
+
+def netem_substrates(con) -> list[str]:
+    """Substrates with runs of any workload, most runs first."""
+    return _substrates_of(con, "int_runs__deduplicated")
+
+
+def netem_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    return _values_of(con, "int_runs__deduplicated", NETEM_FILTERS, substrate, column, **chosen)
+
+
+def netem_scenarios(con, substrate: str, **filters) -> pd.DataFrame:
+    """The scenarios on a substrate with their parameters as read back (distinct combinations; more than one
+    row per scenario means its parameters changed between runs) and run counts per workload."""
+    where, params = _where_in(substrate, filters, NETEM_FILTERS)
+    return con.execute(f"""
+        select netem_scenario, netem_mechanism, netem_delay_ms, netem_jitter_ms, netem_loss_pct, netem_rate_mbit,
+               netem_scope,
+               case when netem_delay_ms is null then 'not recorded (older runs)' else 'read back' end as parameters,
+               count(*) as runs,
+               count(*) filter (where workload = 'iperf3') as iperf3_runs,
+               count(*) filter (where workload = 'dds')    as dds_runs,
+               count(*) filter (where workload = 'http')   as http_runs
+        from int_runs__deduplicated where {where}
+        group by 1, 2, 3, 4, 5, 6, 7, 8
+        order by netem_scenario <> 'none', coalesce(netem_delay_ms, 0), coalesce(netem_loss_pct, 0),
+                 netem_scenario""", params).df()
+
+
+def netem_metric(con, substrate: str, metric: str, **filters) -> pd.DataFrame:
+    """One metric per CNI / mode, configuration (detail) and netem scenario: mean over ok + valid runs."""
+    if metric not in _NETEM_METRICS:
+        raise ValueError(f"unknown metric: {metric}")
+    where, params = _where_in(substrate, filters, NETEM_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, netem_scenario, detail, avg(value) as value,
+               min(value) as min_value, max(value) as max_value, count(*) as n_runs
+        from ({_NETEM_METRICS[metric][2]}) as runs (cni, cni_mode, netem_scenario, detail, value, substrate,
+                                                    distribution, tuning_profile)
+        where {where} and value is not null
+        group by cni, cni_mode, netem_scenario, detail
+        order by detail, cni = 'host' desc, variant, netem_scenario""", params).df()
+
+
+def netem_chart(df: pd.DataFrame, scenarios: list[str], y_title: str, log: bool = False) -> alt.Chart:
+    """One line per CNI / mode across the netem scenarios (in the order given: untouched first, then by delay),
+    a point per scenario; log scale optional (rate-limited scenarios are orders of magnitude apart)."""
+    variants = list(dict.fromkeys(df["variant"]))
+    return alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=80)).encode(
+        x=alt.X("netem_scenario:N", sort=[s for s in scenarios if s in set(df["netem_scenario"])],
+                title="netem scenario", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("value:Q", title=y_title + (" (log scale)" if log else ""),
+                scale=alt.Scale(type="log") if log else alt.Scale(zero=True)),
+        color=alt.Color("variant:N", title="CNI / mode", sort=variants),
+        tooltip=["variant:N", "netem_scenario:N", alt.Tooltip("value:Q", format=".2f"),
+                 alt.Tooltip("min_value:Q", format=".2f"), alt.Tooltip("max_value:Q", format=".2f"), "n_runs:Q"],
+    ).properties(height=360)
+
+
+# ---- tuning efficiency ------------------------------------------------------------------------------------------
+
+TUNING_FILTERS = {
+    "workload": "Workload",
+    "protocol": "Protocol",
+    "length_bytes": "Packet size (bytes)",
+    "path": "Path",
+    "placement": "Placement",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+}
+TUNING_METRICS = {"throughput_efficiency_pct": "Throughput efficiency (CNI / host x 100)",
+                  "latency_efficiency_pct": "Latency efficiency, DDS p50 (host / CNI x 100)"}
+
+
+def tuning_substrates(con) -> list[str]:
+    return _substrates_of(con, "tuning_efficiency")
+
+
+def tuning_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    return _values_of(con, "tuning_efficiency", {**TUNING_FILTERS, "tuning_mtu": ""}, substrate, column, **chosen)
+
+
+def tuning_efficiency(con, substrate: str, **filters) -> pd.DataFrame:
+    """tuning_efficiency rows for one substrate and the chosen conditions (tuning_mtu may be given too)."""
+    where, params = _where_in(substrate, filters, {**TUNING_FILTERS, "tuning_mtu": ""})
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, *
+        from tuning_efficiency where {where}
+        order by is_host_baseline desc, variant, tuning_profile <> 'default_settings', tuning_profile,
+                 tuning_mtu""", params).df()
+
+
+def tuning_heatmap_frame(df: pd.DataFrame, metric: str, by_mtu: bool) -> pd.DataFrame:
+    """One cell per CNI / mode x profile (x profile + MTU when by_mtu): the efficiency; where several
+    configurations fall into a cell (e.g. DDS reliability / transport), their mean and how many."""
+    cni = df[~df["is_host_baseline"] & df[metric].notna()].copy()
+    if cni.empty:
+        return pd.DataFrame(columns=["variant", "column", "value", "n_configs", "n_runs", "mtus"])
+    cni["column"] = cni["tuning_profile"]
+    if by_mtu:
+        cni["column"] = cni["tuning_profile"] + " · MTU " + cni["tuning_mtu"].astype("Int64").astype(str)
+    out = cni.groupby(["variant", "column"], as_index=False).agg(
+        value=(metric, "mean"), n_configs=(metric, "size"), n_runs=("n_runs", "sum"),
+        mtus=("tuning_mtu", lambda s: ", ".join(str(int(v)) for v in sorted(s.dropna().unique()))))
+    return out
+
+
+def tuning_heatmap(cells: pd.DataFrame, title: str) -> alt.LayerChart:
+    """Heatmap CNI / mode x tuning profile, efficiency in %, value written in each cell."""
+    columns = sorted(cells["column"].unique(), key=lambda c: (not c.startswith("default_settings"), c))
+    base = alt.Chart(cells).encode(
+        x=alt.X("column:N", sort=columns, title="tuning profile", axis=alt.Axis(labelAngle=0, labelLimit=400)),
+        y=alt.Y("variant:N", title="CNI / mode", axis=alt.Axis(labelLimit=300)))
+    rect = base.mark_rect().encode(
+        color=alt.Color("value:Q", title="% of host", scale=alt.Scale(scheme="redyellowgreen", domain=[50, 100],
+                                                                      clamp=True)),
+        tooltip=["variant:N", "column:N", alt.Tooltip("value:Q", format=".1f", title="% of host"),
+                 "mtus:N", "n_configs:Q", "n_runs:Q"])
+    text = base.mark_text(fontSize=13).encode(text=alt.Text("value:Q", format=".1f"))
+    return alt.layer(rect, text).properties(height=alt.Step(44), title=title)
+
+
+# ---- resources --------------------------------------------------------------------------------------------------
+
+RESOURCE_FILTERS = {
+    "workload": "Workload",
+    "protocol": "Protocol",
+    "path": "Path",
+    "placement": "Placement",
+    "length_bytes": "Length (bytes)",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+
+
+def resource_substrates(con) -> list[str]:
+    return _substrates_of(con, "resource_usage_by_cni")
+
+
+def resource_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    return _values_of(con, "resource_usage_by_cni", RESOURCE_FILTERS, substrate, column, **chosen)
+
+
+def resource_usage(con, substrate: str, **filters) -> pd.DataFrame:
+    """resource_usage_by_cni rows (every component) for one substrate and the chosen conditions."""
+    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, *
+        from resource_usage_by_cni where {where}
+        order by component, is_host_baseline desc, variant""", params).df()
+
+
+def resource_long(df: pd.DataFrame) -> pd.DataFrame:
+    """Idle vs run as rows (phase), for grouped bars: variant, component, phase, cpu_pct, rss_mb."""
+    rows = []
+    for phase in ("idle", "run"):
+        part = df[["variant", "component", "names", "n_runs", f"cpu_{phase}_pct", f"rss_{phase}_mb"]].rename(
+            columns={f"cpu_{phase}_pct": "cpu_pct", f"rss_{phase}_mb": "rss_mb"})
+        rows.append(part.assign(phase=phase))
+    return pd.concat(rows, ignore_index=True)
+
+
+def resource_chart(long: pd.DataFrame, value: str, title: str, y_title: str, variants: list[str]) -> alt.Chart:
+    """Grouped horizontal bars per CNI / mode: idle (light) above run (dark)."""
+    return alt.Chart(long).mark_bar().encode(
+        y=alt.Y("variant:N", sort=variants, title=None, axis=alt.Axis(labelLimit=200)),
+        yOffset=alt.YOffset("phase:N", sort=["idle", "run"]),
+        x=alt.X(f"{value}:Q", title=y_title),
+        color=alt.Color("phase:N", sort=["idle", "run"], scale=alt.Scale(range=["#aec7e8", "#1f77b4"])),
+        tooltip=["variant:N", "phase:N", alt.Tooltip(f"{value}:Q", format=".1f"), "names:N", "n_runs:Q"],
+    ).properties(height=alt.Step(16), title=title)
+
+
+def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Chart:
+    one = df.drop_duplicates("variant")
+    return alt.Chart(one).mark_bar().encode(
+        y=alt.Y("variant:N", sort=variants, title=None, axis=alt.Axis(labelLimit=200)),
+        x=alt.X("throughput_mbps:Q", title="mean throughput (Mbit/s)"),
+        color=alt.condition("datum.is_host_baseline", alt.value("#7f7f7f"), alt.value("#2ca02c")),
+        tooltip=["variant:N", alt.Tooltip("throughput_mbps:Q", format=".1f"), "n_runs:Q"],
+    ).properties(height=alt.Step(32), title="Throughput of the same runs")

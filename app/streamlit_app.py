@@ -12,4 +12,8 @@ st.navigation([
     st.Page("app_pages/cni_datapaths.py", title="CNI datapaths", icon=":material/speed:"),
     st.Page("app_pages/dds.py", title="DDS pub/sub", icon=":material/podcasts:", url_path="dds"),
     st.Page("app_pages/http.py", title="HTTP services", icon=":material/http:", url_path="http"),
+    st.Page("app_pages/link_conditions.py", title="Link conditions", icon=":material/network_check:",
+            url_path="link_conditions"),
+    st.Page("app_pages/tuning.py", title="Tuning efficiency", icon=":material/tune:", url_path="tuning"),
+    st.Page("app_pages/resources.py", title="Resources", icon=":material/memory:", url_path="resources"),
 ]).run()

@@ -28,13 +28,16 @@ SERIES = [
 ]
 
 # Expected values (by construction of SERIES).
-N_IPERF3_RUNS = sum(len(s[-1]) for s in SERIES)          # 21
+N_IPERF3_RUNS = sum(len(s[-1]) for s in SERIES) + 23     # 21 + 10 netem + 13 tuning (one of them invalid)
 N_DDS_RUNS = 29                                          # see DDS_SERIES: 16 latency ok + 1 unsupported + 12 tput
-N_HTTP_RUNS = 20                                         # 5 (service, payload) x 2 CNIs x 2 repetitions
+N_HTTP_RUNS = 20 + 12                                    # 5 (service, payload) x 2 CNIs x 2 repetitions
+                                                         # + 3 netem scenarios x 2 CNIs x 2 repetitions
 N_MANIFESTS = N_IPERF3_RUNS + 1 + N_DDS_RUNS + N_HTTP_RUNS  # + one duplicated run_id
 OVERHEAD_LOCAL_TCP_FLANNEL = (9000 - 7000) / 9000 * 100  # 22.22...
 OVERHEAD_LOCAL_UDP_FLANNEL = (1000 - 960) / 1000 * 100   # 4.0
-N_OVERHEAD_ROWS = 7                                      # 3 local tcp + 3 local udp + 1 kind tcp
+N_OVERHEAD_ROWS = 7 + 5 + 6                              # 3 local tcp + 3 local udp + 1 kind tcp
+                                                         # + netem (cilium none, host/cilium lcl, edg10)
+                                                         # + tuning (antrea default tcp/udp, host/antrea kopt tcp/udp)
 
 
 def _hex(text: str, n: int) -> str:
@@ -42,29 +45,32 @@ def _hex(text: str, n: int) -> str:
 
 
 def manifest(*, substrate, distribution, cni, cni_mode, datapath, protocol, repetition, status, value,
-             sweep_id=SWEEP, started_at=None, workload="iperf3") -> dict:
-    cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/default_settings/none", 10)
+             sweep_id=SWEEP, started_at=None, workload="iperf3", netem="none", tuning="default_settings",
+             mtu=None, new_style=False, invalid_reason=None) -> dict:
+    cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}", 10)
     length = TCP_LEN if protocol == "tcp" else UDP_LEN
     run_id = "r-" + _hex(f"{cell_id}/{workload}/{protocol}/pod-to-pod/cross-node/{length}/{repetition}", 12)
     started = started_at or T0 + timedelta(seconds=15 * repetition + 60 * len(cni))
+    if (netem, tuning) != ("none", "default_settings"):  # condition runs: later in the sweep, one cell each
+        started += timedelta(hours=3, minutes=5 * sorted(NETEM).index(netem) + 30 * sorted(TUNING).index(tuning))
     ok = status == "ok"
     metrics = None
     if ok and workload == "iperf3":
         metrics = {"throughput_mbps": float(value), "sent_mbps": float(value) * 1.001,
                    "received_mbps": float(value), "cpu_host_pct": 40.0, "cpu_remote_pct": 35.0,
                    "retransmits": 3 if protocol == "tcp" else None,
-                   "mean_rtt_us": 120.0 if protocol == "tcp" else None,
+                   "mean_rtt_us": 120.0 + 2000 * NETEM[netem]["delay_ms"] if protocol == "tcp" else None,
                    "jitter_ms": 0.02 if protocol == "udp" else None,
                    "lost_packets": 5 if protocol == "udp" else None,
                    "packets": 90000 if protocol == "udp" else None,
                    "lost_percent": 0.0055 if protocol == "udp" else None}
     elif ok:  # another workload: a metrics object of a different shape
         metrics = {"latency_p99_us": 850.5, "messages": 10000}
-    return {
+    m = {
         "schema_version": 1, "sweep_id": sweep_id, "cell_id": cell_id, "run_id": run_id,
         "substrate": substrate, "distribution": distribution, "cni": cni, "cni_mode": cni_mode,
-        "datapath": datapath, "mtu": 1450 if "vxlan" in datapath else 1500,
-        "netem_scenario": "none", "tuning_profile": "default_settings", "workload": workload,
+        "datapath": datapath, "mtu": mtu or (1450 if "vxlan" in datapath or "geneve" in datapath else 1500),
+        "netem_scenario": netem, "tuning_profile": tuning, "workload": workload,
         "protocol": protocol, "path": "pod-to-pod", "placement": "cross-node",
         "length_bytes": length, "duration_s": 10, "repetition": repetition,
         "params": {"bitrate": "1G" if protocol == "udp" else None, "port": 5201, "length": length},
@@ -76,20 +82,26 @@ def manifest(*, substrate, distribution, cni, cni_mode, datapath, protocol, repe
                         "edgebench_version": "0.0.0-fixture", "tools": {"iperf3": "3.12"}, "cni_version": None},
         "metrics": metrics,
     }
+    if new_style:
+        with_conditions(m, netem=netem, tuning=tuning, invalid_reason=invalid_reason)
+    return m
 
 
 def iperf3_manifests() -> list[dict]:
-    """The iperf3 runs only (plus the superseded duplicate): a raw tree without any DDS or HTTP file."""
+    """The iperf3 runs only (plus the superseded duplicate): a raw tree without any DDS or HTTP file. The local
+    host / flannel series carry the new fields and resources.json; calico, kind and the duplicate stay old-style
+    (no netem / tuning / is_valid), as do the DDS and the first HTTP runs. The condition runs follow."""
     out = []
     for substrate, dist, cni, mode, datapath, proto, results in SERIES:
         for rep, (status, value) in enumerate(results, start=1):
             out.append(manifest(substrate=substrate, distribution=dist, cni=cni, cni_mode=mode, datapath=datapath,
-                                protocol=proto, repetition=rep, status=status, value=value))
+                                protocol=proto, repetition=rep, status=status, value=value,
+                                new_style=substrate == "local" and cni in ("host", "flannel")))
     # the same run_id (host tcp rep 1) under an older sweep, finished earlier: deduplication must drop it
     out.append(manifest(substrate="local", distribution="none", cni="host", cni_mode="host", datapath="host",
                         protocol="tcp", repetition=1, status="ok", value=1, sweep_id="fixture-sweep-0",
                         started_at=T0 - timedelta(days=1)))
-    return out
+    return out + condition_iperf3_manifests()
 
 
 def fixture_manifests() -> list[dict]:
@@ -128,14 +140,14 @@ def _rng(text: str):
 
 def _record(*, cni, cni_mode, datapath, mtu, workload, protocol, path, length, duration_s, repetition, params,
             status, error, raw_files, metrics, tools, extra_hash, substrate="local", distribution="none",
-            minute=0) -> dict:
-    cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/default_settings/none", 10)
+            minute=0, netem="none", tuning="default_settings") -> dict:
+    cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}", 10)
     run_id = "r-" + _hex(f"{SWEEP}/{cell_id}/{workload}/{protocol}/{path}/cross-node/{extra_hash}/{repetition}", 12)
     started = T0 + timedelta(hours=1 if workload == "dds" else 2, minutes=minute)
     return {
         "schema_version": 1, "sweep_id": SWEEP, "cell_id": cell_id, "run_id": run_id,
         "substrate": substrate, "distribution": distribution, "cni": cni, "cni_mode": cni_mode,
-        "datapath": datapath, "mtu": mtu, "netem_scenario": "none", "tuning_profile": "default_settings",
+        "datapath": datapath, "mtu": mtu, "netem_scenario": netem, "tuning_profile": tuning,
         "workload": workload, "protocol": protocol, "path": path, "placement": "cross-node",
         "length_bytes": length, "duration_s": duration_s, "repetition": repetition, "params": params,
         "status": status, "error": error, "attempt": 1 if status == "ok" else 2,
@@ -251,8 +263,9 @@ def http_requests(m: dict) -> list[dict]:
     if m["status"] != "ok":
         return []
     rng, hid = _rng(m["run_id"]), _hid(m)
-    base = HTTP_BASE_MS[(m["params"]["service"], m["length_bytes"])] * (
-        HTTP_FLANNEL_FACTOR if m["cni"] == "flannel" else 1)
+    base = {**HTTP_BASE_MS, **HTTP_COND_BASE_MS}[(m["params"]["service"], m["length_bytes"])] * (
+        HTTP_FLANNEL_FACTOR if m["cni"] == "flannel" else HTTP_CILIUM_FACTOR if m["cni"] == "cilium" else 1)
+    base += 2 * NETEM[m.get("netem", {}).get("scenario", "none")]["delay_ms"]  # request and response delayed
     out, offset = [], 0.0
     for seq in range(1, HTTP_REQUESTS + 1):
         total = HTTP_SLOW.get(hid, {}).get(seq) or round(base * rng.lognormvariate(0, 0.15), 3)
@@ -275,6 +288,10 @@ def _nearest_rank(values, q):  # what a load generator might report (the warehou
 
 
 def http_manifests() -> list[dict]:
+    return _http_manifests() + condition_http_manifests()
+
+
+def _http_manifests() -> list[dict]:
     out = []
     for i, ((service, n), cni) in enumerate((k, c) for k in HTTP_BASE_MS for c in HTTP_CNIS):
         cni_mode, datapath, mtu = HTTP_CNIS[cni]
@@ -299,8 +316,141 @@ def http_manifests() -> list[dict]:
     return out
 
 
+# ---- link conditions, tuning, validity, resources (docs/results-layout.md, last section) ----------------------
+
+NETEM = {
+    "none": {"scenario": "none", "mechanism": "none", "delay_ms": 0.0, "jitter_ms": 0.0, "loss_pct": 0.0,
+             "rate_mbit": None, "scope": "all", "readback": "qdisc noqueue 0: dev eth0 root refcnt 2"},
+    "lcl": {"scenario": "lcl", "mechanism": "tc-netem", "delay_ms": 1.0, "jitter_ms": 0.2, "loss_pct": 0.0,
+            "rate_mbit": None, "scope": "all",
+            "readback": "qdisc netem 8001: dev eth0 root refcnt 2 limit 1000 delay 1ms  200us"},
+    "edg10": {"scenario": "edg10", "mechanism": "tc-netem", "delay_ms": 10.0, "jitter_ms": 2.0, "loss_pct": 0.1,
+              "rate_mbit": 100.0, "scope": "all",
+              "readback": "qdisc netem 8002: dev eth0 root refcnt 2 limit 1000 delay 10ms  2ms loss 0.1% rate 100Mbit"},
+}
+KOPT = {"net.core.rmem_max": 67108864, "net.core.wmem_max": 67108864, "net.ipv4.tcp_rmem": "4096 87380 67108864",
+        "mtu": 9000}
+TUNING = {
+    "default_settings": {"requested": {}, "readback": {}, "unsupported": {}},
+    "kernel_optimizations": {"requested": dict(KOPT), "readback": dict(KOPT),
+                             "unsupported": {"vm.swappiness": "global sysctl: not per network namespace"}},
+}
+INVALID_REASON = "tuning readback mismatch: net.core.rmem_max requested 67108864, read back 212992"
+
+
+def with_conditions(m: dict, *, netem="none", tuning="default_settings", invalid_reason=None) -> dict:
+    """Add the contract's netem / tuning / is_valid fields (read back) and resources.json to a manifest."""
+    t = json.loads(json.dumps(TUNING[tuning]))
+    if invalid_reason:
+        t["readback"]["net.core.rmem_max"] = 212992
+    m["netem"] = dict(NETEM[netem])
+    m["tuning"] = {"profile": tuning, **t, "mtu": m["mtu"]}
+    m["is_valid"], m["invalid_reason"] = invalid_reason is None, invalid_reason
+    m["raw_files"] = list(m["raw_files"]) + ["resources.json"]
+    return m
+
+
+# iperf3 under link conditions: host and cilium/vxlan (tcp), throughput falls and RTT grows with the delay
+NETEM_IPERF3 = {("cilium", "none"): [6500, 6700], ("host", "lcl"): [8000, 8200], ("cilium", "lcl"): [6000, 6200],
+                ("host", "edg10"): [95, 97], ("cilium", "edg10"): [90, 92]}
+# tuning: host and antrea/geneve under both profiles, tcp and udp; kernel_optimizations raises the link MTU to
+# 9000 (antrea's pod MTU 8950). The local host series above is the default_settings host baseline.
+TUNING_IPERF3 = {("antrea", "default_settings", "tcp"): [7600, 7800], ("antrea", "default_settings", "udp"): [900, 920],
+                 ("host", "kernel_optimizations", "tcp"): [9400, 9600],
+                 ("host", "kernel_optimizations", "udp"): [1180, 1220],
+                 ("antrea", "kernel_optimizations", "tcp"): [8900, 9100],
+                 ("antrea", "kernel_optimizations", "udp"): [1100, 1120]}
+INVALID_RUN = ("antrea", "kernel_optimizations", "tcp", 3, 3000)  # cni, profile, protocol, repetition, Mbit/s
+COND_CNIS = {"host": ("host", "host"), "cilium": ("vxlan", "ptp-vxlan"), "antrea": ("geneve", "bridge-geneve")}
+
+EFF_DEFAULT_TCP_ANTREA = 7700 / 9000 * 100        # host default tcp: 9000/9100/8900 (SERIES)
+EFF_DEFAULT_UDP_ANTREA = 910 / 1000 * 100
+EFF_KOPT_TCP_ANTREA = 9000 / 9500 * 100           # the invalid 3000 Mbit/s run never counts
+EFF_KOPT_UDP_ANTREA = 1110 / 1200 * 100
+
+
+def condition_iperf3_manifests() -> list[dict]:
+    out = []
+    for (cni, netem), values in NETEM_IPERF3.items():
+        for rep, v in enumerate(values, start=1):
+            out.append(manifest(substrate="local", distribution="none", cni=cni, cni_mode=COND_CNIS[cni][0],
+                                datapath=COND_CNIS[cni][1], protocol="tcp", repetition=rep, status="ok", value=v,
+                                netem=netem, new_style=True))
+    for (cni, tuning, proto), values in TUNING_IPERF3.items():
+        runs = [(rep, v, None) for rep, v in enumerate(values, start=1)]
+        if (cni, tuning, proto) == INVALID_RUN[:3]:
+            runs.append((INVALID_RUN[3], INVALID_RUN[4], INVALID_REASON))
+        for rep, v, invalid in runs:
+            mtu = (9000 if cni == "host" else 8950) if tuning == "kernel_optimizations" else None
+            out.append(manifest(substrate="local", distribution="none", cni=cni, cni_mode=COND_CNIS[cni][0],
+                                datapath=COND_CNIS[cni][1], protocol=proto, repetition=rep, status="ok", value=v,
+                                tuning=tuning, mtu=mtu, new_style=True, invalid_reason=invalid))
+    return out
+
+
+# HTTP under link conditions: payload-echo with 10 kB, host and cilium, each scenario; + 2 x delay per request
+HTTP_COND_BASE_MS = {("payload-echo", 10000): 1.5}
+HTTP_CILIUM_FACTOR = 1.3
+
+
+def condition_http_manifests() -> list[dict]:
+    out = []
+    for i, (netem, cni) in enumerate((n, c) for n in ("none", "lcl", "edg10") for c in ("host", "cilium")):
+        cni_mode, datapath = COND_CNIS[cni]
+        params = {"service": "payload-echo", "requests": HTTP_REQUESTS, "connections": 1,
+                  "kpis_ms": dict(HTTP_KPIS_MS)}
+        for rep in range(1, HTTP_REPS + 1):
+            m = _record(cni=cni, cni_mode=cni_mode, datapath=datapath, mtu=1450 if cni == "cilium" else 1500,
+                        workload="http", protocol="tcp", path="pod-to-pod", length=10000, duration_s=None,
+                        repetition=rep, params=params, status="ok", error=None,
+                        raw_files=["hey.csv", "fortio-server.log", "http-requests.json"], metrics=None,
+                        tools={"hey": "0.1.4", "fortio": "1.69.0"}, minute=40 + 2 * i + rep, netem=netem,
+                        extra_hash=f"payload-echo/10000/{HTTP_REQUESTS}/1")
+            with_conditions(m, netem=netem)
+            reqs = http_requests(m)
+            t = [r["response_ms"] for r in reqs]
+            m["metrics"] = {"requests": len(reqs), "errors": 0, "response_mean_ms": sum(t) / len(t),
+                            "response_p50_ms": _nearest_rank(t, 0.5), "response_p90_ms": _nearest_rank(t, 0.9),
+                            "response_p99_ms": _nearest_rank(t, 0.99), "response_max_ms": max(t)}
+            out.append(m)
+    return out
+
+
+# resources.json: an idle phase (3 samples, before the workload starts) and the run (5 samples)
+RES_IDLE_SYSTEM_CPU = [2.0, 3.0, 4.0]                     # mean 3.0
+RES_IDLE_SYSTEM_RSS = [800.0, 802.0, 804.0]               # mean 802.0
+RES_RUN_SYSTEM_CPU = {"host": 20.0, "flannel": 35.0, "cilium": 30.0, "antrea": 33.0}  # tcp; udp x 1.5
+RES_RUN_SYSTEM_RSS = {"host": 820.0, "flannel": 845.0, "cilium": 850.0, "antrea": 848.0}
+RES_TOOLS = {"iperf3": ("iperf3-client", "iperf3-server"), "http": ("hey", "fortio-server"),
+             "dds": ("ddsperf-ping", "ddsperf-pong")}
+
+
+def resource_samples(m: dict) -> list[dict]:
+    """resources.json of a manifest (deterministic). The server process is up during the idle phase, the client
+    only starts with the workload; the local testbed has no cni component."""
+    client, server = RES_TOOLS[m["workload"]]
+    udp = 1.5 if m["protocol"] == "udp" else 1.0
+    out = []
+    for t in range(3):
+        out.append({"t_s": float(t), "phase": "idle", "component": "system", "name": "system",
+                    "cpu_pct": RES_IDLE_SYSTEM_CPU[t], "rss_mb": RES_IDLE_SYSTEM_RSS[t]})
+        out.append({"t_s": float(t), "phase": "idle", "component": "workload", "name": server,
+                    "cpu_pct": 0.1, "rss_mb": 3.0})
+    for k, off in enumerate([-1.0, -0.5, 0.0, 0.5, 1.0]):
+        t = float(3 + k)
+        out.append({"t_s": t, "phase": "run", "component": "system", "name": "system",
+                    "cpu_pct": RES_RUN_SYSTEM_CPU[m["cni"]] * udp + off, "rss_mb": RES_RUN_SYSTEM_RSS[m["cni"]] + off})
+        out.append({"t_s": t, "phase": "run", "component": "workload", "name": client,
+                    "cpu_pct": 40.0 * udp + off, "rss_mb": 4.5})
+        out.append({"t_s": t, "phase": "run", "component": "workload", "name": server,
+                    "cpu_pct": 30.0 * udp + off, "rss_mb": None if k == 4 else 3.5})
+    return out
+
+
 def raw_content(m: dict, name: str) -> bytes:
     """Bytes of a raw file beside the manifest: the per-sample JSON files follow the contract, the rest is filler."""
+    if name == "resources.json":
+        return json.dumps(resource_samples(m), indent=1).encode()
     if name == "dds-samples.json":
         return json.dumps(dds_samples(m), indent=1).encode()
     if name == "http-requests.json":

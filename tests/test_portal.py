@@ -217,3 +217,111 @@ def test_dds_http_missing_warehouse_message(page, tmp_path, monkeypatch):
     at.switch_page(page).run()
     assert not at.exception
     assert any("make sweep" in i.value for i in at.info)
+
+
+# ---- link conditions, tuning, resources pages -------------------------------------------------------------------
+
+NETEM_PAGE, TUNING_PAGE, RES_PAGE = "app_pages/link_conditions.py", "app_pages/tuning.py", "app_pages/resources.py"
+
+
+def test_conditions_queries(con):
+    scen = data.netem_scenarios(con, "local", tuning_profile="default_settings")
+    assert list(dict.fromkeys(scen["netem_scenario"])) == ["none", "lcl", "edg10"]  # untouched first, then delay
+    edg10 = scen[scen["netem_scenario"] == "edg10"].iloc[0]
+    assert (edg10["netem_delay_ms"], edg10["netem_rate_mbit"]) == (10.0, 100.0)
+    df = data.netem_metric(con, "local", "http_p90", tuning_profile="default_settings")
+    cil = df[(df["variant"] == "cilium / vxlan")].set_index("netem_scenario")["value"]
+    assert cil["edg10"] > cil["lcl"] > cil["none"]
+    with pytest.raises(ValueError):
+        data.netem_metric(con, "local", "x; drop table y")
+    eff = data.tuning_efficiency(con, "local", workload="iperf3", protocol="tcp", netem_scenario="none")
+    cells = data.tuning_heatmap_frame(eff, "throughput_efficiency_pct", by_mtu=False).set_index(["variant", "column"])
+    assert cells.loc[("antrea / geneve", "kernel_optimizations"), "value"] == pytest.approx(fx.EFF_KOPT_TCP_ANTREA)
+    assert "host / host" not in cells.index.get_level_values(0)
+    inv = data.invalid_runs(con, "local")
+    assert inv[["cni", "invalid_reason"]].values.tolist() == [["antrea", fx.INVALID_REASON]]
+    res = data.resource_usage(con, "local", workload="iperf3", protocol="udp", netem_scenario="none",
+                              tuning_profile="default_settings")
+    assert set(res["component"]) == {"system", "workload"}
+    assert set(data.resource_long(res)["phase"]) == {"idle", "run"}
+
+
+def test_link_conditions_page_renders_and_metric_changes(app):
+    at = app.run()
+    at.switch_page(NETEM_PAGE).run()
+    assert not at.exception
+    assert at.selectbox(key="netem_substrate").value == "local"
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    scen = frame(at, "netem_delay_ms")
+    assert set(scen["netem_scenario"]) == {"none", "lcl", "edg10"}
+    (chart,) = at.get("vega_lite_chart")
+    assert '"line"' in chart.proto.spec and '"log"' in chart.proto.spec
+    table = frame(at, "edg10")
+    assert list(table.columns) == ["variant", "none", "lcl", "edg10"]
+    cil = table.set_index("variant").loc["cilium / vxlan"]
+    assert cil["none"] > cil["lcl"] > cil["edg10"]  # throughput falls with delay and rate limit
+    # the invalid run is a kernel_optimizations run: not in the default_settings selection
+    assert any("None for this selection" in s.value for s in at.success)
+
+    at.selectbox(key="netem_metric").set_value("http_p50").run()
+    assert not at.exception
+    assert "payload-echo 10000 B" in at.selectbox(key="netem_detail").value
+    table = frame(at, "edg10").set_index("variant")
+    assert table.loc["cilium / vxlan", "edg10"] > table.loc["cilium / vxlan", "none"] + 15  # ~ 2 x 10 ms
+
+    at.selectbox(key="netem_tuning_profile").set_value("kernel_optimizations").run()
+    assert not at.exception
+    assert frame(at, "invalid_reason")["invalid_reason"].tolist() == [fx.INVALID_REASON]
+
+
+def test_tuning_page_heatmap_and_mtu_filter(app):
+    at = app.run()
+    at.switch_page(TUNING_PAGE).run()
+    assert not at.exception
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    (chart,) = at.get("vega_lite_chart")
+    assert '"rect"' in chart.proto.spec and "kernel_optimizations" in chart.proto.spec
+    detail = frame(at, "throughput_efficiency_pct")
+    antrea = detail[detail["variant"] == "antrea / geneve"].set_index("tuning_profile")
+    assert antrea.loc["default_settings", "throughput_efficiency_pct"] == pytest.approx(fx.EFF_DEFAULT_TCP_ANTREA)
+    assert antrea.loc["kernel_optimizations", "throughput_efficiency_pct"] == pytest.approx(fx.EFF_KOPT_TCP_ANTREA)
+    assert frame(at, "invalid_reason")["invalid_reason"].tolist() == [fx.INVALID_REASON]
+
+    at.selectbox(key="tuning_mtu").set_value(8950).run()
+    assert not at.exception
+    detail = frame(at, "throughput_efficiency_pct")
+    assert detail["variant"].tolist() == ["antrea / geneve"] and detail["host_tuning_mtu"].tolist() == [9000]
+
+
+def test_resources_page_idle_vs_run_and_component(app):
+    at = app.run()
+    at.switch_page(RES_PAGE).run()
+    assert not at.exception
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert at.selectbox(key="res_workload").value == "iperf3"
+    assert len(at.get("vega_lite_chart")) == 3  # CPU, RAM, throughput
+    table = frame(at, "cpu_run_pct").set_index("variant")
+    assert table.loc["flannel / vxlan", "cpu_run_pct"] > table.loc["host / host", "cpu_run_pct"]  # system first
+
+    at.radio(key="res_component").set_value("workload").run()
+    assert not at.exception
+    table = frame(at, "cpu_run_pct").set_index("variant")
+    assert table.loc["flannel / vxlan", "names"] == "iperf3-client, iperf3-server"
+    assert table.loc["flannel / vxlan", "cpu_idle_pct"] == pytest.approx(0.1)  # only the server runs while idle
+
+
+@pytest.mark.parametrize("page", [NETEM_PAGE, TUNING_PAGE, RES_PAGE])
+def test_condition_pages_missing_warehouse_message(page, tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(tmp_path / "nothing.duckdb"))
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert any("make sweep" in i.value for i in at.info)
+
+
+def test_resources_page_without_samples(iperf3_only_warehouse, monkeypatch):
+    """A warehouse whose runs stored no resources.json (kind-only selection is not needed: use a tree without)."""
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(iperf3_only_warehouse))
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page(RES_PAGE).run()
+    assert not at.exception

@@ -5,7 +5,7 @@
 with runs as (
 
     select * from {{ ref('int_dds__runs') }}
-    where status = 'ok'
+    where status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
 
 )
 

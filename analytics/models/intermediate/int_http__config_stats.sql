@@ -3,7 +3,7 @@
 with runs as (
 
     select * from {{ ref('fct_http_runs') }}
-    where status = 'ok' and response_p90_ms is not null
+    where status = 'ok' and is_valid and response_p90_ms is not null  -- invalid runs stay out of comparisons
 
 )
 

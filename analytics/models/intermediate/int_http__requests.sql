@@ -18,6 +18,8 @@ select
     runs.repetition,
     runs.service,
     runs.status,
+    runs.is_valid,
+    runs.invalid_reason,
     requests.seq,
     requests.offset_ms,
     requests.response_ms,

@@ -2,7 +2,7 @@
 with runs as (
 
     select * from {{ ref('fct_iperf3_runs') }}
-    where status = 'ok'
+    where status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
 
 )
 

@@ -50,6 +50,8 @@ select
     runs.placement,
     runs.length_bytes,
     runs.repetition,
+    runs.is_valid,
+    runs.invalid_reason,
     per_kpi.use_case,
     per_kpi.kpi_ms,
     per_kpi.n_requests,

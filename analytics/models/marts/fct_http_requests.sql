@@ -17,6 +17,8 @@ select
     length_bytes,
     repetition,
     status,
+    is_valid,
+    invalid_reason,
     seq,
     offset_ms,
     response_ms,

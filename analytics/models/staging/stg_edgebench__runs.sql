@@ -32,8 +32,33 @@ renamed as (
         manifest->>'cni_mode'                                      as cni_mode,
         manifest->>'datapath'                                      as datapath,
         try_cast(manifest->>'mtu' as integer)                      as mtu,
-        manifest->>'netem_scenario'                                as netem_scenario,
-        manifest->>'tuning_profile'                                as tuning_profile,
+        -- link conditions and tuning in force (docs/results-layout.md, last section). The `netem` / `tuning`
+        -- objects win over the older top-level fields; manifests without either count as an untouched link and
+        -- default settings, as the contract says.
+        coalesce(manifest->'netem'->>'scenario', manifest->>'netem_scenario', 'none') as netem_scenario,
+        coalesce(manifest->'netem'->>'mechanism',
+                 case when coalesce(manifest->'netem'->>'scenario', manifest->>'netem_scenario', 'none') = 'none'
+                      then 'none' end)                             as netem_mechanism,
+        try_cast(manifest->'netem'->>'delay_ms' as double)         as netem_delay_ms,
+        try_cast(manifest->'netem'->>'jitter_ms' as double)        as netem_jitter_ms,
+        try_cast(manifest->'netem'->>'loss_pct' as double)         as netem_loss_pct,
+        try_cast(manifest->'netem'->>'rate_mbit' as double)        as netem_rate_mbit,  -- null = unlimited
+        manifest->'netem'->>'scope'                                as netem_scope,
+        manifest->'netem'->>'readback'                             as netem_readback,
+        coalesce(manifest->'tuning'->>'profile', manifest->>'tuning_profile', 'default_settings') as tuning_profile,
+        case when json_type(manifest->'tuning'->'requested') = 'OBJECT'
+             then manifest->'tuning'->'requested' end              as tuning_requested,
+        case when json_type(manifest->'tuning'->'readback') = 'OBJECT'
+             then manifest->'tuning'->'readback' end               as tuning_readback,
+        case when json_type(manifest->'tuning'->'unsupported') = 'OBJECT'
+             then manifest->'tuning'->'unsupported' end            as tuning_unsupported,
+        try_cast(manifest->'tuning'->>'mtu' as integer)            as tuning_mtu,
+        -- absent (older manifests) or JSON null = valid; anything that is not a boolean becomes null and fails
+        -- the not_null data test instead of silently counting as valid
+        case when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true
+             when json_type(manifest->'is_valid') = 'BOOLEAN' then (manifest->>'is_valid')::boolean
+        end                                                        as is_valid,
+        manifest->>'invalid_reason'                                as invalid_reason,
         manifest->>'workload'                                      as workload,
         manifest->>'protocol'                                      as protocol,
         manifest->>'path'                                          as path,

@@ -1,0 +1,38 @@
+-- Means per configuration for the tuning-efficiency comparison, over status = 'ok' AND is_valid runs only
+-- (host included): iperf3 throughput, DDS throughput-mode throughput and DDS latency-mode p50. tuning_mtu is the
+-- pod MTU in force: tuning.mtu, or the top-level mtu for manifests without a tuning object. DDS parameters are
+-- null for iperf3 rows (they are part of the grain for DDS rows).
+with runs as (
+
+    select * from {{ ref('int_runs__deduplicated') }}
+    where status = 'ok' and is_valid and workload in ('iperf3', 'dds')
+
+)
+
+select
+    substrate,
+    distribution,
+    netem_scenario,
+    tuning_profile,
+    coalesce(tuning_mtu, mtu)                as tuning_mtu,
+    workload,
+    protocol,
+    path,
+    placement,
+    length_bytes,
+    dds_mode,
+    reliability,
+    transport,
+    subscribers,
+    security,
+    rate,
+    cni,
+    cni_mode,
+    datapath,
+    count(*)                                 as n_runs,
+    avg(throughput_mbps)                     as throughput_mbps,
+    avg(latency_p50_us)                      as latency_p50_us,
+    min(started_at)                          as first_started_at,
+    max(started_at)                          as last_started_at
+from runs
+group by all

@@ -1,0 +1,92 @@
+-- Tuning efficiency (seed 003): each CNI/mode as a percentage of the physical/host baseline measured under the
+-- same tuning profile, MTU and packet size, and otherwise identical conditions (substrate, distribution, netem,
+-- workload, protocol, path, placement, length, DDS parameters). Only status = 'ok' AND is_valid runs.
+--   throughput_efficiency_pct = cni / host * 100   (iperf3; DDS throughput mode)
+--   latency_efficiency_pct    = host / cni * 100   (DDS latency mode, on the p50)
+-- 100 = as good as the host, lower = worse. MTU: a CNI's pod MTU is the link MTU minus its encapsulation, so the
+-- host baseline is the host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000, a
+-- routed 1500 -> 1500); host_tuning_mtu shows which. Host rows are kept (is_host_baseline, 100 %).
+with stats as (
+
+    select * from {{ ref('int_tuning__config_stats') }}
+
+),
+
+host as (
+
+    select * from stats where cni = 'host'
+
+),
+
+matched as (
+
+    select
+        stats.*,
+        host.tuning_mtu                     as host_tuning_mtu,
+        host.n_runs                         as host_n_runs,
+        host.throughput_mbps                as host_throughput_mbps,
+        host.latency_p50_us                 as host_latency_p50_us
+    from stats
+    left join host
+        on  stats.substrate = host.substrate
+        and stats.distribution = host.distribution
+        and stats.netem_scenario = host.netem_scenario
+        and stats.tuning_profile = host.tuning_profile
+        and stats.workload = host.workload
+        and stats.protocol is not distinct from host.protocol
+        and stats.path is not distinct from host.path
+        and stats.placement is not distinct from host.placement
+        and stats.length_bytes is not distinct from host.length_bytes
+        and stats.dds_mode is not distinct from host.dds_mode
+        and stats.reliability is not distinct from host.reliability
+        and stats.transport is not distinct from host.transport
+        and stats.subscribers is not distinct from host.subscribers
+        and stats.security is not distinct from host.security
+        and stats.rate is not distinct from host.rate
+        and (host.tuning_mtu >= stats.tuning_mtu or (host.tuning_mtu is null and stats.tuning_mtu is null))
+    -- the nearest host MTU at or above the CNI's
+    qualify row_number() over (
+        partition by stats.substrate, stats.distribution, stats.netem_scenario, stats.tuning_profile,
+                     stats.tuning_mtu, stats.workload, stats.protocol, stats.path, stats.placement,
+                     stats.length_bytes, stats.dds_mode, stats.reliability, stats.transport, stats.subscribers,
+                     stats.security, stats.rate, stats.cni, stats.cni_mode, stats.datapath
+        order by host.tuning_mtu asc nulls last
+    ) = 1
+
+)
+
+select
+    substrate,
+    distribution,
+    netem_scenario,
+    tuning_profile,
+    tuning_mtu,
+    workload,
+    protocol,
+    path,
+    placement,
+    length_bytes,
+    dds_mode,
+    reliability,
+    transport,
+    subscribers,
+    security,
+    rate,
+    cni,
+    cni_mode,
+    datapath,
+    cni = 'host'                            as is_host_baseline,
+    n_runs,
+    throughput_mbps,
+    latency_p50_us,
+    host_tuning_mtu,
+    host_n_runs,
+    host_throughput_mbps,
+    host_latency_p50_us,
+    case when host_throughput_mbps > 0
+         then throughput_mbps / host_throughput_mbps * 100 end  as throughput_efficiency_pct,
+    case when latency_p50_us > 0
+         then host_latency_p50_us / latency_p50_us * 100 end    as latency_efficiency_pct,
+    first_started_at,
+    last_started_at
+from matched

@@ -1,0 +1,57 @@
+import streamlit as st
+
+import data
+import ui
+
+st.title("Resources")
+st.caption("CPU and RAM per CNI / mode while idle (before the workload starts) and during the run, next to the "
+           "throughput of the same runs (after Fig. 1-2 of the knb-based CNI study). A component's figure is the sum "
+           "over its processes per run, averaged over successful, valid runs. CPU in percent of one CPU.")
+
+ui.require_warehouse()
+substrates = ui.query("resource_substrates")
+if not substrates:
+    st.info("The warehouse holds no resource samples yet (resources.json is written by newer runs). "
+            "Run `make sweep`.")
+    st.stop()
+
+substrate = st.selectbox("Substrate", substrates, key="res_substrate",
+                         help="Results of different substrates are never compared with each other.")
+ui.local_banner(substrate)
+
+filters = {}
+for col, (name, label) in zip(st.columns(len(data.RESOURCE_FILTERS)), data.RESOURCE_FILTERS.items()):
+    values = ui.query("resource_filter_values", substrate=substrate, column=name, **filters)
+    filters[name] = col.selectbox(label, values, key=f"res_{name}") if values else None
+
+df = ui.query("resource_usage", substrate=substrate, **filters)
+if df.empty:
+    st.info("No successful, valid runs with resource samples for this selection.")
+else:
+    components = [c for c in ("system", "workload", "cni") if c in set(df["component"])]
+    component = st.radio("Component", components, horizontal=True, key="res_component",
+                         help="system: the whole machine (on the local testbed the kernel datapath's softirq work "
+                              "shows up here); workload: the tool processes; cni: CNI daemons (clusters only).")
+    sel = df[df["component"] == component]
+    variants = list(dict.fromkeys(sel["variant"]))
+    long = data.resource_long(sel)
+    c1, c2, c3 = st.columns(3)
+    c1.altair_chart(data.resource_chart(long, "cpu_pct", f"CPU ({component})", "CPU (% of one CPU)", variants),
+                    width="stretch")
+    c2.altair_chart(data.resource_chart(long, "rss_mb", f"RAM ({component})", "memory (MB)", variants),
+                    width="stretch")
+    if sel["throughput_mbps"].notna().any():
+        c3.altair_chart(data.resource_throughput_chart(sel, variants), width="stretch")
+    else:
+        c3.info("No throughput for this workload (HTTP and DDS latency runs measure time, not throughput).")
+    st.dataframe(sel[["variant", "names", "n_runs", "cpu_idle_pct", "cpu_run_pct", "cpu_delta_pct", "rss_idle_mb",
+                      "rss_run_mb", "rss_delta_mb", "throughput_mbps"]], hide_index=True, column_config={
+        c: st.column_config.NumberColumn(c, format="%.1f") for c in sel.columns if c.endswith(("_pct", "_mb", "_mbps"))})
+
+st.subheader("Invalid runs (kept out of every comparison)")
+invalid = ui.query("invalid_runs", substrate=substrate, distribution=filters.get("distribution"),
+                   netem_scenario=filters.get("netem_scenario"), tuning_profile=filters.get("tuning_profile"))
+if invalid.empty:
+    st.success("None for this selection.")
+else:
+    st.dataframe(invalid, hide_index=True)

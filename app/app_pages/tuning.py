@@ -1,0 +1,57 @@
+import streamlit as st
+
+import data
+import ui
+
+st.title("Tuning efficiency")
+st.caption("Each CNI / mode as a percentage of the host (physical) baseline measured under the same tuning profile, "
+           "MTU and packet size: throughput efficiency = CNI / host x 100, DDS latency efficiency = host p50 / CNI "
+           "p50 x 100. 100 % = as good as the host. Successful, valid runs only.")
+
+ui.require_warehouse()
+substrates = ui.query("tuning_substrates")
+if not substrates:
+    st.info("The warehouse holds no successful iperf3 or DDS runs yet. Run `make sweep`.")
+    st.stop()
+
+substrate = st.selectbox("Substrate", substrates, key="tuning_substrate",
+                         help="Results of different substrates are never compared with each other.")
+ui.local_banner(substrate)
+
+filters = {}
+for col, (name, label) in zip(st.columns(len(data.TUNING_FILTERS)), data.TUNING_FILTERS.items()):
+    values = ui.query("tuning_filter_values", substrate=substrate, column=name, **filters)
+    filters[name] = col.selectbox(label, values, key=f"tuning_{name}") if values else None
+
+c1, c2 = st.columns(2)
+mtus = ui.query("tuning_filter_values", substrate=substrate, column="tuning_mtu", **filters)
+mtu = c1.selectbox("Pod MTU", ["all"] + mtus, key="tuning_mtu",
+                   help="The pod MTU in force; 'all' shows each profile with its MTU. The host baseline is the "
+                        "host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000).")
+metrics = ["throughput_efficiency_pct"] + (["latency_efficiency_pct"] if filters.get("workload") == "dds" else [])
+metric = c2.selectbox("Efficiency", metrics, format_func=data.TUNING_METRICS.get, key="tuning_metric")
+
+df = ui.query("tuning_efficiency", substrate=substrate, **filters, **({} if mtu == "all" else {"tuning_mtu": mtu}))
+cells = data.tuning_heatmap_frame(df, metric, by_mtu=mtu == "all")
+if cells.empty:
+    st.info("No CNI with a host baseline under the same profile, MTU and packet size for this selection.")
+else:
+    st.altair_chart(data.tuning_heatmap(cells, data.TUNING_METRICS[metric] + ", %"), width="stretch")
+    if (cells["n_configs"] > 1).any():
+        st.caption("Some cells hold several configurations (e.g. DDS reliability / transport): their mean is shown; "
+                   "see the detail table.")
+
+with st.expander("Detail: every configuration with its host baseline", expanded=True):
+    cols = ["variant", "tuning_profile", "tuning_mtu", "host_tuning_mtu", "n_runs", "throughput_mbps",
+            "host_throughput_mbps", "throughput_efficiency_pct", "latency_p50_us", "host_latency_p50_us",
+            "latency_efficiency_pct", "dds_mode", "reliability", "transport", "subscribers", "security"]
+    st.dataframe(df[[c for c in cols if c in df.columns]], hide_index=True, column_config={
+        c: st.column_config.NumberColumn(c, format="%.1f") for c in cols if c.endswith(("_pct", "_mbps", "_us"))})
+
+st.subheader("Invalid runs (kept out of every comparison)")
+invalid = ui.query("invalid_runs", substrate=substrate, distribution=filters.get("distribution"),
+                   netem_scenario=filters.get("netem_scenario"))
+if invalid.empty:
+    st.success("None for this selection.")
+else:
+    st.dataframe(invalid, hide_index=True)
