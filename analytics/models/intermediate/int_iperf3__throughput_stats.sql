@@ -15,6 +15,8 @@ select
     path,
     placement,
     length_bytes,
+    duration_s,
+    iperf3_bitrate,
     cni,
     cni_mode,
     datapath,

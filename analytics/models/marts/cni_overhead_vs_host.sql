@@ -24,6 +24,8 @@ select
     stats.path,
     stats.placement,
     stats.length_bytes,
+    stats.duration_s,
+    stats.iperf3_bitrate,
     stats.cni,
     stats.cni_mode,
     stats.datapath,
@@ -60,3 +62,5 @@ left join host
     and stats.path = host.path
     and stats.placement = host.placement
     and stats.length_bytes = host.length_bytes
+    and stats.duration_s is not distinct from host.duration_s          -- identical workload parameters
+    and stats.iperf3_bitrate is not distinct from host.iperf3_bitrate

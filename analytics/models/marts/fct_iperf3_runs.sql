@@ -23,6 +23,7 @@ select
     placement,
     length_bytes,
     duration_s,
+    iperf3_bitrate,
     repetition,
     throughput_mbps,
     sent_mbps,

@@ -65,6 +65,7 @@ renamed as (
         manifest->>'placement'                                     as placement,
         try_cast(manifest->>'length_bytes' as integer)             as length_bytes,
         try_cast(manifest->>'duration_s' as integer)               as duration_s,
+        manifest->'params'->>'bitrate'                             as iperf3_bitrate,  -- iperf3 UDP -b
         try_cast(manifest->>'repetition' as integer)               as repetition,
         manifest->>'status'                                        as status,
         manifest->>'error'                                         as error,
