@@ -121,3 +121,14 @@ def test_malformed_manifest_fails_naming_the_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(warehouse.WarehouseError, match="malformed JSON in manifest .*" + bad.parent.name):
         warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(root), quiet=True)
+
+
+def test_dds_and_http_summaries_come_from_the_overhead_marts(fixture_warehouse):
+    dds = warehouse.dds_summary(fixture_warehouse)
+    http = warehouse.http_summary(fixture_warehouse)
+    assert dds and http
+    host = [r for r in dds if r["cni"] == "host"]
+    assert host and all(r["latency_p90_overhead_pct"] == 0 for r in host)
+    assert all(r["latency_p50_us"] <= r["latency_p99_us"] for r in dds if r["latency_p50_us"] is not None)
+    assert all(r["response_p50_ms"] <= r["response_p90_ms"] for r in http if r["response_p50_ms"] is not None)
+    assert {r["service"] for r in http} <= {"payload-echo", "payload-recv", "static-reply"}

@@ -323,6 +323,7 @@ def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help=
     wh.build()
     if summary:
         _print_summary(wh.iperf3_summary())
+        _print_latency_summaries(wh.dds_summary(), wh.http_summary())
 
 
 def _print_summary(rows: list[dict]) -> None:
@@ -361,6 +362,40 @@ def summary():
     from . import warehouse as wh
 
     _print_summary(wh.iperf3_summary())
+    _print_latency_summaries(wh.dds_summary(), wh.http_summary())
+
+
+def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
+    """One table per DDS latency and HTTP configuration: CNI mode rows, percentiles, overhead vs host."""
+    def fmt(v, f="{:.0f}"):
+        return "-" if v is None else f.format(v)
+
+    def tables(rows, keys, title, cols):
+        groups: dict[tuple, list[dict]] = {}
+        for r in rows:
+            groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+        for key, group in groups.items():
+            t = Table(title=title(dict(zip(keys, key))), title_justify="left")
+            t.add_column("CNI:mode")
+            for name, _, _ in cols:
+                t.add_column(name, justify="right")
+            for r in sorted(group, key=lambda r: (r["cni"] != "host", r["cni"], r["cni_mode"])):
+                t.add_row(f"{r['cni']}:{r['cni_mode']}", *[fmt(r[c], f) for _, c, f in cols])
+            out.print(t)
+
+    common = ["substrate", "distribution", "netem_scenario", "tuning_profile"]
+    tables(dds, common + ["reliability", "transport", "placement", "security", "length_bytes"],
+           lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
+                      f" security={k['security']} (substrate={k['substrate']}, netem={k['netem_scenario']}, "
+                      f"tuning={k['tuning_profile']})"),
+           [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
+            ("p99 us", "latency_p99_us", "{:.1f}"), ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}")])
+    tables(http, common + ["service", "path", "placement", "length_bytes"],
+           lambda k: (f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} (substrate="
+                      f"{k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']})"),
+           [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
+            ("p50 ms", "response_p50_ms", "{:.2f}"), ("p90 ms", "response_p90_ms", "{:.2f}"),
+            ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}")])
 
 
 def main() -> None:

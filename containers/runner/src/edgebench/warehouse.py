@@ -215,3 +215,39 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
         raise WarehouseError(f"cannot read iperf3 summary from {path}: {exc}") from exc
     finally:
         con.close()
+
+
+def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
+    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """DDS latency per configuration and CNI mode from dds_overhead_vs_host (p50/p90/p99 and the p90 overhead vs
+    host, Table II of seed 000), for the table printed after a sweep."""
+    return _query("""
+        select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
+               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p99_us,
+               latency_p90_overhead_pct
+        from dds_overhead_vs_host where dds_mode = 'latency'
+        order by all""", warehouse_path)
+
+
+def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """HTTP response times per configuration and CNI mode from http_overhead_vs_host."""
+    return _query("""
+        select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
+               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p90_ms,
+               response_p50_overhead_pct
+        from http_overhead_vs_host
+        order by all""", warehouse_path)
