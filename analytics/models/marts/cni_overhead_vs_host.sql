@@ -3,17 +3,7 @@
 -- length. overhead_pct = (host - cni) / host * 100, as Table I of the seed paper: positive = slower than host.
 -- Host rows are kept (is_host_baseline, overhead_pct = 0) so one table feeds charts with the baseline bar;
 -- filter on is_host_baseline = false for CNI-only aggregates.
-with stats as (
-
-    select * from {{ ref('int_iperf3__throughput_stats') }}
-
-),
-
-host as (
-
-    select * from stats where cni = 'host'
-
-)
+with {{ stats_and_host_ctes(ref('int_iperf3__throughput_stats')) }}
 
 select
     stats.substrate,
@@ -44,9 +34,7 @@ select
     -- conservative: significant only when the two 95% intervals do not overlap; null without both intervals
     case
         when stats.cni = 'host' then false
-        when stats.throughput_ci95_mbps is null or host.throughput_ci95_mbps is null then null
-        else abs(host.throughput_mbps - stats.throughput_mbps)
-             > stats.throughput_ci95_mbps + host.throughput_ci95_mbps
+        else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
     end                                     as is_significant,
     stats.n_sweeps,
     stats.first_started_at,
@@ -54,13 +42,7 @@ select
 
 from stats
 left join host
-    on  stats.substrate = host.substrate
-    and stats.distribution = host.distribution
-    and stats.netem_scenario = host.netem_scenario
-    and stats.tuning_profile = host.tuning_profile
-    and stats.protocol = host.protocol
-    and stats.path = host.path
-    and stats.placement = host.placement
-    and stats.length_bytes = host.length_bytes
-    and stats.duration_s is not distinct from host.duration_s          -- identical workload parameters
-    and stats.iperf3_bitrate is not distinct from host.iperf3_bitrate
+    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
+                       'protocol', 'path', 'placement', 'length_bytes']) }}
+    -- identical workload parameters
+    and {{ host_match(['duration_s', 'iperf3_bitrate'], null_safe=true) }}

@@ -5,17 +5,7 @@
 --   latency_p90_overhead_pct = (cni - host) / host * 100  (Table II of seed 000: positive = slower than host)
 --   throughput_overhead_pct  = (host - cni) / host * 100  (Table I: positive = less throughput than host)
 -- Host rows are kept (is_host_baseline, overheads 0), as in cni_overhead_vs_host.
-with stats as (
-
-    select * from {{ ref('int_dds__config_stats') }}
-
-),
-
-host as (
-
-    select * from stats where cni = 'host'
-
-)
+with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
 
 select
     stats.substrate,
@@ -72,14 +62,9 @@ select
     -- overlap; null without both intervals
     case
         when stats.cni = 'host' then false
-        when stats.dds_mode = 'latency' then
-            case when stats.latency_p90_ci95_us is null or host.latency_p90_ci95_us is null then null
-                 else abs(stats.latency_p90_us - host.latency_p90_us)
-                      > stats.latency_p90_ci95_us + host.latency_p90_ci95_us end
-        else
-            case when stats.throughput_ci95_mbps is null or host.throughput_ci95_mbps is null then null
-                 else abs(host.throughput_mbps - stats.throughput_mbps)
-                      > stats.throughput_ci95_mbps + host.throughput_ci95_mbps end
+        when stats.dds_mode = 'latency'
+            then {{ significance('stats', 'host', 'latency_p90_us', 'latency_p90_ci95_us') }}
+        else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
     end                                     as is_significant,
 
     stats.cpu_pub_pct,
@@ -92,15 +77,6 @@ select
 
 from stats
 left join host
-    on  stats.substrate = host.substrate
-    and stats.distribution = host.distribution
-    and stats.netem_scenario = host.netem_scenario
-    and stats.tuning_profile = host.tuning_profile
-    and stats.dds_mode = host.dds_mode
-    and stats.length_bytes = host.length_bytes
-    and stats.reliability = host.reliability
-    and stats.transport = host.transport
-    and stats.subscribers is not distinct from host.subscribers
-    and stats.security = host.security
-    and stats.rate is not distinct from host.rate
-    and stats.placement = host.placement
+    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
+                       'dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement']) }}
+    and {{ host_match(['subscribers', 'rate'], null_safe=true) }}

@@ -18,24 +18,7 @@ compliance as (
 )
 
 select
-    runs.run_id,
-    runs.sweep_id,
-    runs.cell_id,
-    runs.substrate,
-    runs.distribution,
-    runs.cni,
-    runs.cni_mode,
-    runs.datapath,
-    runs.mtu,
-    runs.netem_scenario,
-    runs.tuning_profile,
-    runs.netem_mechanism,
-    runs.netem_delay_ms,
-    runs.netem_jitter_ms,
-    runs.netem_loss_pct,
-    runs.netem_rate_mbit,
-    runs.netem_scope,
-    runs.tuning_mtu,
+    {{ run_attribute_columns('runs.') }},
     runs.protocol,
     runs.service,
     runs.path,
@@ -56,14 +39,7 @@ select
     compliance.share_beyond_kpi,
     runs.reported_response_p90_ms,
     runs.reported_errors,
-    runs.status,
-    runs.error,
-    runs.is_valid,
-    runs.invalid_reason,
-    runs.attempt,
-    runs.started_at,
-    runs.finished_at,
-    runs.raw_key
+    {{ run_outcome_columns('runs.') }}
 from runs
 left join {{ ref('int_http__run_stats') }} as stats using (run_id)
 left join compliance using (run_id)

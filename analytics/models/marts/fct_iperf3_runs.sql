@@ -1,23 +1,6 @@
 -- One row per iperf3 run, every status: failed and unsupported runs stay visible (metrics null, reason in error).
 select
-    run_id,
-    sweep_id,
-    cell_id,
-    substrate,
-    distribution,
-    cni,
-    cni_mode,
-    datapath,
-    mtu,
-    netem_scenario,
-    tuning_profile,
-    netem_mechanism,
-    netem_delay_ms,
-    netem_jitter_ms,
-    netem_loss_pct,
-    netem_rate_mbit,
-    netem_scope,
-    tuning_mtu,
+    {{ run_attribute_columns() }},
     protocol,
     path,
     placement,
@@ -35,13 +18,6 @@ select
     cpu_host_pct,
     cpu_remote_pct,
     mean_rtt_us,
-    status,
-    error,
-    is_valid,
-    invalid_reason,
-    attempt,
-    started_at,
-    finished_at,
-    raw_key
+    {{ run_outcome_columns() }}
 from {{ ref('int_runs__deduplicated') }}
 where workload = 'iperf3'

@@ -2,17 +2,7 @@
 -- netem, tuning, service, path, placement and payload (status = 'ok' runs). Means over runs of each run's p50/p90.
 --   response_p90_overhead_pct = (cni - host) / host * 100 (positive = slower than host), same for p50.
 -- Host rows kept (is_host_baseline, overheads 0).
-with stats as (
-
-    select * from {{ ref('int_http__config_stats') }}
-
-),
-
-host as (
-
-    select * from stats where cni = 'host'
-
-)
+with {{ stats_and_host_ctes(ref('int_http__config_stats')) }}
 
 select
     stats.substrate,
@@ -45,20 +35,12 @@ select
     end                                     as response_p90_overhead_pct,
     case
         when stats.cni = 'host' then false
-        when stats.response_p90_ci95_ms is null or host.response_p90_ci95_ms is null then null
-        else abs(stats.response_p90_ms - host.response_p90_ms)
-             > stats.response_p90_ci95_ms + host.response_p90_ci95_ms
+        else {{ significance('stats', 'host', 'response_p90_ms', 'response_p90_ci95_ms') }}
     end                                     as is_significant,
     stats.n_sweeps,
     stats.first_started_at,
     stats.last_started_at
 from stats
 left join host
-    on  stats.substrate = host.substrate
-    and stats.distribution = host.distribution
-    and stats.netem_scenario = host.netem_scenario
-    and stats.tuning_profile = host.tuning_profile
-    and stats.service = host.service
-    and stats.path = host.path
-    and stats.placement = host.placement
-    and stats.length_bytes = host.length_bytes
+    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
+                       'service', 'path', 'placement', 'length_bytes']) }}

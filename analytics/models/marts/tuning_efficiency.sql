@@ -6,17 +6,7 @@
 -- 100 = as good as the host, lower = worse. MTU: a CNI's pod MTU is the link MTU minus its encapsulation, so the
 -- host baseline is the host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000, a
 -- routed 1500 -> 1500); host_tuning_mtu shows which. Host rows are kept (is_host_baseline, 100 %).
-with stats as (
-
-    select * from {{ ref('int_tuning__config_stats') }}
-
-),
-
-host as (
-
-    select * from stats where cni = 'host'
-
-),
+with {{ stats_and_host_ctes(ref('int_tuning__config_stats')) }},
 
 matched as (
 
@@ -28,21 +18,10 @@ matched as (
         host.latency_p50_us                 as host_latency_p50_us
     from stats
     left join host
-        on  stats.substrate = host.substrate
-        and stats.distribution = host.distribution
-        and stats.netem_scenario = host.netem_scenario
-        and stats.tuning_profile = host.tuning_profile
-        and stats.workload = host.workload
-        and stats.protocol is not distinct from host.protocol
-        and stats.path is not distinct from host.path
-        and stats.placement is not distinct from host.placement
-        and stats.length_bytes is not distinct from host.length_bytes
-        and stats.dds_mode is not distinct from host.dds_mode
-        and stats.reliability is not distinct from host.reliability
-        and stats.transport is not distinct from host.transport
-        and stats.subscribers is not distinct from host.subscribers
-        and stats.security is not distinct from host.security
-        and stats.rate is not distinct from host.rate
+        on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile', 'workload']) }}
+        -- workload parameters, null where they do not apply (e.g. the DDS parameters of iperf3 rows)
+        and {{ host_match(['protocol', 'path', 'placement', 'length_bytes', 'dds_mode', 'reliability',
+                           'transport', 'subscribers', 'security', 'rate'], null_safe=true) }}
         and (host.tuning_mtu >= stats.tuning_mtu or (host.tuning_mtu is null and stats.tuning_mtu is null))
     -- the nearest host MTU at or above the CNI's
     qualify row_number() over (

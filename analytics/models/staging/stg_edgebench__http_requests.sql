@@ -1,38 +1,18 @@
 -- One row per HTTP request of an HTTP run (http-requests.json beside the manifest), parsed by name from the raw
 -- text (missing/null fields -> null); run keys from the object key runs/<sweep_id>/<cell_id>/<run_id>/....
-with source as (
+with elements as (
 
-    select filename, content from {{ source('edgebench_raw', 'http_requests') }}
-
-),
-
-parsed as (
-
-    select
-        filename,
-        case
-            when json_valid(content) and json_type(content::json) = 'ARRAY' then content::json
-            else error('http-requests.json is not a JSON array: ' || filename)
-        end as doc
-    from source
-
-),
-
-elements as (
-
-    select
-        filename,
-        unnest(json_extract(doc, '$[*]')) as request
-    from parsed
+    -- one row per array element (request), with sweep_id, cell_id, run_id, raw_key
+    {{ json_array_file_elements('http_requests', 'http-requests.json', 'request') }}
 
 ),
 
 renamed as (
 
     select
-        regexp_extract(filename, 'runs/([^/]+)/[^/]+/[^/]+/http-requests\.json$', 1) as sweep_id,
-        regexp_extract(filename, 'runs/[^/]+/([^/]+)/[^/]+/http-requests\.json$', 1) as cell_id,
-        regexp_extract(filename, 'runs/[^/]+/[^/]+/([^/]+)/http-requests\.json$', 1) as run_id,
+        sweep_id,
+        cell_id,
+        run_id,
         try_cast(request->>'seq' as integer)                         as seq,
         try_cast(request->>'offset_ms' as double)                    as offset_ms,
         try_cast(request->>'response_ms' as double)                  as response_ms,
@@ -42,7 +22,7 @@ renamed as (
         try_cast(request->>'read_ms' as double)                      as read_ms,
         -- the HTTP status code (0 or null for a transport error); not the run's status
         try_cast(request->>'status' as integer)                      as http_status,
-        regexp_extract(filename, '(runs/[^/]+/[^/]+/[^/]+/http-requests\.json)$', 1) as raw_key
+        raw_key
     from elements
 
 )
