@@ -141,3 +141,19 @@ def test_not_root_gets_a_clear_error():
     assert proc.returncode == 1
     assert "needs root" in proc.stderr and "Traceback" not in proc.stderr
     assert netns("ebnr") == []
+
+
+def test_workload_processes_are_found_by_namespace(tb):
+    from edgebench.providers import LocalProvider
+
+    tb.up(resolve_cni("flannel:vxlan"))
+    provider = LocalProvider(tb)
+    proc = subprocess.Popen(tb.server("cross-node").cmd(["sleep", "30"]))
+    try:
+        time.sleep(0.2)
+        found = provider.workload_pids()
+        assert found.get(f"sleep@{PREFIX}-n2-p1") == proc.pid
+        assert all(name.split("@")[1].startswith(PREFIX + "-") for name in found)
+    finally:
+        proc.kill()
+        proc.wait()
