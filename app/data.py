@@ -183,23 +183,33 @@ def _where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
     return " and ".join(clauses), params
 
 
-def dds_substrates(con) -> list[str]:
-    """Substrates with DDS runs (any status), most runs first."""
-    rows = con.execute(f"select substrate from {_DDS_RUNS} group by substrate "
+def _substrates(con, table: str) -> list[str]:
+    """Substrates present in `table` (any status), most runs first."""
+    rows = con.execute(f"select substrate from {table} group by substrate "
                        "order by count(*) desc, substrate").fetchall()
     return [r[0] for r in rows]
 
 
-def dds_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one DDS filter column on a substrate given the filters chosen before it (all statuses)."""
-    if column not in DDS_FILTERS:
+def _filter_values(con, table: str, allowed, substrate: str, column: str, chosen: dict) -> list:
+    """Values of one filter column of `table` on a substrate, given the filters chosen before it (all statuses);
+    the value with most successful runs first (the default), so a page opens on data, not on a corner case."""
+    if column not in allowed:
         raise ValueError(f"unknown filter: {column}")
-    where, params = _where_in(substrate, chosen, DDS_FILTERS)
-    # the value with most successful runs first (the default), so the page opens on data, not on a corner case
-    rows = con.execute(f"select {column} from {_DDS_RUNS} where {where} and {column} is not null "
+    where, params = _where_in(substrate, chosen, allowed)
+    rows = con.execute(f"select {column} from {table} where {where} and {column} is not null "
                        f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
                        params).fetchall()
     return [r[0] for r in rows]
+
+
+def dds_substrates(con) -> list[str]:
+    """Substrates with DDS runs (any status), most runs first."""
+    return _substrates(con, _DDS_RUNS)
+
+
+def dds_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    """Values of one DDS filter column on a substrate given the filters chosen before it (all statuses)."""
+    return _filter_values(con, _DDS_RUNS, DDS_FILTERS, substrate, column, chosen)
 
 
 def dds_overhead(con, substrate: str, **filters) -> pd.DataFrame:
@@ -258,20 +268,13 @@ HTTP_FILTERS = {
 
 
 def http_substrates(con) -> list[str]:
-    rows = con.execute("select substrate from fct_http_runs group by substrate "
-                       "order by count(*) desc, substrate").fetchall()
-    return [r[0] for r in rows]
+    """Substrates with HTTP runs (any status), most runs first."""
+    return _substrates(con, "fct_http_runs")
 
 
 def http_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    if column not in HTTP_FILTERS:
-        raise ValueError(f"unknown filter: {column}")
-    where, params = _where_in(substrate, chosen, HTTP_FILTERS)
-    # the value with most successful runs first (the default), so the page opens on data, not on a corner case
-    rows = con.execute(f"select {column} from fct_http_runs where {where} and {column} is not null "
-                       f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
-                       params).fetchall()
-    return [r[0] for r in rows]
+    """Values of one HTTP filter column on a substrate given the filters chosen before it (all statuses)."""
+    return _filter_values(con, "fct_http_runs", HTTP_FILTERS, substrate, column, chosen)
 
 
 def http_requests(con, substrate: str, **filters) -> pd.DataFrame:
