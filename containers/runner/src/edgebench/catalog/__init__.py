@@ -77,7 +77,7 @@ def resolve_cni(entry: str) -> CniMode:
         mtu=int(m["mtu"]),
         multicast=str(m["multicast"]),
         encryption=str(m["encryption"]),
-        version=info.get("version"),
+        version=(_load("cni_installs.yaml")["cnis"].get(name) or {}).get("version"),
         local=dict(m.get("local") or {}),
     )
 
@@ -106,7 +106,9 @@ def rows() -> list[dict[str, Any]]:
                     "local_testbed": cm.local.get("unsupported") and f"unsupported: {cm.local['unsupported']}"
                     or f"{cm.local.get('attach')} + {cm.local.get('transport')}",
                     "notes": m.get("notes", ""),
-                    "sources": info.get("sources", []),
+                    "sources": info.get("sources", []) + [
+                        t for t in (_load("cni_installs.yaml")["cnis"].get(name) or {}).get("sources", [])
+                        if t not in info.get("sources", [])],
                 }
             )
     return out
