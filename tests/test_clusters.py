@@ -127,9 +127,13 @@ def test_catalog_covers_every_mode_with_version_and_sources():
     for name, d in dists.items():
         assert d["version"] and d["version_source"] and d["sources"], name
         assert d["pod_cidr"] and d["service_cidr"], name
-    # versions pinned where install-facts gives one agree with cnis.yaml
-    for name in ("flannel", "calico", "kube-ovn", "weave"):
-        assert installs[name]["version"] == cnis()[name]["version"]
+    # one place for versions: what the catalog reports is what the installers pin (install-facts' pins kept)
+    from edgebench.catalog import resolve_cni
+
+    for name, info in cnis().items():
+        assert "version" not in info, f"{name}: pin versions in cni_installs.yaml only"
+        assert resolve_cni(name).version == installs[name]["version"]
+    assert (installs["flannel"]["version"], installs["calico"]["version"]) == ("v0.28.9", "v3.31.7")
 
 
 def test_k3s_flags_per_cni():
