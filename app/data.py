@@ -364,12 +364,6 @@ def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
         order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()
 
 
-def _substrates_of(con, table: str) -> list[str]:
-    rows = con.execute(f"select substrate from {table} group by substrate "
-                       "order by count(*) desc, substrate").fetchall()
-    return [r[0] for r in rows]
-
-
 def _values_of(con, table: str, allowed: dict, substrate: str, column: str, **chosen) -> list:
     """Distinct values of a filter column given the filters chosen before it; the untouched condition first."""
     if column not in allowed:
@@ -416,7 +410,7 @@ NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRIC
 
 def netem_substrates(con) -> list[str]:
     """Substrates with runs of any workload, most runs first."""
-    return _substrates_of(con, "int_runs__deduplicated")
+    return _substrates(con, "int_runs__deduplicated")
 
 
 def netem_filter_values(con, substrate: str, column: str, **chosen) -> list:
@@ -487,7 +481,7 @@ TUNING_METRICS = {"throughput_efficiency_pct": "Throughput efficiency (CNI / hos
 
 
 def tuning_substrates(con) -> list[str]:
-    return _substrates_of(con, "tuning_efficiency")
+    return _substrates(con, "tuning_efficiency")
 
 
 def tuning_filter_values(con, substrate: str, column: str, **chosen) -> list:
@@ -549,7 +543,7 @@ RESOURCE_FILTERS = {
 
 
 def resource_substrates(con) -> list[str]:
-    return _substrates_of(con, "resource_usage_by_cni")
+    return _substrates(con, "resource_usage_by_cni")
 
 
 def resource_filter_values(con, substrate: str, column: str, **chosen) -> list:

@@ -159,6 +159,7 @@ def test_kind_config_and_subnets():
     assert render_cell("kind", "host", "host")["kind_config"]["networking"]["disableDefaultCNI"] is False
     a, b = kind_mod.subnets("c-aaaaaaaaaa"), kind_mod.subnets("c-golden")
     assert a[0] != a[1] and a[0].startswith("10.")
+    assert set(a).isdisjoint(b)  # distinct cells, distinct pod/service subnets (inter-cluster tools need that)
 
 
 def test_k0s_builtin_calico_and_custom():

@@ -142,7 +142,7 @@ class Testbed:
                 good, err = sh.ok(["ip", "netns", "exec", ns, *argv])
                 if not good:
                     return f"kernel has no {transport} support (`{' '.join(argv[:6])} ...`: {err})"
-            if transport == "wireguard" and not _which("wg"):
+            if transport == "wireguard" and not sh.which("wg"):
                 return "wireguard-tools (`wg`) is not installed"
             return None
         finally:
@@ -429,11 +429,6 @@ class Testbed:
                          "dir", d, "tmpl", "src", node_ip(src), "dst", node_ip(dst), "proto", "esp",
                          "reqid", spi, "mode", "tunnel")
 
-
-def _which(tool: str) -> bool:
-    import shutil
-
-    return shutil.which(tool) is not None
 
 
 class _Keys:

@@ -28,7 +28,7 @@ from . import cni as cni_mod
 from . import distributions as dist_mod
 from . import kind as kind_mod
 from . import placement as pl
-from .matrix import cni_installs, compatibility, distributions
+from .matrix import compatibility, distributions
 from .transport import Transport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
