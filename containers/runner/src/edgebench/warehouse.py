@@ -78,12 +78,18 @@ def ensure_httpfs() -> None:
                 target = Path(repo) / f"v{duckdb.__version__}" / platform / "httpfs.duckdb_extension"
                 target.parent.mkdir(parents=True)
                 shutil.copyfile(files[0], target)
-                con.execute("INSTALL httpfs FROM ?", [repo])
+                # INSTALL takes no prepared parameter: the repository is a quoted SQL string literal
+                con.execute(f"INSTALL httpfs FROM {_sql_string(repo)}")
         con.execute("LOAD httpfs")
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
     finally:
         con.close()
+
+
+def _sql_string(text: str) -> str:
+    """A SQL string literal ('...' with embedded quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _dbt_executable() -> str:
