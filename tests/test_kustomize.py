@@ -29,11 +29,20 @@ UPSTREAM = {  # folder -> (release URL, vendored folder, namespace)
 RUNNER, HTTP = "ghcr.io/edgebench/edgebench-runner", "ghcr.io/edgebench/edgebench-http"
 
 
+def kustomize_command() -> list[str]:
+    """The standalone kustomize `make setup` builds into $EDGEBENCH_TOOLS (on PATH under make), else kubectl's."""
+    from edgebench import sh
+    if exe := sh.which("kustomize"):
+        return [exe, "build"]
+    if exe := shutil.which("kubectl"):
+        return [exe, "kustomize"]
+    pytest.fail("kustomize is required for these tests (make setup builds it into $EDGEBENCH_TOOLS)", pytrace=False)
+
+
 def kustomize_build(path: Path) -> list[dict]:
-    if shutil.which("kubectl") is None:
-        pytest.fail("kubectl (with built-in kustomize) is required for these tests", pytrace=False)
-    proc = subprocess.run(["kubectl", "kustomize", str(path)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"kubectl kustomize {path} failed:\n{proc.stderr}"
+    cmd = kustomize_command()
+    proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{' '.join(cmd)} {path} failed:\n{proc.stderr}"
     return mv.load_yaml_docs(proc.stdout)
 
 

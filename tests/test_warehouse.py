@@ -1,6 +1,11 @@
 """warehouse.build() on the fixture raw data in a local directory (EDGEBENCH_RAW_ROOT = a bucket-shaped dir)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import duckdb
 import pytest
 
@@ -132,3 +137,29 @@ def test_dds_and_http_summaries_come_from_the_overhead_marts(fixture_warehouse):
     assert all(r["latency_p50_us"] <= r["latency_p99_us"] for r in dds if r["latency_p50_us"] is not None)
     assert all(r["response_p50_ms"] <= r["response_p90_ms"] for r in http if r["response_p50_ms"] is not None)
     assert {r["service"] for r in http} <= {"payload-echo", "payload-recv", "static-reply"}
+
+
+# ------------------------------------------------------------------ httpfs on a machine that never saw the project
+def _duckdb_in_home(home: Path, code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(home), **env})
+
+
+def test_httpfs_installs_into_an_empty_extension_directory_and_loads(tmp_path):
+    """The bug a green CI once hid: a fresh HOME has no ~/.duckdb, so ensure_httpfs must really install."""
+    home = tmp_path / "home"
+    home.mkdir()
+    load = "import duckdb; duckdb.connect().execute('LOAD httpfs'); print('loaded')"
+    before = _duckdb_in_home(home, load)
+    assert before.returncode != 0, "httpfs loaded from an empty HOME: the test would prove nothing"
+    # the temporary repository path carries a quote, which must survive SQL quoting
+    tmpdir = tmp_path / "o'brien"
+    tmpdir.mkdir()
+    installed = _duckdb_in_home(home, "from edgebench.warehouse import ensure_httpfs; ensure_httpfs()",
+                                TMPDIR=str(tmpdir))
+    assert installed.returncode == 0, installed.stderr
+    files = list((home / ".duckdb" / "extensions").rglob("httpfs.duckdb_extension"))
+    assert files, "ensure_httpfs installed nothing under ~/.duckdb/extensions"
+    after = _duckdb_in_home(home, load)
+    assert after.returncode == 0 and "loaded" in after.stdout, after.stderr
+    assert not list(tmpdir.iterdir()), "the temporary extension repository was left behind"
