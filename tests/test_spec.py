@@ -80,6 +80,10 @@ def test_overrides_and_default_mode():
         ("http-requests=0", "must be >= 1"),
         ("colour=blue", "unknown parameter 'colour'"),
         ("novalue", "NAME=VALUE"),
+        ("repetitions=" + "9" * 5000, "at most 12 digits"),
+        ("dds-subscribers=[\"" + "1" * 5000 + "\"]", "not an integer in 1..16"),
+        ("http-payloads=[\"" + "1" * 5000 + "\"]", "is not a size"),
+        ("netem-custom={\"x\": {\"delay_ms\": " + "1" * 5000 + "}}", "must be a JSON object"),
     ],
 )
 def test_bad_input_is_one_clear_message_exit_2_and_no_side_effects(tmp_path, override, message):
@@ -146,3 +150,31 @@ def test_every_catalog_source_tag_resolves():
     known = catalog.sources()
     assert tags and not sorted(tags - set(known)), sorted(tags - set(known))
     assert all(isinstance(v, str) and v for v in known.values())
+
+
+def test_repeated_parameters_are_rejected(tmp_path):
+    p = tmp_path / "twice.yaml"
+    p.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  arguments:\n    parameters:\n"
+                 "      - name: cnis\n        value: '[\"host\"]'\n      - name: repetitions\n        value: '2'\n"
+                 "      - name: repetitions\n        value: '5'\n")
+    with pytest.raises(SpecError, match="'repetitions' is listed twice"):
+        spec.load(p)
+    with pytest.raises(SpecError, match="given twice"):
+        spec.parse_overrides(["duration=1", "duration=2"])
+
+
+@pytest.mark.parametrize("text", [
+    "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  arguments:\n    parameters:\n"
+    "      - name: repetitions\n        value: " + "7" * 5000 + "\n",
+    "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec: [1, 2]\n",
+    "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  arguments:\n    parameters: {a: 1}\n",
+    "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  arguments:\n    parameters:\n      - name: [1]\n",
+])
+def test_malformed_sweep_files_are_spec_errors(tmp_path, text):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(SpecError):
+        spec.load(p)
+    p.write_bytes(b"\xff\xfe" + text.encode())
+    with pytest.raises(SpecError):
+        spec.load(p)

@@ -20,7 +20,8 @@ from .errors import SpecError
 
 SUBSTRATES = ("local", "kind", "ssh")
 DISTRIBUTIONS = ("k3s", "k0s", "microk8s", "kubeadm", "kind")
-_SIZE = re.compile(r"^(\d+)([KkMm]?)$")
+_SIZE = re.compile(r"^(\d{1,12})([KkMm]?)$")
+_INT = re.compile(r"^[+-]?\d{1,12}$")  # 12 digits: beyond any sane count, far below Python's int() digit limit
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)([KMG]?)$")
 _SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -36,9 +37,10 @@ def parse_size(text: str) -> int:
 def _json_list(name: str, value: str) -> list[str]:
     try:
         data = json.loads(value)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer literal beyond Python's digit limit
         raise SpecError(
-            f"parameter {name!r} must be a JSON list of strings, e.g. [\"a\",\"b\"]; got {value!r} ({exc.msg})"
+            f"parameter {name!r} must be a JSON list of strings, e.g. [\"a\",\"b\"]; got {_short(value)} "
+            f"({getattr(exc, 'msg', exc)})"
         ) from None
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
         raise SpecError(f"parameter {name!r} must be a JSON list of strings; got {value!r}")
@@ -50,11 +52,17 @@ def _json_list(name: str, value: str) -> list[str]:
     return data
 
 
+def _short(value: object, limit: int = 60) -> str:
+    """repr of a user value, cut so that a 5,000-character input still gives a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value))} characters)"
+
+
 def _int(name: str, value: str, minimum: int) -> int:
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        raise SpecError(f"parameter {name!r} must be an integer; got {value!r}") from None
+    text = str(value).strip()
+    if not _INT.match(text):
+        raise SpecError(f"parameter {name!r} must be an integer of at most 12 digits; got {_short(value)}")
+    n = int(text)
     if n < minimum:
         raise SpecError(f"parameter {name!r} must be >= {minimum}; got {n}")
     return n
@@ -129,8 +137,8 @@ def _subset(choices: tuple[str, ...]) -> Callable[[str, str], list[str]]:
 def _ints(name: str, value: str, lo: int, hi: int) -> list[int]:
     out = []
     for item in _json_list(name, value):
-        if not item.isdigit() or not lo <= int(item) <= hi:
-            raise SpecError(f"parameter {name!r}: {item!r} is not an integer in {lo}..{hi}")
+        if not _INT.match(item) or not lo <= int(item) <= hi:
+            raise SpecError(f"parameter {name!r}: {_short(item)} is not an integer in {lo}..{hi}")
         out.append(int(item))
     return out
 
@@ -158,9 +166,9 @@ def _tuning(name: str, value: str) -> list[str]:
 def _netem_custom(name: str, value: str) -> dict[str, dict]:
     try:
         data = json.loads(value or "{}")
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer literal beyond Python's digit limit
         raise SpecError(f"parameter {name!r} must be a JSON object name -> {{delay_ms, jitter_ms, loss_pct, "
-                        f"rate_mbit}}; got {value!r} ({exc.msg})") from None
+                        f"rate_mbit}}; got {_short(value)} ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise SpecError(f"parameter {name!r} must be a JSON object of objects; got {value!r}")
     from . import netem
@@ -255,11 +263,13 @@ class Sweep:
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise SpecError(f"-p takes NAME=VALUE (as argo submit -p does); got {item!r}")
+            raise SpecError(f"-p takes NAME=VALUE (as argo submit -p does); got {_short(item)}")
+        if name.strip() in out:
+            raise SpecError(f"-p {name.strip()} is given twice; give each parameter once")
         out[name.strip()] = value
     return out
 
@@ -273,19 +283,34 @@ def load(path: str | Path, overrides: dict[str, str] | None = None, substrate: s
         raise SpecError(f"sweep file {p} does not exist") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"sweep file {p} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"sweep file {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit, raised while YAML builds it
+        raise SpecError(f"sweep file {p}: a value cannot be read ({exc})") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read sweep file {p}: {exc.strerror}") from None
     if not isinstance(doc, dict) or doc.get("kind") != "Workflow" or not str(doc.get("apiVersion", "")).startswith(
         "argoproj.io/"
     ):
         raise SpecError(f"{p} is not an Argo Workflow (apiVersion argoproj.io/v1alpha1, kind Workflow)")
-    params = ((doc.get("spec") or {}).get("arguments") or {}).get("parameters") or []
+    spec_ = doc.get("spec")
+    arguments = spec_.get("arguments") if isinstance(spec_, dict) else None
+    params = (arguments.get("parameters") if isinstance(arguments, dict) else None) or []
+    if not isinstance(params, list):
+        raise SpecError(f"{p}: spec.arguments.parameters must be a list of {{name, value}}")
     raw: dict[str, str] = dict(DEFAULTS)
+    seen: set[str] = set()
     for entry in params:
-        if not isinstance(entry, dict) or "name" not in entry:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise SpecError(f"{p}: every spec.arguments.parameters entry needs a name; got {entry!r}")
         if entry["name"] not in PARAMS:
             raise SpecError(f"{p}: unknown parameter {entry['name']!r}; known: {', '.join(PARAMS)}")
         if "value" not in entry:
             raise SpecError(f"{p}: parameter {entry['name']!r} has no value")
+        if entry["name"] in seen:
+            raise SpecError(f"{p}: parameter {entry['name']!r} is listed twice in spec.arguments.parameters "
+                            "(Argo would take one silently); keep one")
+        seen.add(entry["name"])
         raw[entry["name"]] = str(entry["value"])
     for name, value in (overrides or {}).items():
         if name not in PARAMS:
