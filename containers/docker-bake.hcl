@@ -9,6 +9,11 @@ variable "VERSION" {
   default = "0.1.0"
 }
 
+variable "EDGEBENCH_COMMIT" {
+  # e.g. EDGEBENCH_COMMIT=$(git rev-parse HEAD) docker buildx bake ...; recorded in every run's manifest
+  default = "unknown"
+}
+
 variable "REGISTRY" {
   default = "ghcr.io/edgebench"
 }
@@ -30,6 +35,7 @@ target "runner" {
   inherits   = ["_common"]
   dockerfile = "containers/runner/Dockerfile"
   tags       = ["${REGISTRY}/edgebench-runner:${VERSION}"]
+  args       = { EDGEBENCH_COMMIT = "${EDGEBENCH_COMMIT}" }
 }
 
 target "http-services" {

@@ -54,8 +54,17 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     assert "sweeps/e2e-1/sweep.json" in objects
     docs = [json.loads(client.get_object("e2e", k).read()) for k in manifests]
     ipip_supported = Testbed("ebe").probe("ipip") is None
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    expected_tools = {"iperf3": {"iperf3"}, "dds": {"ddsperf"}, "http": {"fortio"}}
     for d in docs:
         assert d["substrate"] == "local" and d["sweep_id"] == "e2e-1"
+        # provenance: the tools of *this* run's workload (no netem scenario here, so no emulator), the commit
+        tools = d["environment"]["tools"]
+        assert expected_tools[d["workload"]] <= set(tools), (d["workload"], tools)
+        assert all(v and v != "missing" for v in tools.values()), tools
+        if d["workload"] != "iperf3":
+            assert "iperf3" not in tools, (d["workload"], tools)
+        assert d["environment"]["edgebench_commit"].split("+")[0] == commit
         assert all(k.startswith(f"runs/e2e-1/{d['cell_id']}/{d['run_id']}/") for k in [manifests[docs.index(d)]])
         if d["cni"] == "calico" and not ipip_supported:
             assert d["status"] == "unsupported" and d["error"].startswith("unsupported: kernel has no ipip")

@@ -167,7 +167,7 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
     """The loop every run-* phase shares: skip what the cell cannot run, measure, store one manifest per run.
     `measure` returns (raw files, metrics, error, params to record instead of the run's own); an error starting
     with "unsupported:" records the run as unsupported, any other error as failed."""
-    env = {**environment(), "cni_version": ctx.state.get("cni_version"),
+    env = {**environment(workload, (ctx.state.get("netem") or {}).get("mechanism")), "cni_version": ctx.state.get("cni_version"),
            "distribution_version": ctx.state.get("distribution_version")}
     for run in ctx.runs(workload):
         attempt = ctx.attempts.get(run.run_id, 1)
