@@ -59,7 +59,7 @@ def main() -> int:
         phases.install_cni(ctx)
         for r in runs_for(sweep, cell):
             ctx.only = {r.run_id}  # one run of the sweep's own run path, then one by hand, alternating
-            phases.run_iperf3(ctx)
+            phases.run_workload(ctx, "iperf3")
             m = docs[-1]
             if m["status"] != "ok":
                 print(f"sweep run failed: {m['error']}", file=sys.stderr)

@@ -1,7 +1,11 @@
 """The Argo side, offline: every manifest in workflows/ and templates/ is valid against the vendored schemas,
 references resolve, parameters match, every `edgebench` invocation exists, and the DAG runs the local order."""
 
+import copy
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -11,7 +15,7 @@ import yaml
 
 from edgebench import phases, spec
 from edgebench.cli import app
-from manifest_validation import load_yaml_docs, validate
+from manifest_validation import REPO, load_yaml_docs, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE_FILES = sorted((ROOT / "templates").glob("*.yaml"))
@@ -152,11 +156,72 @@ def test_every_edgebench_invocation_names_an_existing_command_and_options():
     assert {"cells", "run-cell"} <= seen
 
 
-def test_expand_matrix_passes_every_sweep_parameter():
+def test_expand_matrix_passes_every_sweep_parameter_at_once():
+    """Argo's {{workflow.parameters.json}} carries every declared parameter; `edgebench cells` reads it."""
     t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]
     args = t["container"]["args"]
-    passed = {args[i + 1].split("=", 1)[0] for i, a in enumerate(args) if a == "-p"}
-    assert passed == set(spec.PARAMS)
+    assert "-p" not in args
+    assert args[args.index("--argo-parameters") + 1] == "{{workflow.parameters.json}}"
+    assert args[args.index("--default-sweep-id") + 1] == "{{workflow.name}}"
+    # what Argo substitutes: the template's parameter list as JSON; the cells it gives equal the file's
+    argo_json = json.dumps(TEMPLATES["sweep"]["spec"]["arguments"]["parameters"])
+    proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "cells", "--argo-parameters", argo_json,
+                           "--default-sweep-id", "edgebench-sweep-abcde", "--local"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    cells = json.loads(proc.stdout)
+    assert cells and {c["sweep_id"] for c in cells} == {"edgebench-sweep-abcde"}
+
+
+def parameter_drift(listed: list[dict], choices: frozenset = frozenset({"substrate"})) -> list[str]:
+    """How an Argo parameter list differs from the one declaration (spec.CORE_PARAMS + workloads/<name>.py):
+    names and order, descriptions, and defaults (except `choices`, values a file may choose, e.g. substrate=ssh)."""
+    from edgebench.cli_results import _sentence
+
+    problems = []
+    names = [p["name"] for p in listed]
+    if names != list(spec.PARAMS):
+        problems.append(f"names/order {names} != declared {list(spec.PARAMS)}")
+    for p in listed:
+        declared = spec.PARAMS.get(p["name"])
+        if declared is None:
+            continue
+        if p.get("description") != _sentence(declared.help):
+            problems.append(f"{p['name']}: description drifted")
+        if p["name"] not in choices and str(p.get("value")) != declared.default:
+            problems.append(f"{p['name']}: value {p.get('value')!r} != declared default {declared.default!r}")
+    return problems
+
+
+@pytest.mark.parametrize("where", ["templates/sweep.yaml", "workflows/sweep.yaml"])
+def test_argo_parameter_lists_equal_the_declaration(where):
+    """Regenerate with `edgebench params --argo` when a parameter changes."""
+    (doc,) = load_yaml_docs(REPO / where)
+    assert parameter_drift(doc["spec"]["arguments"]["parameters"]) == []
+
+
+def test_drift_is_detected():
+    """A template that disagrees with the declaration fails the check above: a changed default, a changed
+    description, a missing parameter, a reordered list."""
+    (doc,) = load_yaml_docs(REPO / "templates/sweep.yaml")
+    good = doc["spec"]["arguments"]["parameters"]
+    changed = copy.deepcopy(good)
+    changed[[p["name"] for p in changed].index("duration")]["value"] = "7"
+    assert parameter_drift(changed) == ["duration: value '7' != declared default '3'"]
+    described = copy.deepcopy(good)
+    described[0]["description"] = "something else"
+    assert parameter_drift(described) == ["substrate: description drifted"]
+    assert parameter_drift(good[:-1]) and parameter_drift(list(reversed(good)))
+
+
+def test_default_sweep_run_keys_are_unchanged():
+    """The redesign keeps every run key of the default sweep (tests/golden/default-sweep-run-keys.txt)."""
+    from edgebench import cells as cells_mod
+
+    sweep = spec.load(REPO / "workflows" / "sweep.yaml", substrate="local")
+    rows = [f"{r.prefix} {r.label}" for c in cells_mod.expand(sweep) for r in cells_mod.runs_for(sweep, c)]
+    golden = (REPO / "tests" / "golden" / "default-sweep-run-keys.txt").read_text().splitlines()
+    assert rows == golden
 
 
 def test_dag_phase_order_equals_the_local_runner():

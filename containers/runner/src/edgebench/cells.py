@@ -8,10 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import catalog
-from .spec import Sweep
+
+if TYPE_CHECKING:  # spec imports the workloads, which build Runs: no import of spec at module level
+    from .spec import Sweep
 
 
 def _digest(obj: Any, n: int) -> str:
@@ -86,22 +88,21 @@ class Run:
 
     @property
     def label(self) -> str:
-        extra = ""
-        if self.workload == "dds":
-            p = self.params
-            extra = f" {p['reliability']} {p['transport']}" + (f" subs={p['subscribers']}" if p["mode"] == "throughput" else "")
+        from .workloads import REGISTRY
+
+        extra = REGISTRY[self.workload].describe(self) if self.workload in REGISTRY else ""
         return (
             f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.variant}{extra} {self.path} {self.placement} "
             f"len={self.length_bytes} rep={self.repetition}"
         )
 
 
-def cell_json(sweep: Sweep, cell: Cell) -> dict[str, Any]:
+def cell_json(sweep: "Sweep", cell: Cell) -> dict[str, Any]:
     """A cell as the Argo DAG passes it to every phase: its identity plus the sweep parameters it runs with."""
     return {**cell.to_json(), "parameters": {k: v for k, v in sweep.raw.items() if k != "cnis"}}
 
 
-def from_json(doc: dict[str, Any] | str) -> tuple[Sweep, Cell]:
+def from_json(doc: dict[str, Any] | str) -> tuple["Sweep", Cell]:
     """Inverse of cell_json(); re-validates everything and checks the cell id."""
     from .errors import SpecError
     from .spec import from_parameters
@@ -123,7 +124,7 @@ def from_json(doc: dict[str, Any] | str) -> tuple[Sweep, Cell]:
     return sweep, cell
 
 
-def expand(sweep: Sweep) -> list[Cell]:
+def expand(sweep: "Sweep") -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]
     return [
@@ -132,7 +133,7 @@ def expand(sweep: Sweep) -> list[Cell]:
     ]
 
 
-def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
     """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
     returned with the reason so they can be reported as skipped before anything is installed."""
     cells = expand(sweep)
@@ -147,36 +148,11 @@ def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None) -> tuple[
     return ok, skipped
 
 
-def runs_for(sweep: Sweep, cell: Cell) -> list[Run]:
-    """The runs of one cell, repetitions outermost so that slow drift spreads over all variants."""
+def runs_for(sweep: "Sweep", cell: Cell) -> list[Run]:
+    """The runs of one cell, repetitions outermost so that slow drift spreads over all variants; each workload
+    expands its own variants (workloads/<name>.py)."""
+    from .workloads import REGISTRY
+
     v = sweep.values
-    services = catalog.workloads()["http"]["services"]
-    out = []
-    for rep in range(1, v["repetitions"] + 1):
-        for tool, variant in v["workloads"]:
-            if tool == "iperf3":
-                lengths = v["iperf3-lengths"] if variant == "tcp" else v["iperf3-udp-lengths"]
-                params = {"bitrate": v["iperf3-udp-bitrate"]} if variant == "udp" else {}
-                for path, placement in v["iperf3-paths"]:
-                    for length in lengths:
-                        out.append(Run(cell, tool, variant, path, placement, length, v["duration"], rep, dict(params)))
-            elif tool == "dds":
-                for placement in v["dds-placements"]:
-                    for payload in v["dds-payloads"]:
-                        for reliability in v["dds-reliability"]:
-                            for transport in v["dds-transports"]:
-                                for security in v["dds-security"]:
-                                    for subs in (v["dds-subscribers"] if variant == "throughput" else [1]):
-                                        params = {"mode": variant, "reliability": reliability, "transport": transport,
-                                                  "subscribers": subs, "security": security, "rate": "inf"}
-                                        out.append(Run(cell, tool, "udp", "pod-to-pod", placement, payload,
-                                                       v["dds-duration"], rep, params))
-            elif tool == "http":
-                svc = services[variant]
-                params = {"service": variant, "requests": v["http-requests"], "connections": 1,
-                          "kpis_ms": {svc["use_case"]: svc["kpi_ms"]}}
-                payloads = [0] if variant == "static-reply" else v["http-payloads"]
-                for path, placement in v["http-paths"]:
-                    for payload in payloads:
-                        out.append(Run(cell, tool, "tcp", path, placement, payload, None, rep, dict(params)))
-    return out
+    return [run for rep in range(1, v["repetitions"] + 1) for tool, variant in v["workloads"]
+            for run in REGISTRY[tool].expand(v, cell, rep, variant)]

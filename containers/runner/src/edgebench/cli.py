@@ -122,12 +122,19 @@ def cells(
     local: bool = typer.Option(False, "--local", help="Expand for substrate=local."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON to this file (Argo output parameter)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help="All sweep parameters at once, "
+                                                  "as Argo's {{workflow.parameters.json}} gives them: a JSON list of "
+                                                  "{name, value}."),
+    default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help="The sweep id when the "
+                                                   "sweep-id parameter is empty (on Argo: the workflow name)."),
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
     exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
     from .cells import cell_json, expand_checked
 
-    overrides = spec_mod.parse_overrides(param)
+    overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
+    if default_sweep_id and not overrides.get("sweep-id"):
+        overrides["sweep-id"] = default_sweep_id
     if file is None:
         s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
     else:
@@ -194,9 +201,14 @@ def _provider(cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=Non
                          ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts))
 
 
-for _phase in ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-iperf3", "run-dds", "run-http",
-               "collect-results", "teardown-cluster"):
-    _phase_command(_phase)
+def _register_phases() -> None:
+    from .phases import PHASES
+
+    for phase in PHASES:
+        _phase_command(phase)
+
+
+_register_phases()
 
 
 @app.command("run-cell", rich_help_panel="Phases of a cell (what the Argo templates run)")
@@ -396,6 +408,11 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
            [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
             ("p50 ms", "response_p50_ms", "{:.2f}"), ("p90 ms", "response_p90_ms", "{:.2f}"),
             ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}")])
+
+
+from .cli_results import register as _register_results  # noqa: E402  (commands added to `app`)
+
+_register_results(app)
 
 
 def main() -> None:

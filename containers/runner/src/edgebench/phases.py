@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import providers
+from . import providers, workloads
 from .cells import Cell, Run, runs_for
-from .drivers import iperf3
 from .errors import EdgebenchError
 from .runner_common import environment, manifest, now
 from .spec import Sweep
 from .testbed import Unsupported
 
-PHASES = ("provision-cluster", "install-cni", "tune-nodes", "apply-netem", "run-iperf3", "run-dds", "run-http",
-          "collect-results", "teardown-cluster")
-SERVICE_IP = "10.96.0.10"
-PORT = 5201
-HTTP_PORT = 8080
 
 Log = Callable[[str], None]
 Sink = Callable[[Run, dict[str, Any]], None]
@@ -160,7 +155,7 @@ def _unsupported_cell(ctx: CellContext, run: Run, attempt: int, env: dict[str, A
     return False
 
 
-Measurement = tuple[dict[str, bytes], "dict[str, Any] | None", "str | None", "dict[str, Any] | None"]
+Measurement = workloads.Measurement
 
 
 def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measurement]) -> None:
@@ -220,66 +215,18 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
             "invalid_reason": reason}
 
 
-def _endpoints(ctx: CellContext, run: Run, port: int):
-    """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
-    pod-to-service."""
-    client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
-    ctx.provider.flush_services()
-    if run.path == "pod-to-service":  # clusters choose the ClusterIP themselves and return it
-        return client, server, ctx.provider.add_service(SERVICE_IP, port, server) or SERVICE_IP
-    return client, server, server.ip
+def run_workload(ctx: CellContext, name: str) -> None:
+    """Run the cell's runs of one workload (workloads/<name>.py), one manifest and the raw outputs each."""
+    _run_all(ctx, name, lambda run: workloads.REGISTRY[name].measure(ctx, run))
 
 
-def run_iperf3(ctx: CellContext) -> None:
-    """Run the cell's iperf3 runs (TCP/UDP, pod-to-pod and pod-to-service), one manifest + raw output each."""
+def _workload_phase(name: str) -> Callable[[CellContext], None]:
+    def phase(ctx: CellContext) -> None:
+        run_workload(ctx, name)
 
-    def measure(run: Run) -> Measurement:
-        client, server, target = _endpoints(ctx, run, PORT)
-        return (*iperf3.measure(client, server, target, PORT, run.protocol, run.length_bytes, run.duration_s,
-                                run.params.get("bitrate", "0")), None)
-
-    _run_all(ctx, "iperf3", measure)
-
-
-def run_dds(ctx: CellContext) -> None:
-    """Run the cell's DDS runs (ddsperf latency and throughput); one manifest, raw logs and per-second samples each.
-    Where the datapath carries no multicast, discovery uses static unicast peers and multicast transport is
-    recorded as unsupported."""
-    from .drivers import ddsperf
-
-    def measure(run: Run) -> Measurement:
-        p = run.params
-        pub = ctx.provider.client(run.placement)
-        pool = ctx.provider.peers(run.placement)
-        subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
-        no_multicast = ctx.provider.multicast_reason(run.placement)
-        params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
-        if p["transport"] == "multicast" and no_multicast:
-            return {}, None, f"unsupported: multicast transport: {no_multicast}", params
-        if p["security"] != "none":
-            why = ddsperf.security_support()
-            if why:
-                return {}, None, f"unsupported: DDS Security: {why}", params
-        raw, metrics, error = ddsperf.measure(
-            pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
-            reliability=p["reliability"], transport=p["transport"], discovery=params["discovery"],
-            peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"])
-        return raw, metrics, error, params
-
-    _run_all(ctx, "dds", measure)
-
-
-def run_http(ctx: CellContext) -> None:
-    """Run the cell's HTTP runs: N sequential requests on one kept-alive connection to payload-echo,
-    payload-recv or static-reply; one manifest, the load generator's raw output and per-request timings each."""
-    from .drivers import http
-
-    def measure(run: Run) -> Measurement:
-        client, server, target = _endpoints(ctx, run, HTTP_PORT)
-        return (*http.measure(client, server, target, HTTP_PORT, run.params["service"], run.length_bytes,
-                              run.params["requests"]), None)
-
-    _run_all(ctx, "http", measure)
+    phase.__doc__ = f"Run the cell's {name} runs; one manifest and the raw tool output per run. " + (
+        (sys.modules[type(workloads.REGISTRY[name]).__module__].__doc__ or "").strip().split("\n\n")[0])
+    return phase
 
 
 def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
@@ -329,13 +276,11 @@ FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
     "install-cni": install_cni,
     "tune-nodes": tune_nodes,
     "apply-netem": apply_netem,
-    "run-iperf3": run_iperf3,
-    "run-dds": run_dds,
-    "run-http": run_http,
+    **{f"run-{name}": _workload_phase(name) for name in workloads.REGISTRY},
     "collect-results": collect_results,
     "teardown-cluster": teardown_cluster,
 }
-assert tuple(FUNCTIONS) == PHASES
+PHASES = tuple(FUNCTIONS)
 
 
 def run_cell(ctx: CellContext) -> None:

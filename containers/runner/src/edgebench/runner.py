@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import phases, providers, sh
+from . import phases, providers, sh, workloads
 from .cells import Run, expand, runs_for
 from .runner_common import now
 from .spec import Sweep
@@ -32,26 +32,16 @@ Log = Callable[[str], None]
 
 
 def headline(doc: dict[str, Any]) -> str:
-    """The one figure a progress line shows for an ok run."""
-    m = doc["metrics"] or {}
-    if doc["workload"] == "dds" and m.get("latency_p50_us") is not None:
-        return f"latency p50 {m['latency_p50_us']:.0f} us, p99 {m['latency_p99_us']:.0f} us"
-    if doc["workload"] == "http":
-        return f"response p50 {m['response_p50_ms']:.2f} ms, p99 {m['response_p99_ms']:.2f} ms"
-    return f"{m['throughput_mbps']:.0f} Mbit/s"
+    """The one figure a progress line shows for an ok run (the workload says which)."""
+    return workloads.REGISTRY[doc["workload"]].headline(doc["metrics"] or {})
 
 
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
               testbed: Testbed | None = None) -> SweepReport:
     require_root()
     sh.require("ip", "bridge", "nft", "ss")
-    used = {tool for tool, _ in sweep.values["workloads"]}
-    if "iperf3" in used:
-        sh.require("iperf3")
-    if "dds" in used:
-        sh.require("ddsperf")
-    if "http" in used:
-        sh.require("hey", "fortio")
+    for name in dict.fromkeys(tool for tool, _ in sweep.values["workloads"]):
+        sh.require(*workloads.REGISTRY[name].tools)
     store.check()
     leftover = store.flush()
     if leftover:

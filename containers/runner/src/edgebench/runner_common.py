@@ -10,29 +10,22 @@ import platform
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import __version__, sh
 from .cells import Run
-from .drivers import ddsperf, http, iperf3
 
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-# the tools that produce each workload's numbers: {tool: version}, asked once per process
-WORKLOAD_TOOLS: dict[str, Callable[[], dict[str, str]]] = {
-    "iperf3": lambda: {"iperf3": iperf3.version()},
-    "dds": lambda: {"ddsperf": ddsperf.version()},
-    "http": http.version,
-}
-
-
 @functools.lru_cache(maxsize=None)
 def tool_versions(workload: str | None) -> dict[str, str]:
-    probe = WORKLOAD_TOOLS.get(workload or "")
-    return dict(probe()) if probe else {}
+    """{tool: version} of the tools that produce the workload's numbers (workloads/<name>.py), once per process."""
+    from .workloads import REGISTRY
+
+    return dict(REGISTRY[workload].versions()) if workload in REGISTRY else {}
 
 
 @functools.lru_cache(maxsize=None)

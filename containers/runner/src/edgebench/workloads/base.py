@@ -1,0 +1,64 @@
+"""The workload protocol: what one workload (iperf3, dds, http, ...) gives the rest of edgebench.
+
+A workload module defines one `Workload` subclass instance named WORKLOAD; workloads/__init__.py finds the
+modules. From these the spec parser takes the parameters, cells.py the runs, phases.py the `run-<name>` phase, the
+CLI its progress lines and tool checks, the manifest its tool versions, and the warehouse/portal the model and page
+names (tests check that those files exist). See the README's "Adding a workload".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..params import Param
+
+if TYPE_CHECKING:  # the phase context and runs, only for annotations (no import cycle at run time)
+    from ..cells import Cell, Run
+    from ..phases import CellContext
+
+# (raw files, metrics or None, error or None, params to record instead of the run's own or None). An error that
+# starts with "unsupported:" records the run as unsupported, any other as failed.
+Measurement = tuple[dict[str, bytes], "dict[str, Any] | None", "str | None", "dict[str, Any] | None"]
+
+SERVICE_IP = "10.96.0.10"  # the ClusterIP the local testbed gives pod-to-service runs
+
+
+class Workload:
+    name: str = ""
+    order: int = 100  # position among the run-* phases (lower runs first)
+    variants: tuple[str, ...] = ()  # `workloads` entries are name or name:variant
+    params: tuple[Param, ...] = ()  # its sweep parameters, declared once here
+    tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
+    staging_model: str = ""  # dbt model that reads its raw files (analytics/models/staging/<name>.sql)
+    mart: str = ""  # dbt mart the portal and CLI read (analytics/models/marts/<name>.sql + .yml)
+    page: str = ""  # portal page (app/app_pages/<name>.py)
+
+    def expand(self, values: dict[str, Any], cell: "Cell", repetition: int, variant: str) -> list["Run"]:
+        """The runs of one variant in one repetition of a cell; `values` are the parsed sweep parameters."""
+        raise NotImplementedError
+
+    def measure(self, ctx: "CellContext", run: "Run") -> Measurement:
+        """Measure one run through the cell's endpoints (ctx.provider)."""
+        raise NotImplementedError
+
+    def versions(self) -> dict[str, str]:
+        """{tool: version} of the tools that produce this workload's numbers, for the run's manifest."""
+        return {}
+
+    def headline(self, metrics: dict[str, Any]) -> str:
+        """The one figure a progress line shows for an ok run."""
+        return ""
+
+    def describe(self, run: "Run") -> str:
+        """Extra words for the run's progress label (after the variant)."""
+        return ""
+
+
+def endpoints(ctx: "CellContext", run: "Run", port: int):
+    """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
+    pod-to-service."""
+    client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
+    ctx.provider.flush_services()
+    if run.path == "pod-to-service":  # clusters choose the ClusterIP themselves and return it
+        return client, server, ctx.provider.add_service(SERVICE_IP, port, server) or SERVICE_IP
+    return client, server, server.ip
