@@ -22,7 +22,7 @@
 {#- How the run ended: status, error, validity, attempt, timestamps, and the manifest's object key (raw_key). -#}
 {% macro run_outcome_columns(prefix='') -%}
     {{ column_list([
-        'status', 'error', 'is_valid', 'invalid_reason', 'attempt', 'started_at', 'finished_at', 'raw_key',
+        'status', 'error', 'is_valid', 'invalid_reason', 'attempt', 'started_at', 'finished_at', 'raw_key', 'is_imported',
     ], prefix) }}
 {%- endmacro %}
 

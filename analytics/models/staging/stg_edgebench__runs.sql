@@ -131,6 +131,9 @@ renamed as (
         manifest->'params'                                         as params,
         manifest->'environment'                                    as environment,
         manifest->'raw_files'                                      as raw_files,
+        -- runs made outside edgebench and brought in with `edgebench import` (the manifest's `imported` object)
+        coalesce(json_type(manifest->'imported') = 'OBJECT', false) as is_imported,
+        manifest->'imported'->>'tool'                              as imported_tool,
 
         -- provenance: key inside the bucket / raw root, and the full path that was read
         regexp_extract(filename, '(runs/[^/]+/[^/]+/[^/]+/manifest\.json)$', 1) as raw_key,
