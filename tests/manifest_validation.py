@@ -2,8 +2,8 @@
 
     from manifest_validation import load_yaml_docs, validate, find_problems
 
-    for obj in load_yaml_docs("templates/run-iperf3.yaml"):
-        validate(obj, source="templates/run-iperf3.yaml")   # raises ManifestError listing every problem
+    for obj in load_yaml_docs("templates/cell-phase.yaml"):
+        validate(obj, source="templates/cell-phase.yaml")   # raises ManifestError listing every problem
 
 What is checked, by the object's apiVersion group and kind:
 

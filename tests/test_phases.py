@@ -64,7 +64,7 @@ def test_phases_as_separate_processes(tmp_path, entry):
 
 def test_run_before_install_is_a_clear_error(tmp_path):
     cell = cells("-p", "cnis=[\"host\"]")[0]
-    proc = cli("run-iperf3", "--cell", json.dumps(cell), "--workdir", str(tmp_path / "w"), "--results",
+    proc = cli("run-workloads", "--cell", json.dumps(cell), "--workdir", str(tmp_path / "w"), "--results",
                str(tmp_path / "o"), check=False)
     assert proc.returncode == 1 and "run install-cni first" in proc.stderr and "Traceback" not in proc.stderr
 

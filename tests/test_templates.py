@@ -22,7 +22,7 @@ TEMPLATE_FILES = sorted((ROOT / "templates").glob("*.yaml"))
 WORKFLOW_FILES = sorted((ROOT / "workflows").glob("*.yaml"))
 TEMPLATES = {d["metadata"]["name"]: d for f in TEMPLATE_FILES for d in load_yaml_docs(f)
              if d.get("kind") == "WorkflowTemplate"}
-MEASUREMENTS = {"run-iperf3", "run-dds", "run-http", "tune-nodes", "apply-netem"}
+MEASUREMENTS = {"run-workloads", "tune-nodes", "apply-netem"}  # never retried: a failed measurement is recorded
 
 
 def all_templates():
@@ -39,7 +39,7 @@ def test_manifests_validate_against_vendored_schemas(path):
 
 
 def test_validator_can_fail():
-    bad = yaml.safe_load((ROOT / "templates" / "run-iperf3.yaml").read_text())
+    bad = yaml.safe_load((ROOT / "templates" / "cell-phase.yaml").read_text())
     bad["spec"]["templates"][0]["contaner"] = bad["spec"]["templates"][0].pop("container")
     with pytest.raises(Exception, match="contaner"):
         validate(bad)
@@ -55,12 +55,26 @@ def test_one_template_per_file_named_after_it_with_annotations():
         assert doc["metadata"]["name"] == path.stem
         ann = doc["metadata"]["annotations"]
         assert ann["workflows.argoproj.io/description"] and ann["workflows.argoproj.io/version"]
-    assert set(TEMPLATES) == set(phases.PHASES) | {"sweep"}
+    # one parameterized template for every phase but collect-results (which merges and stores the cell's tree)
+    assert set(TEMPLATES) == {"sweep", "cell-phase", "collect-results"}
+
+
+def _phase_tasks():
+    """(task, phase name, its arguments by name) for every use of the cell-phase template."""
+    for wt_name, t, task in _refs():
+        if task.get("templateRef", {}).get("name") == "cell-phase":
+            args = {p["name"]: p["value"] for p in task["arguments"]["parameters"]}
+            yield task, args["phase"], args
 
 
 def test_every_template_has_a_deadline_and_parameters_have_descriptions():
     for wt_name, t in all_templates():
-        assert int(t["activeDeadlineSeconds"]) > 0, f"{wt_name}/{t['name']}"
+        deadline = str(t["activeDeadlineSeconds"])
+        if deadline == "{{inputs.parameters.deadline}}":  # cell-phase: every caller passes one, or the default
+            declared = {p["name"]: p for p in t["inputs"]["parameters"]}
+            assert int(declared["deadline"]["value"]) > 0
+        else:
+            assert int(deadline) > 0, f"{wt_name}/{t['name']}"
         for p in t.get("inputs", {}).get("parameters", []):
             assert p.get("description"), f"{wt_name}/{t['name']} parameter {p['name']}"
     sweep = TEMPLATES["sweep"]["spec"]
@@ -70,10 +84,19 @@ def test_every_template_has_a_deadline_and_parameters_have_descriptions():
 
 def test_retries_only_on_idempotent_phases_with_backoff():
     for wt_name, t in all_templates():
-        if wt_name in MEASUREMENTS or wt_name == "sweep":
-            assert "retryStrategy" not in t, f"{wt_name} must not retry a measurement"
-        if wt_name in ("provision-cluster", "install-cni", "collect-results"):
+        if wt_name == "sweep":
+            assert "retryStrategy" not in t, f"{wt_name}/{t['name']} must not retry"
+        if wt_name in ("cell-phase", "collect-results"):
             assert t["retryStrategy"]["backoff"]["duration"], wt_name
+    seen = set()
+    for task, phase, args in _phase_tasks():
+        seen.add(phase)
+        assert int(args["deadline"]) > 0, phase
+        if phase in MEASUREMENTS:
+            assert args["retries"] == "0", f"{phase} must not retry a measurement"
+        elif phase in ("provision-cluster", "install-cni"):
+            assert int(args["retries"]) > 0, phase
+    assert MEASUREMENTS <= seen
 
 
 def test_no_endpoint_or_secret_in_templates():
@@ -135,10 +158,15 @@ def test_workflows_reference_the_sweep_template_with_its_parameters():
 
 
 def _edgebench_invocations():
+    """(template, name, argv) of every `edgebench` container; cell-phase once per phase its callers pass."""
     for wt_name, t in all_templates():
         c = t.get("container")
         if c and c.get("command") == ["edgebench"]:
-            yield wt_name, t["name"], c["args"]
+            if c["args"][0] == "{{inputs.parameters.phase}}":
+                for phase in sorted({phase for _, phase, _ in _phase_tasks()}):
+                    yield wt_name, t["name"], [phase, *c["args"][1:]]
+            else:
+                yield wt_name, t["name"], c["args"]
 
 
 def test_every_edgebench_invocation_names_an_existing_command_and_options():
@@ -152,7 +180,7 @@ def test_every_edgebench_invocation_names_an_existing_command_and_options():
         for a in args[1:]:
             if a.startswith("-"):
                 assert a in options, f"{wt_name}/{tname}: `edgebench {args[0]}` has no option {a}"
-    assert set(phases.PHASES) - {"teardown-cluster"} <= seen | {"teardown-cluster"}
+    assert set(phases.PHASES) <= seen
     assert {"cells", "run-cell"} <= seen
 
 
@@ -236,8 +264,12 @@ def test_dag_phase_order_equals_the_local_runner():
         order.append(ready[0])
         placed.add(ready[0])
     sweep_tasks = {t["name"]: t for t in TEMPLATES["sweep"]["spec"]["templates"][0]["dag"]["tasks"]}
-    teardown = sweep_tasks["cell"]["hooks"]["exit"]["templateRef"]["name"]
+    hook = sweep_tasks["cell"]["hooks"]["exit"]
+    teardown = {p["name"]: p["value"] for p in hook["arguments"]["parameters"]}["phase"]
     assert tuple(order + [teardown]) == phases.PHASES
+    # each cell-phase task runs the phase it is named after
+    for task, phase, _ in _phase_tasks():
+        assert task["name"] in (phase, "cell-hook", "teardown-after-failure"), (task["name"], phase)
     # the local-substrate cell runs all phases in one process: `edgebench run-cell` uses phases.PHASES itself
 
 
@@ -246,7 +278,8 @@ def test_teardown_runs_on_exit_and_cells_take_the_target_semaphore():
     local = {x["name"]: x for x in spec_["templates"]}
     handler = local[spec_["onExit"]]
     step = handler["steps"][0][0]
-    assert step["templateRef"]["name"] == "teardown-cluster" and "workflow.status" in step["when"]
+    assert step["templateRef"]["name"] == "cell-phase" and "workflow.status" in step["when"]
+    assert {p["name"]: p["value"] for p in step["arguments"]["parameters"]}["phase"] == "teardown-cluster"
     for name in ("cell", "cell-local"):
         sem = local[name]["synchronization"]["semaphores"][0]["configMapKeyRef"]
         assert sem["name"] == "edgebench-semaphores" and "target" in sem["key"]

@@ -13,7 +13,7 @@ NAMES = list(workloads.REGISTRY)
 
 def test_registry_finds_the_workloads_in_phase_order():
     assert NAMES[:3] == ["iperf3", "dds", "http"]
-    assert [p for p in phases.PHASES if p.startswith("run-")] == [f"run-{n}" for n in NAMES]
+    assert "run-workloads" in phases.PHASES  # one phase runs every registered workload, in this order
 
 
 @pytest.mark.parametrize("name", NAMES)

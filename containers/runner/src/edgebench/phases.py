@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,13 +219,11 @@ def run_workload(ctx: CellContext, name: str) -> None:
     _run_all(ctx, name, lambda run: workloads.REGISTRY[name].measure(ctx, run))
 
 
-def _workload_phase(name: str) -> Callable[[CellContext], None]:
-    def phase(ctx: CellContext) -> None:
+def run_workloads(ctx: CellContext) -> None:
+    """Run the cell's runs of every workload it has, in registry order (iperf3, dds, http, ...); one manifest and
+    the raw tool outputs per run. A failed run is recorded, not repeated."""
+    for name in workloads.REGISTRY:
         run_workload(ctx, name)
-
-    phase.__doc__ = f"Run the cell's {name} runs; one manifest and the raw tool output per run. " + (
-        (sys.modules[type(workloads.REGISTRY[name]).__module__].__doc__ or "").strip().split("\n\n")[0])
-    return phase
 
 
 def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
@@ -276,7 +273,7 @@ FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
     "install-cni": install_cni,
     "tune-nodes": tune_nodes,
     "apply-netem": apply_netem,
-    **{f"run-{name}": _workload_phase(name) for name in workloads.REGISTRY},
+    "run-workloads": run_workloads,
     "collect-results": collect_results,
     "teardown-cluster": teardown_cluster,
 }
