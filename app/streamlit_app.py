@@ -1,4 +1,5 @@
-"""edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py)."""
+"""edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py): the overview, one
+page per workload (the registry in edgebench.workloads names it), and the cross-workload pages."""
 import sys
 from pathlib import Path
 
@@ -6,12 +7,13 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # pages import data / ui from app/
 
+from edgebench.workloads import REGISTRY  # noqa: E402  (each workload names its page)
+
 st.set_page_config(page_title="edgebench", page_icon=":material/hub:", layout="wide")
 st.navigation([
     st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-    st.Page("app_pages/cni_datapaths.py", title="CNI datapaths", icon=":material/speed:"),
-    st.Page("app_pages/dds.py", title="DDS pub/sub", icon=":material/podcasts:", url_path="dds"),
-    st.Page("app_pages/http.py", title="HTTP services", icon=":material/http:", url_path="http"),
+    *[st.Page(f"app_pages/{w.page}.py", title=w.page_title, icon=w.page_icon, url_path=w.page)
+      for w in REGISTRY.values()],
     st.Page("app_pages/link_conditions.py", title="Link conditions", icon=":material/network_check:",
             url_path="link_conditions"),
     st.Page("app_pages/tuning.py", title="Tuning efficiency", icon=":material/tune:", url_path="tuning"),

@@ -18,6 +18,22 @@ def _query(fn: str, db_path: str, db_mtime_ns: int, **kwargs):  # kwargs are fil
     return getattr(data, fn)(_connection(db_path, db_mtime_ns).cursor(), **kwargs)
 
 
+@st.cache_data(ttl=60, show_spinner=False)
+def _sql(sql: str, params: tuple, db_path: str, db_mtime_ns: int):
+    return _connection(db_path, db_mtime_ns).cursor().execute(sql, list(params)).df()
+
+
+def sql(statement: str, *params):
+    """A page's own query on the warehouse's marts (cached like query()); a page keeps its SQL beside its layout."""
+    db_path, db_mtime_ns = require_warehouse()
+    try:
+        return _sql(statement, tuple(params), db_path, db_mtime_ns)
+    except duckdb.Error as exc:
+        st.error(f"The warehouse at `{db_path}` cannot be read ({exc.__class__.__name__}: {exc}). "
+                 "Rebuild it with `make sweep`.")
+        st.stop()
+
+
 def require_warehouse() -> tuple[str, int]:
     """Path and mtime of the warehouse; shows the friendly message and stops the page when there is none."""
     path = data.warehouse_path()

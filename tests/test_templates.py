@@ -146,7 +146,7 @@ def test_template_refs_resolve_and_parameters_are_declared():
 
 def test_workflows_reference_the_sweep_template_with_its_parameters():
     declared = {p["name"] for p in TEMPLATES["sweep"]["spec"]["arguments"]["parameters"]}
-    assert declared == set(spec.PARAMS)
+    assert parameter_drift(TEMPLATES["sweep"]["spec"]["arguments"]["parameters"]) == []
     for path in WORKFLOW_FILES:
         (doc,) = load_yaml_docs(path)
         assert doc["kind"] == "Workflow" and doc["metadata"]["generateName"]
@@ -202,14 +202,27 @@ def test_expand_matrix_passes_every_sweep_parameter_at_once():
 
 
 def parameter_drift(listed: list[dict], choices: frozenset = frozenset({"substrate"})) -> list[str]:
-    """How an Argo parameter list differs from the one declaration (spec.CORE_PARAMS + workloads/<name>.py):
-    names and order, descriptions, and defaults (except `choices`, values a file may choose, e.g. substrate=ssh)."""
+    """How an Argo parameter list differs from the one declaration (spec.CORE_PARAMS + workloads/<name>.py).
+    Every core parameter is listed; a workload's parameters are listed all or none (`edgebench cells` fills the
+    defaults of those not listed, so a new workload needs no Argo change); the order is the declaration's; the
+    descriptions and values equal the declared ones (except `choices`, values a file may choose, substrate=ssh)."""
+    from edgebench import workloads
     from edgebench.cli_results import _sentence
 
     problems = []
     names = [p["name"] for p in listed]
-    if names != list(spec.PARAMS):
-        problems.append(f"names/order {names} != declared {list(spec.PARAMS)}")
+    unknown = [n for n in names if n not in spec.PARAMS]
+    if unknown:
+        problems.append(f"undeclared {unknown}")
+    if [n for n in spec.PARAMS if n in names] != [n for n in names if n in spec.PARAMS]:
+        problems.append(f"order {names} differs from the declaration {list(spec.PARAMS)}")
+    missing = [n for n in spec.CORE_NAMES if n not in names]
+    if missing:
+        problems.append(f"core parameters missing: {sorted(missing)}")
+    for w in workloads.REGISTRY.values():
+        have = [p.name for p in w.params if p.name in names]
+        if have and len(have) != len(w.params):
+            problems.append(f"workload {w.name}: lists {have}, not all of {[p.name for p in w.params]}")
     for p in listed:
         declared = spec.PARAMS.get(p["name"])
         if declared is None:
@@ -239,7 +252,11 @@ def test_drift_is_detected():
     described = copy.deepcopy(good)
     described[0]["description"] = "something else"
     assert parameter_drift(described) == ["substrate: description drifted"]
-    assert parameter_drift(good[:-1]) and parameter_drift(list(reversed(good)))
+    assert parameter_drift(good[:-1]) == ["core parameters missing: ['target']"]
+    assert parameter_drift(list(reversed(good)))[0].startswith("order")
+    no_http = [p for p in good if p["name"] != "http-requests"]
+    assert parameter_drift(no_http)[0].startswith("workload http: lists")
+    assert parameter_drift([*good, {"name": "colour", "value": "blue", "description": "x"}])[0].startswith("undeclared")
 
 
 def test_default_sweep_run_keys_are_unchanged():

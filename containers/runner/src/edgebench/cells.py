@@ -84,7 +84,7 @@ class Run:
     @property
     def variant(self) -> str:
         """iperf3: tcp/udp; dds: latency/throughput; http: the service."""
-        return self.params.get("mode") or self.params.get("service") or self.protocol
+        return self.params.get("mode") or self.params.get("service") or self.params.get("probe") or self.protocol
 
     @property
     def label(self) -> str:

@@ -31,9 +31,14 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
         rows = [{"name": p.name, "value": p.default, "description": _sentence(p.help)} for p in spec.PARAMS.values()]
         typer.echo(yaml.safe_dump(rows, sort_keys=False, width=1000, allow_unicode=True), nl=False)
         return
+    from .workloads import REGISTRY
+
     for p in spec.PARAMS.values():
         default = p.default or '""'
-        typer.echo(f"{p.name:<20} {default}\n{'':<20} {p.help}")
+        typer.echo(f"{p.name:<28} {default}\n{'':<28} {p.help}")
+    typer.echo("\nworkloads and their variants (the `workloads` parameter takes name or name:variant):")
+    for w in REGISTRY.values():
+        typer.echo(f"  {w.name:<26} {', '.join(w.variants)}")
 
 
 def _sentence(text: str) -> str:

@@ -101,8 +101,8 @@ CORE_PARAMS: tuple[Param, ...] = (
           "CNI entries, name or name:mode; host is the host-network baseline (`edgebench catalog` lists them)"),
     Param("workloads", _workloads, json_default(["iperf3:tcp", "iperf3:udp", "dds:latency", "dds:throughput",
                                                  "http:payload-echo"]),
-          "workload entries, name or name:variant: " + "; ".join(
-              f"{w.name}:{'|'.join(w.variants)}" for w in workloads.REGISTRY.values())),
+          "workload entries, name or name:variant (e.g. iperf3:tcp, dds:latency, http:payload-echo); "
+          "`edgebench params` lists every workload and its variants"),
     Param("repetitions", lambda n, v: integer(n, v, 1), "3",
           "repetitions of every run (each a separate measurement, interleaved)"),
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),

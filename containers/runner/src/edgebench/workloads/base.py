@@ -31,7 +31,9 @@ class Workload:
     tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
     staging_model: str = ""  # dbt model that reads its raw files (analytics/models/staging/<name>.sql)
     mart: str = ""  # dbt mart the portal and CLI read (analytics/models/marts/<name>.sql + .yml)
-    page: str = ""  # portal page (app/app_pages/<name>.py)
+    page: str = ""  # portal page (app/app_pages/<name>.py), also its URL path
+    page_title: str = ""
+    page_icon: str = ":material/monitoring:"
 
     def expand(self, values: dict[str, Any], cell: "Cell", repetition: int, variant: str) -> list["Run"]:
         """The runs of one variant in one repetition of a cell; `values` are the parsed sweep parameters."""

@@ -33,6 +33,8 @@ class Dds(Workload):
     staging_model = "stg_edgebench__dds_samples"
     mart = "dds_overhead_vs_host"
     page = "dds"
+    page_title = "DDS pub/sub"
+    page_icon = ":material/podcasts:"
 
     def expand(self, values: dict[str, Any], cell, repetition: int, variant: str) -> list[Run]:
         v = values

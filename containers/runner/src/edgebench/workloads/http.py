@@ -29,6 +29,8 @@ class Http(Workload):
     staging_model = "stg_edgebench__http_requests"
     mart = "http_overhead_vs_host"
     page = "http"
+    page_title = "HTTP services"
+    page_icon = ":material/http:"
 
     def expand(self, values: dict[str, Any], cell, repetition: int, variant: str) -> list[Run]:
         svc = catalog.workloads()["http"]["services"][variant]

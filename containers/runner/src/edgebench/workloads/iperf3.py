@@ -32,6 +32,8 @@ class Iperf3(Workload):
     staging_model = "stg_edgebench__runs"
     mart = "cni_overhead_vs_host"
     page = "cni_datapaths"
+    page_title = "CNI datapaths"
+    page_icon = ":material/speed:"
 
     def expand(self, values: dict[str, Any], cell, repetition: int, variant: str) -> list[Run]:
         lengths = values["iperf3-lengths"] if variant == "tcp" else values["iperf3-udp-lengths"]
