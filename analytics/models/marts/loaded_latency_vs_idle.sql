@@ -1,0 +1,94 @@
+-- Latency under load: each CNI mode's probe latency (DDS ping/pong or HTTP request/response, µs) with a bulk
+-- TCP flow sharing the path, against the same probe idle, over the successful and valid runs of each side.
+--   *_inflation_us  = loaded - idle (mean over runs of each run's percentile); positive = slower under load
+--   *_inflation_ci95_us: half-width of the 95% interval of that difference (Welch, df = min(n) - 1, conservative)
+--   *_verdict: 'worse' / 'better' when the interval excludes 0, else 'indistinguishable'; 'too few runs' below 2
+--   per side. host_* = the host-network baseline's inflation under the same conditions (is_host_baseline rows).
+with runs as (
+
+    select
+        runs.substrate, runs.distribution, runs.netem_scenario, runs.tuning_profile,
+        runs.cni, runs.cni_mode, runs.datapath, runs.placement, runs.length_bytes,
+        probe.probe, probe.load, probe.probe_p50_us, probe.probe_p99_us, probe.bulk_sent_mbps, probe.resolution_us
+    from {{ ref('int_runs__deduplicated') }} as runs
+    join {{ ref('stg_edgebench__loaded_latency') }} as probe using (raw_key)
+    where runs.status = 'ok' and runs.is_valid
+
+),
+
+per_load as (
+
+    select
+        substrate, distribution, netem_scenario, tuning_profile, cni, cni_mode, datapath, placement, length_bytes,
+        probe, load,
+        count(*)                        as n_runs,
+        avg(probe_p50_us)               as p50_us,
+        stddev_samp(probe_p50_us)       as p50_sd,
+        avg(probe_p99_us)               as p99_us,
+        stddev_samp(probe_p99_us)       as p99_sd,
+        avg(bulk_sent_mbps)             as bulk_sent_mbps,
+        max(resolution_us)              as resolution_us
+    from runs
+    group by all
+
+),
+
+paired as (
+
+    select
+        idle.substrate, idle.distribution, idle.netem_scenario, idle.tuning_profile,
+        idle.cni, idle.cni_mode, idle.datapath, idle.placement, idle.length_bytes, idle.probe,
+        idle.cni = 'host'                                   as is_host_baseline,
+        idle.n_runs                                         as idle_n_runs,
+        loaded.n_runs                                       as loaded_n_runs,
+        idle.p50_us                                         as idle_p50_us,
+        loaded.p50_us                                       as loaded_p50_us,
+        idle.p99_us                                         as idle_p99_us,
+        loaded.p99_us                                       as loaded_p99_us,
+        loaded.bulk_sent_mbps,
+        greatest(idle.resolution_us, loaded.resolution_us)  as resolution_us,
+        loaded.p50_us - idle.p50_us                         as p50_inflation_us,
+        loaded.p99_us - idle.p99_us                         as p99_inflation_us,
+        {{ t_critical_95('least(idle.n_runs, loaded.n_runs) - 1') }}
+            * sqrt(idle.p50_sd ^ 2 / idle.n_runs + loaded.p50_sd ^ 2 / loaded.n_runs) as p50_inflation_ci95_us,
+        {{ t_critical_95('least(idle.n_runs, loaded.n_runs) - 1') }}
+            * sqrt(idle.p99_sd ^ 2 / idle.n_runs + loaded.p99_sd ^ 2 / loaded.n_runs) as p99_inflation_ci95_us
+    from per_load as idle
+    join per_load as loaded
+        on  loaded.load = 'bulk'
+        and idle.substrate = loaded.substrate and idle.distribution = loaded.distribution
+        and idle.netem_scenario = loaded.netem_scenario and idle.tuning_profile = loaded.tuning_profile
+        and idle.cni = loaded.cni and idle.cni_mode = loaded.cni_mode and idle.placement = loaded.placement
+        and idle.length_bytes = loaded.length_bytes and idle.probe = loaded.probe
+    where idle.load = 'idle'
+
+),
+
+judged as (
+
+    select
+        *,
+        case when p50_inflation_ci95_us is null then 'too few runs'
+             when p50_inflation_us - p50_inflation_ci95_us > 0 then 'worse'
+             when p50_inflation_us + p50_inflation_ci95_us < 0 then 'better'
+             else 'indistinguishable' end               as p50_verdict,
+        case when p99_inflation_ci95_us is null then 'too few runs'
+             when p99_inflation_us - p99_inflation_ci95_us > 0 then 'worse'
+             when p99_inflation_us + p99_inflation_ci95_us < 0 then 'better'
+             else 'indistinguishable' end               as p99_verdict,
+        case when idle_p99_us > 0 then p99_inflation_us / idle_p99_us * 100 end as p99_inflation_pct
+    from paired
+
+)
+
+select
+    judged.*,
+    host.p99_inflation_us                               as host_p99_inflation_us,
+    host.p99_inflation_ci95_us                          as host_p99_inflation_ci95_us
+from judged
+left join judged as host
+    on  host.is_host_baseline
+    and host.substrate = judged.substrate and host.distribution = judged.distribution
+    and host.netem_scenario = judged.netem_scenario and host.tuning_profile = judged.tuning_profile
+    and host.placement = judged.placement and host.length_bytes = judged.length_bytes
+    and host.probe = judged.probe
