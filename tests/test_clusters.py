@@ -25,7 +25,7 @@ from edgebench.clusters import placement as pl
 from edgebench.clusters.provider import ClusterProvider, rewrite_kubeconfig
 from edgebench.clusters.transport import FakeTransport, SSHTransport
 from edgebench.catalog import cnis
-from edgebench.testbed import Unsupported
+from edgebench.substrate import Unsupported
 from manifest_validation import validate
 
 REPO = Path(__file__).resolve().parents[1]

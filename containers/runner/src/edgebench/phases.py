@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import providers, workloads
+from . import workloads
 from .cells import Cell, Run, runs_for
 from .errors import EdgebenchError
 from .runner_common import environment, manifest, now
 from .spec import Sweep
-from .testbed import Unsupported
+from .substrate import Provider, Unsupported
 
 
 Log = Callable[[str], None]
@@ -33,7 +33,7 @@ class CellContext:
     cell: Cell
     workdir: Path
     results: Path
-    provider: providers.Provider
+    provider: Provider
     log: Log = print
     sink: Sink | None = None  # called after every stored run (the local runner uploads there)
     only: set[str] | None = None  # run ids to (re)measure; None = all
@@ -99,9 +99,9 @@ def install_cni(ctx: CellContext) -> None:
     ctx.save()
 
 
-def _cluster_cannot(ctx: CellContext, what: str) -> None:
-    ctx.state.update(supported=False, reason=f"unsupported: {what} is not applied on {ctx.cell.substrate} clusters "
-                                            "by this version of edgebench")
+def _cannot(ctx: CellContext, exc: Unsupported) -> None:
+    """The substrate lacks a capability the cell asks for: the cell's runs are recorded as unsupported."""
+    ctx.state.update(supported=False, reason=f"unsupported: {exc}")
 
 
 def tune_nodes(ctx: CellContext) -> None:
@@ -113,13 +113,13 @@ def tune_nodes(ctx: CellContext) -> None:
     profile = ctx.cell.tuning_profile
     if ctx.state.get("supported") is False:
         return
-    if not hasattr(ctx.provider, "apply_tuning"):
+    try:
+        ctx.state["tuning"] = ctx.provider.apply_tuning(profile)
+    except Unsupported as exc:
         if profile != "default_settings":
-            _cluster_cannot(ctx, f"tuning profile {profile!r}")
+            _cannot(ctx, exc)
         ctx.state["tuning"] = {"profile": profile, "requested": {}, "readback": {}, "unsupported": {},
                                "mtu": ctx.state.get("mtu")}
-    else:
-        ctx.state["tuning"] = ctx.provider.apply_tuning(profile)
     valid, reason = tuning.validate(ctx.state["tuning"])
     ctx.state.update(is_valid=valid, invalid_reason=reason)
     ctx.save()
@@ -135,12 +135,12 @@ def apply_netem(ctx: CellContext) -> None:
     v = ctx.sweep.values
     scenario = netem.resolve(ctx.cell.netem_scenario, custom=v["netem-custom"].get(ctx.cell.netem_scenario),
                              scope=v["netem-scope"])
-    if not hasattr(ctx.provider, "apply_netem"):
-        if not scenario.untouched:
-            _cluster_cannot(ctx, f"link condition {scenario.name!r}")
-        ctx.state["netem"] = netem.manifest_object(scenario, "none", "")
-    else:
+    try:
         ctx.state["netem"] = ctx.provider.apply_netem(scenario)
+    except Unsupported as exc:
+        if not scenario.untouched:
+            _cannot(ctx, exc)
+        ctx.state["netem"] = netem.manifest_object(scenario, "none", "")
     ctx.save()
 
 
@@ -189,12 +189,13 @@ SAMPLE_INTERVAL_S = 0.25
 
 def _sampler(ctx: CellContext):
     """Start CPU/memory sampling of the workload processes and the system: an idle phase, then the run."""
-    pids = getattr(ctx.provider, "workload_pids", None)
-    if pids is None:
+    try:
+        ctx.provider.workload_pids()
+    except Unsupported:
         return None
     from . import resources
 
-    sampler = resources.Sampler(pids, interval_s=SAMPLE_INTERVAL_S)
+    sampler = resources.Sampler(ctx.provider.workload_pids, interval_s=SAMPLE_INTERVAL_S)
     sampler.start()
     time.sleep(IDLE_S)
     sampler.mark_run()
@@ -205,7 +206,7 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
     """netem, tuning and validity as in force after the run (the link condition is read back again)."""
     netem_obj = dict(ctx.state.get("netem") or {})
     valid, reason = ctx.state.get("is_valid", True), ctx.state.get("invalid_reason")
-    if netem_obj and hasattr(ctx.provider, "netem_readback") and netem_obj.get("mechanism") != "none":
+    if netem_obj and netem_obj.get("mechanism") != "none":
         netem_obj["readback"] = ctx.provider.netem_readback()
         problem = ctx.provider.conditions_problem()
         if problem:
@@ -257,11 +258,10 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 def teardown_cluster(ctx: CellContext) -> list[str]:
     """Revert link conditions and tuning, then remove the cell's cluster and everything the CNI left behind.
     Idempotent; runs on success and failure."""
-    if hasattr(ctx.provider, "revert_conditions"):
-        try:
-            ctx.provider.revert_conditions()
-        except Exception as exc:  # the cluster goes away next anyway; say so and carry on
-            ctx.log(f"revert of tuning/netem failed ({exc}); removing the cluster anyway")
+    try:
+        ctx.provider.revert_conditions()
+    except Exception as exc:  # the cluster goes away next anyway; say so and carry on
+        ctx.log(f"revert of tuning/netem failed ({exc}); removing the cluster anyway")
     removed = ctx.provider.teardown()
     ctx.state["torn_down_at"] = now()
     ctx.save()

@@ -1,4 +1,4 @@
-"""Substrates (providers): create and destroy a cell's cluster, install the CNI mode, give endpoints.
+"""Substrates: the local testbed's provider, and get() for any substrate (the interface: substrate.py).
 
 `local` is the network-namespace testbed. `kind` (a kind cluster per cell, needs Docker) and `ssh` (k3s, k0s,
 MicroK8s or kubeadm installed on an inventory of real nodes) are edgebench.clusters.ClusterProvider.
@@ -6,31 +6,15 @@ MicroK8s or kubeadm installed on an inventory of real nodes) are edgebench.clust
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from pathlib import Path
 from typing import Any
 
 from .catalog import CniMode
-from .testbed import Endpoint, Testbed, Unsupported
+from .substrate import Provider, Unsupported
+from .testbed import Endpoint, Testbed
 
 
-class Provider(Protocol):
-    name: str
-
-    def provision(self) -> None: ...
-    def install_cni(self, cm: CniMode) -> dict: ...
-    def client(self, placement: str = "cross-node") -> Endpoint: ...
-    def server(self, placement: str) -> Endpoint: ...
-    def read_mtu(self, ep: Endpoint) -> int: ...
-    def peers(self, placement: str) -> list[Endpoint]: ...
-    def multicast_reason(self, placement: str) -> str | None: ...
-    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> str | None: ...
-    def flush_services(self) -> None: ...
-    def teardown(self) -> list[str]: ...
-
-
-class LocalProvider:
+class LocalProvider(Provider):
     """The embedded default: real kernel datapaths in network namespaces on this machine."""
 
     name = "local"
@@ -143,6 +127,7 @@ class LocalProvider:
 
     def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> None:
         self.testbed.add_service(cluster_ip, port, backend)
+        return None
 
     def flush_services(self) -> None:
         self.testbed.flush_services()

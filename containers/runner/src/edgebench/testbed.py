@@ -26,16 +26,13 @@ from typing import Callable, Sequence
 from . import sh
 from .catalog import CniMode
 from .errors import EdgebenchError, NotRootError
+from .substrate import Unsupported
 
 LAN = ipaddress.ip_network("10.77.0.0/24")
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
 PODS_PER_NODE = 4  # pod 1 of node 1 is the client; the others host servers and DDS subscribers
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
 SVC_TABLE = "edgebench_svc"
-
-
-class Unsupported(EdgebenchError):
-    """The mode's datapath cannot be built here; str() is the reason."""
 
 
 def default_prefix() -> str:
@@ -51,7 +48,7 @@ def require_root() -> None:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a workload process runs (a namespace) and the address peers use to reach it."""
+    """A testbed endpoint (substrate.Endpoint): a namespace and the address peers use to reach it."""
 
     ns: str
     ip: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..inventory import Inventory, Node
-from ..testbed import Unsupported
+from ..substrate import Unsupported
 
 RUNNER_IMAGE = "ghcr.io/edgebench/edgebench-runner:0.1.0"
 HTTP_IMAGE = "ghcr.io/edgebench/edgebench-http:0.1.0"

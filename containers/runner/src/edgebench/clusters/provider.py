@@ -23,7 +23,7 @@ import yaml
 from .. import sh
 from ..errors import EdgebenchError
 from ..inventory import Inventory, Node
-from ..testbed import Unsupported
+from ..substrate import Provider, Unsupported
 from . import cni as cni_mod
 from . import distributions as dist_mod
 from . import kind as kind_mod
@@ -73,7 +73,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-class ClusterProvider:
+class ClusterProvider(Provider):
     def __init__(self, substrate: str, distribution: str, cni: str, mode: str, workdir: Path,
                  inventory: Inventory | None = None, transport: Transport | None = None,
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
