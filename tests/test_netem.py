@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from edgebench import netem
+from edgebench import netem, netem_local
 from edgebench.errors import SpecError
 
 A, B = "ebn-a", "ebn-b"
@@ -157,7 +157,7 @@ def pair(tmp_path_factory):
         _sh("ip", "-n", ns, "link", "set", "lo", "up")
     _sh("ip", "netns", "exec", A, "ping", "-c", "1", "-W", "2", IP_B)  # resolves ARP before measuring
     yield [A, B]
-    netem.revert_local([A, B], "eth0")
+    netem_local.revert_local([A, B], "eth0")
     for ns in (A, B):
         _delete_ns(ns)
     os.environ.pop("EDGEBENCH_RUN_DIR", None)
@@ -179,21 +179,21 @@ def _assert_clean(namespaces):
         procs = [p for p in _sh("ip", "netns", "pids", ns, check=False).split()
                  if netem.EMULATOR in open(f"/proc/{p}/cmdline").read()]
         assert procs == []
-        assert not list(netem._state_dir().glob(f"{ns}*")) if netem._state_dir().exists() else True
+        assert not list(netem_local._state_dir().glob(f"{ns}*")) if netem_local._state_dir().exists() else True
 
 
 @needs_root
 def test_edg10_adds_10ms_rtt(pair):
     base = _ping_mean_ms()
-    obj = netem.apply_local(pair, "eth0", "edg10", seed=11)
+    obj = netem_local.apply_local(pair, "eth0", "edg10", seed=11)
     try:
         assert obj["mechanism"] in ("tc-netem", "userspace-nfqueue")
         assert (obj["scenario"], obj["delay_ms"], obj["jitter_ms"], obj["loss_pct"]) == ("edg10", 5.0, 1.0, 0.08)
         assert f"## {A}" in obj["readback"] and f"## {B}" in obj["readback"]
-        assert netem.check_local(pair, "eth0") is None
+        assert netem_local.check_local(pair, "eth0") is None
         with_netem = _ping_mean_ms()
     finally:
-        netem.revert_local(pair, "eth0")
+        netem_local.revert_local(pair, "eth0")
     added = with_netem - base
     print(f"\nedg10: baseline RTT {base:.3f} ms, with edg10 {with_netem:.3f} ms, added {added:.3f} ms "
           f"(target 10 ms, error {100 * (added - 10) / 10:+.1f}%), mechanism {obj['mechanism']}")
@@ -220,12 +220,12 @@ def _udp_one_way_loss(count=2000, gap_s=0.0005, port=45999):
 @needs_root
 def test_one_percent_loss(pair):
     sc = netem.resolve("loss1", {"loss_pct": 1})
-    obj = netem.apply_local(pair, "eth0", sc, seed=5)
+    obj = netem_local.apply_local(pair, "eth0", sc, seed=5)
     try:
         assert obj["loss_pct"] == 1.0
         loss = _udp_one_way_loss()
     finally:
-        netem.revert_local(pair, "eth0")
+        netem_local.revert_local(pair, "eth0")
     print(f"\nloss 1% per interface: measured one-way loss {loss:.2f}% over 2000 datagrams "
           f"(mechanism {obj['mechanism']})")
     assert 0.4 <= loss <= 1.8
@@ -236,7 +236,7 @@ def test_one_percent_loss(pair):
 @needs_root
 @pytest.mark.skipif(not shutil.which("iperf3"), reason="needs iperf3")
 def test_rate_limit_100mbit(pair):
-    obj = netem.apply_local(pair, "eth0", netem.resolve("r100", {"rate_mbit": 100}))
+    obj = netem_local.apply_local(pair, "eth0", netem.resolve("r100", {"rate_mbit": 100}))
     try:
         assert obj["rate_mbit"] == 100.0 and "htb" in obj["readback"]
         srv = subprocess.Popen(["ip", "netns", "exec", B, "iperf3", "-s", "-1", "-p", "5399"],
@@ -245,7 +245,7 @@ def test_rate_limit_100mbit(pair):
         out = _sh("ip", "netns", "exec", A, "iperf3", "-c", IP_B, "-p", "5399", "-t", "3", "-O", "1", "-J")
         srv.wait(timeout=10)
     finally:
-        netem.revert_local(pair, "eth0")
+        netem_local.revert_local(pair, "eth0")
     mbps = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
     print(f"\nrate 100 Mbit/s: iperf3 TCP measured {mbps:.1f} Mbit/s")
     assert 85 <= mbps <= 100
@@ -255,23 +255,23 @@ def test_rate_limit_100mbit(pair):
 @needs_root
 def test_inter_group_scope_only_delays_peers(pair):
     # B's address is the only peer of A (and vice versa): the rule or filter names it
-    obj = netem.apply_local(pair, "eth0", "edg10", scope_peers={A: [IP_B], B: [IP_A]}, seed=3)
+    obj = netem_local.apply_local(pair, "eth0", "edg10", scope_peers={A: [IP_B], B: [IP_A]}, seed=3)
     try:
         assert obj["scope"] == "inter-group"
         assert IP_B in obj["readback"]
         added = _ping_mean_ms(count=30)
         assert added > 8
     finally:
-        netem.revert_local(pair, "eth0")
+        netem_local.revert_local(pair, "eth0")
     _assert_clean(pair)
 
 
 @needs_root
 def test_revert_is_idempotent_and_kills_leftovers(pair):
-    netem.apply_local(pair, "eth0", "edg5", seed=1)
-    netem.apply_local(pair, "eth0", "edg2.5", seed=1)  # re-apply replaces, does not stack
+    netem_local.apply_local(pair, "eth0", "edg5", seed=1)
+    netem_local.apply_local(pair, "eth0", "edg2.5", seed=1)  # re-apply replaces, does not stack
     for ns in pair:
-        assert len(re.findall(r"## ", netem.readback_local([ns], "eth0"))) == 1
-    netem.revert_local(pair, "eth0")
-    netem.revert_local(pair, "eth0")
+        assert len(re.findall(r"## ", netem_local.readback_local([ns], "eth0"))) == 1
+    netem_local.revert_local(pair, "eth0")
+    netem_local.revert_local(pair, "eth0")
     _assert_clean(pair)

@@ -5,34 +5,34 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from edgebench import runner_common, sh
+from edgebench import provenance, sh
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_each_workload_records_its_own_tools():
-    assert set(runner_common.environment("iperf3")["tools"]) == {"iperf3"}
-    assert set(runner_common.environment("dds")["tools"]) == {"ddsperf"}
-    assert {"fortio"} <= set(runner_common.environment("http")["tools"])
-    assert runner_common.environment("dds")["tools"]["ddsperf"].startswith("cyclonedds-tools ")
-    assert runner_common.environment("iperf3")["tools"]["iperf3"].startswith("iperf 3.")
+    assert set(provenance.environment("iperf3")["tools"]) == {"iperf3"}
+    assert set(provenance.environment("dds")["tools"]) == {"ddsperf"}
+    assert {"fortio"} <= set(provenance.environment("http")["tools"])
+    assert provenance.environment("dds")["tools"]["ddsperf"].startswith("cyclonedds-tools ")
+    assert provenance.environment("iperf3")["tools"]["iperf3"].startswith("iperf 3.")
 
 
 def test_link_emulator_is_recorded_by_what_ran():
-    tc = runner_common.netem_tool_version("tc-netem")["tc"]
+    tc = provenance.netem_tool_version("tc-netem")["tc"]
     assert "iproute2" in tc
     emu = sh.which("edgebench-netem-emu")
     assert emu, "make tools builds the netem emulator"
     digest = hashlib.sha256(Path(emu).read_bytes()).hexdigest()[:16]
-    assert runner_common.netem_tool_version("userspace-nfqueue") == {"edgebench-netem-emu": f"sha256:{digest}"}
-    assert runner_common.netem_tool_version("none") == {} and runner_common.netem_tool_version(None) == {}
+    assert provenance.netem_tool_version("userspace-nfqueue") == {"edgebench-netem-emu": f"sha256:{digest}"}
+    assert provenance.netem_tool_version("none") == {} and provenance.netem_tool_version(None) == {}
 
 
 def test_commit_is_this_checkout(monkeypatch):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    runner_common.edgebench_commit.cache_clear()
-    assert runner_common.edgebench_commit().split("+")[0] == head
-    runner_common.edgebench_commit.cache_clear()
+    provenance.edgebench_commit.cache_clear()
+    assert provenance.edgebench_commit().split("+")[0] == head
+    provenance.edgebench_commit.cache_clear()
     monkeypatch.setenv("EDGEBENCH_COMMIT", "abc123")
-    assert runner_common.edgebench_commit() == "abc123"
-    runner_common.edgebench_commit.cache_clear()
+    assert provenance.edgebench_commit() == "abc123"
+    provenance.edgebench_commit.cache_clear()

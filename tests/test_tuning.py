@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgebench import tuning
+from edgebench import tuning, tuning_local
 from edgebench.errors import SpecError
 
 NODES, PODS = ["ebn-ta", "ebn-tb"], ["ebn-ta-p1"]
@@ -146,7 +146,7 @@ def topo(tmp_path_factory):
     for ns in every:
         _sh("ip", "-n", ns, "link", "set", "eth0", "up")
     yield NODES, PODS
-    tuning.revert_local(NODES, PODS)
+    tuning_local.revert_local(NODES, PODS)
     for ns in every:
         _sh("ip", "netns", "del", ns, check=False)
     os.environ.pop("EDGEBENCH_RUN_DIR", None)
@@ -158,7 +158,7 @@ def test_kernel_optimizations_local(topo):
     keys = list(tuning.requested("kernel_optimizations"))
     host_before = {k: _host(k) for k in keys}
     ns_before = {(ns, k): _ns(ns, k) for ns in nodes + pods for k in keys}
-    obj = tuning.apply_local(nodes, pods, "kernel_optimizations")
+    obj = tuning_local.apply_local(nodes, pods, "kernel_optimizations")
     try:
         assert obj["profile"] == "kernel_optimizations" and obj["requested"] == tuning.requested("kernel_optimizations")
         for k in ("net.ipv4.tcp_sack", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_max_syn_backlog"):
@@ -171,11 +171,11 @@ def test_kernel_optimizations_local(topo):
         assert {k: _host(k) for k in keys} == host_before  # the host was not touched
         # a setting changed behind our back makes the run invalid
         _sh("ip", "netns", "exec", pods[0], "sysctl", "-qw", "net.ipv4.tcp_sack=1")
-        obj2 = dict(obj, readback=tuning._readback(nodes + pods, "eth0", obj["requested"], obj["unsupported"]))
+        obj2 = dict(obj, readback=tuning_local._readback(nodes + pods, "eth0", obj["requested"], obj["unsupported"]))
         ok, reason = tuning.validate(obj2)
         assert not ok and "net.ipv4.tcp_sack" in reason and "mixed" in reason
     finally:
-        tuning.revert_local(nodes, pods)
+        tuning_local.revert_local(nodes, pods)
     assert {(ns, k): _ns(ns, k) for ns in nodes + pods for k in keys} == ns_before
     assert {k: _host(k) for k in keys} == host_before
 
@@ -183,12 +183,12 @@ def test_kernel_optimizations_local(topo):
 @needs_root
 def test_nic_optimizations_local(topo):
     nodes, pods = topo
-    before = {ns: tuning._read_features(ns, "eth0") for ns in nodes + pods}
-    obj = tuning.apply_local(nodes, pods, "nic_optimizations")
+    before = {ns: tuning_local._read_features(ns, "eth0") for ns in nodes + pods}
+    obj = tuning_local.apply_local(nodes, pods, "nic_optimizations")
     try:
         assert obj["readback"]["ethtool.gro"] == "on" and obj["readback"]["ethtool.tso"] == "on"
         for ns in nodes + pods:
-            feats = tuning._read_features(ns, "eth0")
+            feats = tuning_local._read_features(ns, "eth0")
             assert feats["gro"].startswith("on") and feats["tso"].startswith("on")
         # veths have no ring buffers: recorded as unsupported with the reason, not a failure
         for r in ("ethtool.ring.rx", "ethtool.ring.tx"):
@@ -196,8 +196,8 @@ def test_nic_optimizations_local(topo):
                 assert "eth0" in obj["unsupported"][r]
         assert tuning.validate(obj) == (True, None)
     finally:
-        tuning.revert_local(nodes, pods)
-    assert {ns: tuning._read_features(ns, "eth0") for ns in nodes + pods} == before
+        tuning_local.revert_local(nodes, pods)
+    assert {ns: tuning_local._read_features(ns, "eth0") for ns in nodes + pods} == before
 
 
 @needs_root
@@ -206,7 +206,7 @@ def test_unsupported_recorded_and_host_untouched(topo, profile_name):
     nodes, pods = topo
     prof = tuning.profile(profile_name)
     host_before = {k: _host(k) for k in prof["sysctl"] if Path("/proc/sys", *k.split(".")).exists()}
-    obj = tuning.apply_local(nodes, pods, profile_name)
+    obj = tuning_local.apply_local(nodes, pods, profile_name)
     try:
         for k in prof["sysctl"]:
             if not k.startswith("net."):
@@ -222,15 +222,15 @@ def test_unsupported_recorded_and_host_untouched(topo, profile_name):
         assert tuning.validate(obj) == (True, None), obj
         assert {k: _host(k) for k in host_before} == host_before
     finally:
-        tuning.revert_local(nodes, pods)
+        tuning_local.revert_local(nodes, pods)
     assert {k: _host(k) for k in host_before} == host_before
 
 
 @needs_root
 def test_mtu_profile_reads_back(topo):
     nodes, pods = topo
-    obj = tuning.apply_local(nodes, pods, "mtu-9000")
-    tuning.revert_local(nodes, pods)
+    obj = tuning_local.apply_local(nodes, pods, "mtu-9000")
+    tuning_local.revert_local(nodes, pods)
     # the testbed sets MTUs at build time; this mini topology did not, so the run is flagged invalid
     assert obj["mtu"] == 1500 and obj["readback"]["mtu"] == "1500"
     ok, reason = tuning.validate(obj)

@@ -19,7 +19,8 @@ from typing import Any
 
 from . import parsing
 from .errors import SpecError
-from .runner_common import edgebench_commit, now
+from .provenance import edgebench_commit
+from .runstore import now
 
 SUBSTRATES = ("imported", "ssh", "kind")  # never `local`: that label means "measured on edgebench's testbed"
 CELL_LABELS = ("substrate", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile")

@@ -18,7 +18,8 @@ from typing import Any, Callable
 from . import workloads
 from .cells import Cell, Run, runs_for
 from .errors import EdgebenchError
-from .runner_common import environment, manifest, now
+from .provenance import environment
+from .runstore import manifest, now, write_run
 from .spec import Sweep
 from .substrate import Provider, Unsupported
 
@@ -61,13 +62,7 @@ class CellContext:
                 and (self.only is None or r.run_id in self.only)]
 
     def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
-        d = self.run_dir(run)
-        d.mkdir(parents=True, exist_ok=True)
-        for name, data in raw.items():
-            (d / name).write_bytes(data)
-        tmp = d / "manifest.json.part"
-        tmp.write_text(json.dumps(doc, indent=2, sort_keys=True))
-        tmp.replace(d / "manifest.json")  # last: a manifest marks a complete run
+        write_run(self.run_dir(run), doc, raw)
         self.state.setdefault("stored", [])
         if run.run_id not in self.state["stored"]:
             self.state["stored"].append(run.run_id)

@@ -45,12 +45,12 @@ class LocalProvider(Provider):
         return [ns for ns in self.testbed.namespaces() if ns in wanted]  # none with host networking
 
     def apply_tuning(self, profile: str) -> dict:
-        from . import tuning
+        from . import tuning_local
 
-        return tuning.apply_local(self._nodes(), self._pods(), profile)
+        return tuning_local.apply_local(self._nodes(), self._pods(), profile)
 
     def apply_netem(self, scenario) -> dict:
-        from . import netem
+        from . import netem_local
 
         peers = None
         if scenario.scope == "inter-group":  # on one testbed the groups are the nodes: shape node-to-node only
@@ -59,27 +59,27 @@ class LocalProvider(Provider):
             n = self.testbed.nodes
             peers = {self.testbed.node_ns(i): [x for j in range(1, n + 1) if j != i for x in (node_ip(j), str(pod_cidr(j)))]
                      for i in range(1, n + 1)}
-        obj = netem.apply_local(self._nodes(), "eth0", scenario, scope_peers=peers)
+        obj = netem_local.apply_local(self._nodes(), "eth0", scenario, scope_peers=peers)
         self._netem_on = obj.get("mechanism") != "none" or scenario.rate_mbit is not None
         return obj
 
     def netem_readback(self) -> str:
-        from . import netem
+        from . import netem_local
 
-        return netem.readback_local(self._nodes(), "eth0")
+        return netem_local.readback_local(self._nodes(), "eth0")
 
     def conditions_problem(self) -> str | None:
         """Why the applied link condition is no longer in force (e.g. the emulator died), or None."""
-        from . import netem
+        from . import netem_local
 
-        return netem.check_local(self._nodes(), "eth0") if self._netem_on else None
+        return netem_local.check_local(self._nodes(), "eth0") if self._netem_on else None
 
     def revert_conditions(self) -> None:
-        from . import netem, tuning
+        from . import netem_local, tuning_local
 
         if self.testbed.namespaces():
-            netem.revert_local(self._nodes(), "eth0")
-            tuning.revert_local(self._nodes(), self._pods())
+            netem_local.revert_local(self._nodes(), "eth0")
+            tuning_local.revert_local(self._nodes(), self._pods())
 
     def workload_pids(self) -> dict[str, int]:
         """Every process running in the testbed's namespaces (the workload tools), named comm@namespace; the netem

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from . import phases, providers, sh, workloads
 from .cells import Run, expand, runs_for
-from .runner_common import now
+from .runstore import now
 from .spec import Sweep
 from .store import ResultStore, state_dir
 from .testbed import Testbed, require_root

@@ -1,8 +1,8 @@
-"""What every phase and runner shares: timestamps, the environment record, the manifest."""
+"""Provenance of a run: the machine, edgebench's version and commit, and the versions of the tools that produced
+*that* run (its workload's tools, and the link emulator in force)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import hashlib
 import os
@@ -13,11 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, sh
-from .cells import Run
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,46 +76,4 @@ def environment(workload: str | None = None, netem_mechanism: str | None = None)
         "edgebench_commit": edgebench_commit(),
         "tools": {**tool_versions(workload), **netem_tool_version(netem_mechanism)},
         "cni_version": None,
-    }
-
-
-def manifest(run: Run, status: str, started: str, *, error: str | None = None, metrics: dict | None = None,
-             raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
-             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
-             conditions: dict[str, Any] | None = None) -> dict[str, Any]:
-    cell, cm = run.cell, run.cell.cni_info
-    return {
-        "schema_version": 1,
-        "sweep_id": cell.sweep_id,
-        "cell_id": cell.cell_id,
-        "run_id": run.run_id,
-        "substrate": cell.substrate,
-        "distribution": cell.distribution,
-        "cni": cell.cni,
-        "cni_mode": cell.cni_mode,
-        "datapath": cm.datapath,
-        "mtu": mtu,
-        "netem_scenario": cell.netem_scenario,
-        "tuning_profile": cell.tuning_profile,
-        "workload": run.workload,
-        "protocol": run.protocol,
-        "path": run.path,
-        "placement": run.placement,
-        "length_bytes": run.length_bytes,
-        "duration_s": run.duration_s,
-        "repetition": run.repetition,
-        "params": run.params if params is None else params,
-        "status": status,
-        "error": error,
-        "attempt": attempt,
-        "started_at": started,
-        "finished_at": now(),
-        "raw_files": raw_files or [],
-        "environment": env or environment(run.workload),
-        "metrics": metrics if status == "ok" else None,
-        # what was in force (docs/results-layout.md, "Link conditions, tuning, validity, resources")
-        "netem": (conditions or {}).get("netem"),
-        "tuning": (conditions or {}).get("tuning"),
-        "is_valid": (conditions or {}).get("is_valid", True),
-        "invalid_reason": (conditions or {}).get("invalid_reason"),
     }
