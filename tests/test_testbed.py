@@ -10,7 +10,8 @@ import time
 import pytest
 
 from edgebench.catalog import resolve_cni
-from edgebench.testbed import PODS_PER_NODE, Testbed, Unsupported
+from edgebench.substrate import Unsupported
+from edgebench.testbed import PODS_PER_NODE, Testbed
 
 PREFIX = "ebt"
 WORKING = ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp", "calico:vxlan", "cilium:vxlan",

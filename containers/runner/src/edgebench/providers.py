@@ -39,7 +39,7 @@ class LocalProvider(Provider):
         return [self.testbed.node_ns(i) for i in range(1, self.testbed.nodes + 1)]
 
     def _pods(self) -> list[str]:
-        from .testbed import PODS_PER_NODE
+        from .testbed_datapath import PODS_PER_NODE
 
         wanted = {self.testbed.pod_ns(i, j) for i in range(1, self.testbed.nodes + 1) for j in range(1, PODS_PER_NODE + 1)}
         return [ns for ns in self.testbed.namespaces() if ns in wanted]  # none with host networking
@@ -54,7 +54,7 @@ class LocalProvider(Provider):
 
         peers = None
         if scenario.scope == "inter-group":  # on one testbed the groups are the nodes: shape node-to-node only
-            from .testbed import node_ip, pod_cidr
+            from .testbed_datapath import node_ip, pod_cidr
 
             n = self.testbed.nodes
             peers = {self.testbed.node_ns(i): [x for j in range(1, n + 1) if j != i for x in (node_ip(j), str(pod_cidr(j)))]
