@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from . import catalog as catalog_mod
 from . import spec as spec_mod
+from .console import err, out
 from .errors import EdgebenchError
 
 app = typer.Typer(
@@ -27,8 +27,6 @@ app = typer.Typer(
 )
 testbed_app = typer.Typer(help="The local network-namespace testbed (needs root).", no_args_is_help=True)
 app.add_typer(testbed_app, name="testbed")
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)  # logs and pipes get full rows
-err = Console(stderr=True, soft_wrap=True)
 
 PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."
 
@@ -327,92 +325,10 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-@app.command()
-def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary.")):
-    """Build the DuckDB warehouse (dbt) from the raw results in MinIO, then print a summary."""
-    from . import warehouse as wh
+from . import cli_results, cli_summary  # noqa: E402  (their commands are added to `app`)
 
-    wh.build()
-    if summary:
-        _print_summary(wh.iperf3_summary())
-        _print_latency_summaries(wh.dds_summary(), wh.http_summary())
-
-
-def _print_summary(rows: list[dict]) -> None:
-    if not rows:
-        out.print("the warehouse has no iperf3 runs yet")
-        return
-
-    def num(v, fmt="{:.0f}"):
-        return "-" if v is None else fmt.format(v)
-
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        key = (r["substrate"], r["distribution"], r["netem_scenario"], r["tuning_profile"], r["protocol"], r["path"],
-               r["placement"], r["length_bytes"])
-        groups.setdefault(key, []).append(r)
-    for (substrate, dist, netem, tuning, proto, path, placement, length), group in groups.items():
-        t = Table(title=f"iperf3 {proto} {path} {placement}, {length} B "
-                        f"(substrate={substrate}, distribution={dist}, netem={netem}, tuning={tuning})",
-                  title_justify="left")
-        for col, right in (("CNI:mode", False), ("runs", True), ("Mbit/s", True), ("±95% CI", True),
-                           ("overhead vs host %", True), ("note", False)):
-            t.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
-        for r in group:
-            runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
-            note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ("significant" if r.get("is_significant") else "")
-            t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),
-                      num(r["throughput_ci95_mbps"]), num(r["overhead_pct"], "{:+.1f}"), note)
-        out.print(t)
-    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. "
-              "substrate=local measures the kernel datapath each CNI configures, not the CNI itself.")
-
-
-@app.command()
-def summary():
-    """Print the throughput summary from the warehouse (no rebuild)."""
-    from . import warehouse as wh
-
-    _print_summary(wh.iperf3_summary())
-    _print_latency_summaries(wh.dds_summary(), wh.http_summary())
-
-
-def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
-    """One table per DDS latency and HTTP configuration: CNI mode rows, percentiles, overhead vs host."""
-    def fmt(v, f="{:.0f}"):
-        return "-" if v is None else f.format(v)
-
-    def tables(rows, keys, title, cols):
-        groups: dict[tuple, list[dict]] = {}
-        for r in rows:
-            groups.setdefault(tuple(r[k] for k in keys), []).append(r)
-        for key, group in groups.items():
-            t = Table(title=title(dict(zip(keys, key))), title_justify="left")
-            t.add_column("CNI:mode")
-            for name, _, _ in cols:
-                t.add_column(name, justify="right")
-            for r in sorted(group, key=lambda r: (r["cni"] != "host", r["cni"], r["cni_mode"])):
-                t.add_row(f"{r['cni']}:{r['cni_mode']}", *[fmt(r[c], f) for _, c, f in cols])
-            out.print(t)
-
-    common = ["substrate", "distribution", "netem_scenario", "tuning_profile"]
-    tables(dds, common + ["reliability", "transport", "placement", "security", "length_bytes"],
-           lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
-                      f" security={k['security']} (substrate={k['substrate']}, netem={k['netem_scenario']}, "
-                      f"tuning={k['tuning_profile']})"),
-           [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
-            ("p99 us", "latency_p99_us", "{:.1f}"), ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}")])
-    tables(http, common + ["service", "path", "placement", "length_bytes"],
-           lambda k: (f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} (substrate="
-                      f"{k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']})"),
-           [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
-            ("p50 ms", "response_p50_ms", "{:.2f}"), ("p90 ms", "response_p90_ms", "{:.2f}"),
-            ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}")])
-
-
-from .cli_results import register as _register_results  # noqa: E402  (commands added to `app`)
-
-_register_results(app)
+cli_results.register(app)
+cli_summary.register(app)
 
 
 def main() -> None:
