@@ -14,7 +14,7 @@ ARGS       ?=
 # Pinned MinIO server and client (Go module versions of their release commits)
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
-APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools hey procps \
+APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
                  wireguard-tools openssl curl ca-certificates python3-venv
 FORTIO_VERSION := v1.66.5
 KUBECTL_VERSION := v1.32.4

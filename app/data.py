@@ -53,7 +53,7 @@ def run_counts(con) -> pd.DataFrame:
     """Runs per substrate and status (all workloads)."""
     return con.execute("""
         select substrate, workload, status, count(*) as runs
-        from int_runs__deduplicated group by all order by substrate, workload, status""").df()
+        from fct_runs group by all order by substrate, workload, status""").df()
 
 
 def sweeps(con) -> pd.DataFrame:
@@ -67,7 +67,7 @@ def sweeps(con) -> pd.DataFrame:
                count(*) filter (where status = 'ok')          as ok,
                count(*) filter (where status = 'failed')      as failed,
                count(*) filter (where status = 'unsupported') as unsupported
-        from int_runs__deduplicated group by sweep_id order by max(finished_at) desc""").df()
+        from fct_runs group by sweep_id order by max(finished_at) desc""").df()
 
 
 # ---- CNI datapaths --------------------------------------------------------------------------------------------
@@ -309,13 +309,48 @@ def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
 
 
 def http_overhead(con, substrate: str, **filters) -> pd.DataFrame:
+    """http_overhead_vs_host rows for one substrate and fixed conditions, host baseline first per payload: n runs,
+    means and 95% CIs per side, time resolution, verdicts and overheads (null below resolution)."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, length_bytes, n_runs, n_requests, n_errors, response_p50_ms,
-               response_p90_ms, response_p90_ci95_ms, host_response_p90_ms, response_p90_overhead_pct,
-               response_p50_overhead_pct, is_significant
+        select cni || ' / ' || cni_mode as variant, length_bytes, is_host_baseline, n_runs, n_requests, n_errors,
+               response_p50_ms, response_p50_ci95_ms, response_p90_ms, response_p90_ci95_ms, host_n_runs,
+               host_response_p50_ms, host_response_p50_ci95_ms, host_response_p90_ms, host_response_p90_ci95_ms,
+               resolution_ms, host_resolution_ms, load_clients, response_p50_diff_ms, response_p90_diff_ms,
+               response_p50_overhead_pct, response_p90_overhead_pct, response_p50_verdict, verdict, is_significant
         from http_overhead_vs_host where {where}
         order by length_bytes, is_host_baseline desc, variant""", params).df()
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1000:g} µs"
+
+
+def http_vs_host_text(pct, verdict, resolution_ms, host_resolution_ms) -> str:
+    """What the overhead column shows: the percentage, or "below resolution (<x µs)" when the difference is smaller
+    than the load generators' time resolution (x = the coarser of the two sides), "0.0 %" for the host baseline,
+    "no host baseline" without one."""
+    if verdict == "below resolution":
+        res = [r for r in (resolution_ms, host_resolution_ms) if r is not None and not pd.isna(r)]
+        return f"below resolution (<{_us(max(res))})" if res else "below resolution"
+    if verdict == "baseline":
+        return "0.0 %"
+    if pct is None or pd.isna(pct):
+        return "no host baseline"
+    return f"{pct:+.1f} %"
+
+
+def http_overhead_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns the HTTP page shows: per side n runs, mean p50/p90 with their 95% CI half-widths, the time
+    resolution, each statistic's difference to host as text (see http_vs_host_text) and its verdict."""
+    out = df[["variant", "length_bytes", "n_runs", "response_p50_ms", "response_p50_ci95_ms", "response_p90_ms",
+              "response_p90_ci95_ms", "host_n_runs", "host_response_p50_ms", "host_response_p90_ms"]].copy()
+    out["resolution_us"] = df[["resolution_ms", "host_resolution_ms"]].max(axis=1) * 1000
+    for stat, verdict in (("p50", "response_p50_verdict"), ("p90", "verdict")):
+        out[f"{stat}_vs_host"] = [http_vs_host_text(p, v, r, h) for p, v, r, h in zip(
+            df[f"response_{stat}_overhead_pct"], df[verdict], df["resolution_ms"], df["host_resolution_ms"])]
+        out[f"{stat}_verdict"] = df[verdict].fillna("no verdict (n < 2 or no host)")
+    return out.reset_index(drop=True)
 
 
 def http_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
@@ -360,7 +395,7 @@ def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
     return con.execute(f"""
         select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
                repetition, status, invalid_reason, sweep_id, run_id, started_at
-        from int_runs__deduplicated where not is_valid and {where}
+        from fct_runs where not is_valid and {where}
         order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()
 
 
@@ -410,11 +445,11 @@ NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRIC
 
 def netem_substrates(con) -> list[str]:
     """Substrates with runs of any workload, most runs first."""
-    return _substrates(con, "int_runs__deduplicated")
+    return _substrates(con, "fct_runs")
 
 
 def netem_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "int_runs__deduplicated", NETEM_FILTERS, substrate, column, **chosen)
+    return _values_of(con, "fct_runs", NETEM_FILTERS, substrate, column, **chosen)
 
 
 def netem_scenarios(con, substrate: str, **filters) -> pd.DataFrame:
@@ -429,7 +464,7 @@ def netem_scenarios(con, substrate: str, **filters) -> pd.DataFrame:
                count(*) filter (where workload = 'iperf3') as iperf3_runs,
                count(*) filter (where workload = 'dds')    as dds_runs,
                count(*) filter (where workload = 'http')   as http_runs
-        from int_runs__deduplicated where {where}
+        from fct_runs where {where}
         group by 1, 2, 3, 4, 5, 6, 7, 8
         order by netem_scenario <> 'none', coalesce(netem_delay_ms, 0), coalesce(netem_loss_pct, 0),
                  netem_scenario""", params).df()

@@ -48,6 +48,18 @@ def iperf3_only_warehouse(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def verdict_warehouse(tmp_path_factory) -> Path:
+    """A warehouse of HTTP runs only, built to give every verdict of http_overhead_vs_host (see
+    fixture_manifests.VERDICT_GROUPS)."""
+    from edgebench import warehouse
+
+    root = fixture_manifests.write_verdict_tree(tmp_path_factory.mktemp("raw-verdicts"))
+    path = tmp_path_factory.mktemp("wh-verdicts") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -201,6 +201,44 @@ def test_http_page_service_filter_changes_rows(app):
     assert frame(at, "error")["status"].tolist() == ["failed"]
 
 
+def test_http_overhead_table_on_the_fixtures(con):
+    table = data.http_overhead_table(data.http_overhead(con, "local", service="payload-echo"))
+    first = table[table["length_bytes"] == 1000].iloc[0]  # host baseline first, as on the CNI page
+    assert first["variant"] == "host / host" and first["p90_vs_host"] == "0.0 %" and first["p90_verdict"] == "baseline"
+    flannel = table[(table["length_bytes"] == 1000000) & (table["variant"] == "flannel / vxlan")].iloc[0]
+    # the fixtures' hey-era runs carry no resolution_ms: 0.1 ms assumed; flannel is 40 % slower, far above it
+    assert flannel["resolution_us"] == pytest.approx(100) and flannel["p90_vs_host"].startswith("+")
+    assert flannel["n_runs"] == 2 and flannel["host_n_runs"] == 2
+
+
+def test_http_verdicts_in_the_table(verdict_warehouse):
+    with data.connect(verdict_warehouse) as c:
+        df = data.http_overhead(c, "local", service="payload-echo")
+    table = data.http_overhead_table(df).set_index(["length_bytes", "variant"])
+    row = table.loc[(60, "kube-router / bgp")]  # hey (100 us steps) against fortio's host baseline
+    assert row["p50_vs_host"] == "below resolution (<100 µs)" and row["p50_verdict"] == "below resolution"
+    assert table.loc[(60, "calico / vxlan"), "p50_vs_host"] == "+19.8 %"
+    assert table.loc[(60, "calico / vxlan"), "p90_verdict"] == "worse"
+    assert table.loc[(60, "cilium / vxlan"), "p50_verdict"] == "better"
+    assert table.loc[(60, "flannel / vxlan"), "p50_verdict"] == "indistinguishable"
+    assert table.loc[(60, "host / host"), "p50_vs_host"] == "0.0 %"
+    assert table.loc[(60, "weave / fastdp"), "p50_verdict"].startswith("no verdict")
+    hey = table.loc[(1000, "flannel / vxlan")]  # hey on both sides: half a step at p50, one whole step at p90
+    assert (hey["p50_vs_host"], hey["p90_vs_host"]) == ("below resolution (<100 µs)", "+100.0 %")
+    assert data.http_vs_host_text(None, "below resolution", 0.001, 0.001) == "below resolution (<1 µs)"
+
+
+def test_http_page_says_below_resolution(verdict_warehouse, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(verdict_warehouse))
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page(HTTP_PAGE).run()
+    assert not at.exception
+    table = frame(at, "p50_vs_host")
+    assert "below resolution (<100 µs)" in set(table["p50_vs_host"])
+    assert {"n_runs", "host_n_runs", "response_p50_ci95_ms", "p50_verdict", "p90_verdict"} <= set(table.columns)
+    assert table.iloc[0]["variant"] == "host / host"
+
+
 @pytest.mark.parametrize("page, text", [(DDS_PAGE, "no DDS runs"), (HTTP_PAGE, "no HTTP runs")])
 def test_dds_http_pages_without_rows(page, text, iperf3_only_warehouse, monkeypatch):
     monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(iperf3_only_warehouse))

@@ -163,3 +163,26 @@ def test_httpfs_installs_into_an_empty_extension_directory_and_loads(tmp_path):
     after = _duckdb_in_home(home, load)
     assert after.returncode == 0 and "loaded" in after.stdout, after.stderr
     assert not list(tmpdir.iterdir()), "the temporary extension repository was left behind"
+
+
+# ------------------------------------------------------------------ the dbt project's layering
+def test_dbt_layers_never_point_backwards_and_every_model_is_documented():
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1] / "analytics" / "models"
+    layer = {"staging": 0, "intermediate": 1, "marts": 2}
+    models = {p.stem: (layer[p.parent.name], p) for p in root.rglob("*.sql")}
+    described = {m["name"] for y in root.rglob("*.yml") for m in (yaml.safe_load(y.read_text()).get("models") or [])}
+    assert set(models) <= described, f"models without yml: {sorted(set(models) - described)}"
+    for name, (level, path) in models.items():
+        for ref in re.findall(r"ref\('([a-z0-9_]+)'\)", path.read_text()):
+            assert models[ref][0] <= level, f"{name} ({path.parent.name}) refs {ref} of a later layer"
+            if level < 2:
+                assert models[ref][0] < level or ref != name
+        prefix = {0: "stg_", 1: "int_"}.get(level)
+        if prefix:
+            assert name.startswith(prefix), f"{name}: {path.parent.name} models are named {prefix}*"
+    portal = "\n".join(p.read_text() for p in (root.parents[1] / "app").rglob("*.py"))
+    assert not re.search(r"\b(stg|int)_[a-z0-9_]+__", portal), "the portal reads marts only"

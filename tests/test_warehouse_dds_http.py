@@ -208,3 +208,78 @@ def test_samples_beside_a_superseded_manifest_are_ignored(tmp_path):
     assert dict(per_run) == {fx.SWEEP: len(fx.dds_samples(ms[1]))}
     assert q(tmp_path / "wh.duckdb", "select count(*) from stg_edgebench__dds_samples") == [
         (2 * len(fx.dds_samples(ms[1])),)]
+
+
+# ---- HTTP verdicts: time resolution and 95% intervals (fixture_manifests.VERDICT_GROUPS) ------------------------
+
+T95 = {2: 4.302652729911275, 1: 12.706204736174704}  # t(0.975, df), from statistics tables
+
+
+def _quantile_run(reqs, p):
+    return _quantile_linear([r["response_ms"] for r in reqs], p)
+
+
+def _expected_verdict(cni_vals, host_vals, cni_res, host_res):
+    """The verdict rule written out: below resolution, else non-overlapping 95% intervals, else indistinguishable."""
+    import statistics
+
+    def interval(vals):
+        n = len(vals)
+        return None if n < 2 else T95[n - 1] * statistics.stdev(vals) / n ** 0.5
+
+    diff = _mean(cni_vals) - _mean(host_vals)
+    if abs(diff) < max(cni_res, host_res) - 1e-12:
+        return "below resolution"
+    ci_c, ci_h = interval(cni_vals), interval(host_vals)
+    if ci_c is None or ci_h is None:
+        return None
+    if abs(diff) > ci_c + ci_h:
+        return "better" if diff < 0 else "worse"
+    return "indistinguishable"
+
+
+def test_http_verdicts(verdict_warehouse):
+    runs = defaultdict(list)  # (length, cni) -> [(p50, p90, resolution)]
+    for m, reqs in fx.verdict_runs():
+        res = (m["metrics"] or {}).get("resolution_ms", 0.1)  # no field: recorded with hey before it existed
+        runs[(m["length_bytes"], m["cni"])].append((_quantile_run(reqs, 0.5), _quantile_run(reqs, 0.9), res))
+    rows = q(verdict_warehouse, """
+        select length_bytes, cni, n_runs, host_n_runs, response_p50_ms, host_response_p50_ms, response_p50_ci95_ms,
+               host_response_p50_ci95_ms, response_p90_ci95_ms, resolution_ms, host_resolution_ms,
+               response_p50_verdict, verdict, response_p50_overhead_pct, response_p90_overhead_pct, load_clients
+        from http_overhead_vs_host order by length_bytes, cni""")
+    lengths = {length: group for group, (length, _) in fx.VERDICT_GROUPS.items()}
+    assert len(rows) == sum(len(cnis) for _, cnis in fx.VERDICT_GROUPS.values())
+    for (length, cni, n, host_n, p50, host_p50, ci50, host_ci50, ci90, res, host_res, v50, v90, pct50, pct90,
+         clients) in rows:
+        group = lengths[length]
+        mine, host = runs[(length, cni)], runs[(length, "host")]
+        assert (n, host_n) == (len(mine), len(host))
+        assert p50 == pytest.approx(_mean(r[0] for r in mine)) and host_p50 == pytest.approx(_mean(r[0] for r in host))
+        if n >= 2:
+            import statistics
+            assert ci50 == pytest.approx(T95[n - 1] * statistics.stdev(r[0] for r in mine) / n ** 0.5, rel=1e-3)
+        else:
+            assert ci50 is None and ci90 is None
+        assert res == max(r[2] for r in mine) and host_res == max(r[2] for r in host)
+        assert clients == fx.VERDICT_GROUPS[group][1][cni][0].replace("legacy", "hey")
+        expected = fx.VERDICT_EXPECTED[(group, cni)]
+        assert (v50, v90) == expected, (group, cni)
+        if cni != "host":  # the designed verdicts are what the rule gives
+            for k, v in ((0, v50), (1, v90)):
+                assert v == _expected_verdict([r[k] for r in mine], [r[k] for r in host], res, host_res), (cni, k)
+        # no percentage for a difference the load generator cannot measure
+        assert (pct50 is None) == (v50 == "below resolution")
+        assert (pct90 is None) == (v90 == "below resolution")
+        if v50 == "baseline":
+            assert pct50 == 0 and pct90 == 0
+        elif pct50 is not None:
+            assert pct50 == pytest.approx((p50 - host_p50) / host_p50 * 100)
+    # the bug report's case: hey's 0.1 ms steps on both sides; p50 0.15 vs 0.10 ms would read +50 %
+    ((v50, pct50, v90, pct90),) = q(verdict_warehouse, """
+        select response_p50_verdict, response_p50_overhead_pct, verdict, response_p90_overhead_pct
+        from http_overhead_vs_host where length_bytes = 1000 and cni = 'flannel'""")
+    assert (v50, pct50, v90) == ("below resolution", None, "worse") and pct90 == pytest.approx(100.0)
+    # resolution reaches the run mart too: fortio runs 0.001 ms, hey runs 0.1 (also without the field)
+    assert q(verdict_warehouse, """select load_client, resolution_ms, count(*) from fct_http_runs
+                                   group by all order by 1""") == [("fortio", 0.001, 13), ("hey", 0.1, 9)]

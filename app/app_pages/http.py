@@ -47,11 +47,32 @@ else:
 st.subheader("Response time vs host")
 overhead = ui.query("http_overhead", substrate=substrate, **filters)
 if not overhead.empty:
-    st.dataframe(overhead, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(c, format="%.2f") for c in overhead.columns
-        if c.endswith("_ms") or c.endswith("_pct")})
-    st.caption("p50 / p90 per run over its 2xx requests (linear interpolation), averaged over runs; overhead % = "
-               "(CNI - host) / host x 100, positive = slower than host.")
+    if not overhead["is_host_baseline"].any():
+        st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
+    verdict_help = ("baseline: the host row; below resolution: |CNI - host| is smaller than the load generator's "
+                    "time resolution (not measurable); better / worse: the 95% intervals of CNI and host do not "
+                    "overlap (lower = better); indistinguishable: they overlap")
+    st.dataframe(data.http_overhead_table(overhead), hide_index=True, column_config={
+        "length_bytes": st.column_config.NumberColumn("payload (bytes)", format="%d"),
+        "n_runs": st.column_config.NumberColumn("runs"),
+        "response_p50_ms": st.column_config.NumberColumn("mean p50 ms", format="%.3f"),
+        "response_p50_ci95_ms": st.column_config.NumberColumn("p50 ± 95% CI", format="%.3f"),
+        "response_p90_ms": st.column_config.NumberColumn("mean p90 ms", format="%.3f"),
+        "response_p90_ci95_ms": st.column_config.NumberColumn("p90 ± 95% CI", format="%.3f"),
+        "host_n_runs": st.column_config.NumberColumn("host runs"),
+        "host_response_p50_ms": st.column_config.NumberColumn("host p50 ms", format="%.3f"),
+        "host_response_p90_ms": st.column_config.NumberColumn("host p90 ms", format="%.3f"),
+        "resolution_us": st.column_config.NumberColumn(
+            "resolution µs", format="%g", help="time resolution of the load generator (fortio 1 µs, hey 100 µs)"),
+        "p50_vs_host": st.column_config.TextColumn("p50 vs host"),
+        "p50_verdict": st.column_config.TextColumn("p50 verdict", help=verdict_help),
+        "p90_vs_host": st.column_config.TextColumn("p90 vs host"),
+        "p90_verdict": st.column_config.TextColumn("p90 verdict", help=verdict_help),
+    })
+    st.caption("p50 / p90 per run over its 2xx requests (linear interpolation), averaged over runs, with the 95% "
+               "CI (Student t; empty with fewer than 2 runs); vs host = (CNI - host) / host x 100, positive = slower "
+               "than host, or \"below resolution\" when the difference is smaller than the load generator's time "
+               "resolution.")
 
 st.subheader("Failed runs and runs with error responses")
 problems = ui.query("http_problem_runs", substrate=substrate, **filters)

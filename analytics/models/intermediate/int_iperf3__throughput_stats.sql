@@ -1,8 +1,8 @@
 -- Throughput statistics per comparable configuration, over successful iperf3 runs only (host included).
 with runs as (
 
-    select * from {{ ref('fct_iperf3_runs') }}
-    where status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
+    select * from {{ ref('int_runs__deduplicated') }}
+    where workload = 'iperf3' and status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
 
 )
 

@@ -39,6 +39,8 @@ select
     compliance.share_beyond_kpi,
     runs.reported_response_p90_ms,
     runs.reported_errors,
+    runs.load_client,
+    runs.resolution_ms,
     {{ run_outcome_columns('runs.') }}
 from runs
 left join {{ ref('int_http__run_stats') }} as stats using (run_id)

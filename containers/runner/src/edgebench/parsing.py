@@ -37,8 +37,8 @@ TOOLS: dict[str, ToolFormat] = {
                    "Cyclone DDS ddsperf output of one process (ping, pong, pub or sub)"),
         ToolFormat("perftest", "dds", lambda text: perftest.normalize(text), "perftest.txt", "dds-samples.json",
                    "RTI Perftest output (legacy text, CSV, -noPrint CSV or JSON)"),
-        ToolFormat("fortio", "http", lambda text: http.normalize(text, "fortio"), "fortio-requests.json",
-                   "http-requests.json", "fortio load client output (edgebench's per-request log)"),
+        ToolFormat("fortio", "http", lambda text: http.normalize(text, "fortio"), "fortio-access.jsonl",
+                   "http-requests.json", "fortio load access log (-access-log-format json, one line per request)"),
         ToolFormat("hey", "http", lambda text: http.normalize(text, "hey"), "hey.csv", "http-requests.json",
                    "hey -o csv output"),
     ]

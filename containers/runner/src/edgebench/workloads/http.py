@@ -49,7 +49,7 @@ class Http(Workload):
         return dict(driver.version())
 
     def headline(self, metrics: dict[str, Any]) -> str:
-        return f"response p50 {metrics['response_p50_ms']:.2f} ms, p99 {metrics['response_p99_ms']:.2f} ms"
+        return f"response p50 {metrics['response_p50_ms']:.3f} ms, p99 {metrics['response_p99_ms']:.3f} ms"
 
 
 WORKLOAD = Http()

@@ -1,0 +1,12 @@
+-- One row per run of every workload, every status: the run's identity, conditions, outcome and validity. What the
+-- portal's overview, link-condition and validity views read (they never read intermediates).
+select
+    {{ run_attribute_columns() }},
+    workload,
+    protocol,
+    path,
+    placement,
+    length_bytes,
+    repetition,
+    {{ run_outcome_columns() }}
+from {{ ref('int_runs__deduplicated') }}
