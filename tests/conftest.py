@@ -50,7 +50,7 @@ def iperf3_only_warehouse(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def verdict_warehouse(tmp_path_factory) -> Path:
-    """A warehouse of HTTP runs only, built to give every verdict of http_overhead_vs_host (see
+    """A warehouse of HTTP runs only, built to give every verdict of cmp_http_vs_host (see
     fixture_manifests.VERDICT_GROUPS)."""
     from edgebench import warehouse
 

@@ -113,7 +113,7 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     p50 = con.execute("select response_p50_ms from fct_http_runs where status = 'ok'").fetchall()
     assert len(p50) == 2 and all(v is not None for (v,) in p50)
     over = con.execute("select cni, protocol, path, throughput_mbps, host_throughput_mbps, overhead_pct "
-                       "from cni_overhead_vs_host where cni = 'flannel'").fetchall()
+                       "from cmp_iperf3_vs_host where cni = 'flannel'").fetchall()
     assert len(over) == 4
     for _, _, _, tput, host, pct in over:
         assert pct == pytest.approx((host - tput) / host * 100)

@@ -74,7 +74,7 @@ def test_mart_compares_loaded_with_idle_with_n_ci_and_verdict(measured, tmp_path
         rows = con.execute("""select cni, probe, idle_n_runs, loaded_n_runs, idle_p99_us, loaded_p99_us,
                                      p99_inflation_us, p99_inflation_ci95_us, p99_verdict, is_host_baseline,
                                      host_p99_inflation_us
-                              from loaded_latency_vs_idle order by probe, cni""").fetchall()
+                              from cmp_loaded_latency_vs_idle order by probe, cni""").fetchall()
         runs = con.execute("""select r.cni, l.probe, l.load, l.probe_p99_us
                               from int_runs__deduplicated r join stg_edgebench__loaded_latency l using (raw_key)""")
         runs = runs.fetchall()

@@ -272,7 +272,7 @@ def test_conditions_queries(con):
     assert cil["edg10"] > cil["lcl"] > cil["none"]
     with pytest.raises(ValueError):
         data.netem_metric(con, "local", "x; drop table y")
-    eff = data.tuning_efficiency(con, "local", workload="iperf3", protocol="tcp", netem_scenario="none")
+    eff = data.cmp_tuning_vs_host(con, "local", workload="iperf3", protocol="tcp", netem_scenario="none")
     cells = data.tuning_heatmap_frame(eff, "throughput_efficiency_pct", by_mtu=False).set_index(["variant", "column"])
     assert cells.loc[("antrea / geneve", "kernel_optimizations"), "value"] == pytest.approx(fx.EFF_KOPT_TCP_ANTREA)
     assert "host / host" not in cells.index.get_level_values(0)

@@ -22,7 +22,7 @@ def test_row_counts(fixture_warehouse):
     assert q(fixture_warehouse, "select count(*) from stg_edgebench__runs") == [(fx.N_MANIFESTS,)]
     assert q(fixture_warehouse, "select count(*) from int_runs__deduplicated") == [(fx.N_MANIFESTS - 1,)]
     assert q(fixture_warehouse, "select count(*) from fct_iperf3_runs") == [(fx.N_IPERF3_RUNS,)]
-    assert q(fixture_warehouse, "select count(*) from cni_overhead_vs_host") == [(fx.N_OVERHEAD_ROWS,)]
+    assert q(fixture_warehouse, "select count(*) from cmp_iperf3_vs_host") == [(fx.N_OVERHEAD_ROWS,)]
 
 
 def test_duplicate_run_id_keeps_latest(fixture_warehouse):
@@ -34,20 +34,20 @@ def test_duplicate_run_id_keeps_latest(fixture_warehouse):
 def test_overhead_pct_known_example(fixture_warehouse):
     rows = q(fixture_warehouse, """
         select protocol, n_runs, throughput_mbps, host_throughput_mbps, host_n_runs, overhead_pct
-        from cni_overhead_vs_host
+        from cmp_iperf3_vs_host
         where substrate = 'local' and cni = 'flannel' order by protocol""")
     (tcp, udp) = rows
     assert tcp[:5] == ("tcp", 3, 7000.0, 9000.0, 3) and tcp[5] == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
     assert udp[:5] == ("udp", 3, 960.0, 1000.0, 3) and udp[5] == pytest.approx(fx.OVERHEAD_LOCAL_UDP_FLANNEL)
     # stddev of 7000/7200/6800 is 200; CI half-width = t(0.975, 2) * 200 / sqrt(3)
-    ci = q(fixture_warehouse, """select throughput_ci95_mbps from cni_overhead_vs_host
+    ci = q(fixture_warehouse, """select throughput_ci95_mbps from cmp_iperf3_vs_host
                                  where substrate='local' and cni='flannel' and protocol='tcp'""")[0][0]
     assert ci == pytest.approx(4.303 * 200 / 3 ** 0.5)
 
 
 def test_host_baseline_only_from_same_substrate(fixture_warehouse):
     # kind has no host runs in the fixtures: the local host baseline must not be used
-    rows = q(fixture_warehouse, """select host_throughput_mbps, overhead_pct from cni_overhead_vs_host
+    rows = q(fixture_warehouse, """select host_throughput_mbps, overhead_pct from cmp_iperf3_vs_host
                                    where substrate = 'kind'""")
     assert rows == [(None, None)]
 
@@ -57,9 +57,9 @@ def test_failed_and_unsupported_visible_but_not_in_overhead(fixture_warehouse):
                                    where status <> 'ok' order by status""")
     assert [(r[0], r[1], r[2]) for r in rows] == [("calico", "vxlan", "failed"), ("calico", "ipip", "unsupported")]
     assert rows[1][3] == "unsupported: kernel has no ipip" and all(r[4] is None for r in rows)
-    assert q(fixture_warehouse, "select count(*) from cni_overhead_vs_host where cni_mode = 'ipip'") == [(0,)]
+    assert q(fixture_warehouse, "select count(*) from cmp_iperf3_vs_host where cni_mode = 'ipip'") == [(0,)]
     # calico/vxlan udp: 2 ok runs + 1 failed -> mean over the 2 ok ones only
-    assert q(fixture_warehouse, """select n_runs, throughput_mbps from cni_overhead_vs_host
+    assert q(fixture_warehouse, """select n_runs, throughput_mbps from cmp_iperf3_vs_host
                                    where cni='calico' and protocol='udp'""") == [(2, 950.0)]
 
 
@@ -181,8 +181,7 @@ def test_dbt_layers_never_point_backwards_and_every_model_is_documented():
             assert models[ref][0] <= level, f"{name} ({path.parent.name}) refs {ref} of a later layer"
             if level < 2:
                 assert models[ref][0] < level or ref != name
-        prefix = {0: "stg_", 1: "int_"}.get(level)
-        if prefix:
-            assert name.startswith(prefix), f"{name}: {path.parent.name} models are named {prefix}*"
+        prefixes = {0: ("stg_",), 1: ("int_",), 2: ("fct_", "cmp_")}[level]  # marts: facts, comparisons
+        assert name.startswith(prefixes), f"{name}: {path.parent.name} models are named {'/'.join(prefixes)}*"
     portal = "\n".join(p.read_text() for p in (root.parents[1] / "app").rglob("*.py"))
     assert not re.search(r"\b(stg|int)_[a-z0-9_]+__", portal), "the portal reads marts only"

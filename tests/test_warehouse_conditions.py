@@ -70,22 +70,22 @@ def test_invalid_run_visible_in_fct_but_out_of_comparisons(fixture_warehouse):
     m = _invalid_manifest()
     assert q(fixture_warehouse, """select status, is_valid, invalid_reason, throughput_mbps from fct_iperf3_runs
                                    where not is_valid""") == [("ok", False, fx.INVALID_REASON, 3000.0)]
-    # cni_overhead_vs_host: the two valid runs only (9000 / 9500 host); the invalid 3000 Mbit/s would drag it down
+    # cmp_iperf3_vs_host: the two valid runs only (9000 / 9500 host); the invalid 3000 Mbit/s would drag it down
     ((n, tput, overhead),) = q(fixture_warehouse, """
-        select n_runs, throughput_mbps, overhead_pct from cni_overhead_vs_host
+        select n_runs, throughput_mbps, overhead_pct from cmp_iperf3_vs_host
         where cni = 'antrea' and tuning_profile = 'kernel_optimizations' and protocol = 'tcp'""")
     assert (n, tput) == (2, 9000.0) and overhead == pytest.approx((9500 - 9000) / 9500 * 100)
-    ((n_eff,),) = q(fixture_warehouse, """select n_runs from tuning_efficiency where cni = 'antrea'
+    ((n_eff,),) = q(fixture_warehouse, """select n_runs from cmp_tuning_vs_host where cni = 'antrea'
                                           and tuning_profile = 'kernel_optimizations' and protocol = 'tcp'""")
     assert n_eff == 2
     # resources: the invalid run's samples are in fct_resource_usage, not in the comparison
     assert q(fixture_warehouse, "select count(*) from fct_resource_usage where run_id = ?", m["run_id"]) == [(3,)]
-    assert q(fixture_warehouse, """select distinct n_runs from resource_usage_by_cni where cni = 'antrea'
+    assert q(fixture_warehouse, """select distinct n_runs from cmp_resources_vs_host where cni = 'antrea'
                                    and tuning_profile = 'kernel_optimizations' and protocol = 'tcp'""") == [(2,)]
 
 
 def test_invalid_dds_and_http_runs_out_of_comparisons(tmp_path):
-    """An invalid DDS and an invalid HTTP run (readback mismatch) do not reach dds/http_overhead_vs_host."""
+    """An invalid DDS and an invalid HTTP run (readback mismatch) do not reach dds/cmp_http_vs_host."""
     from edgebench import warehouse
 
     dds = [m for m in fx.dds_manifests() if m["params"]["mode"] == "latency" and m["length_bytes"] == 64
@@ -102,8 +102,8 @@ def test_invalid_dds_and_http_runs_out_of_comparisons(tmp_path):
     assert q(wh, "select count(*) from fct_dds_latency where not is_valid") == [(1,)]
     assert q(wh, "select count(*) from fct_http_runs where not is_valid") == [(1,)]
     assert q(wh, "select count(*) from fct_http_requests where not is_valid") == [(fx.HTTP_REQUESTS,)]
-    assert q(wh, "select n_runs from dds_overhead_vs_host where cni = 'flannel'") == [(1,)]
-    assert q(wh, "select n_runs from http_overhead_vs_host where cni = 'flannel'") == [(1,)]
+    assert q(wh, "select n_runs from cmp_dds_vs_host where cni = 'flannel'") == [(1,)]
+    assert q(wh, "select n_runs from cmp_http_vs_host where cni = 'flannel'") == [(1,)]
 
 
 # ---- tuning efficiency ---------------------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def test_invalid_dds_and_http_runs_out_of_comparisons(tmp_path):
 def test_throughput_efficiency_known_values(fixture_warehouse, profile, protocol, expected, host_mtu):
     ((mtu, h_mtu, eff, lat_eff),) = q(fixture_warehouse, """
         select tuning_mtu, host_tuning_mtu, throughput_efficiency_pct, latency_efficiency_pct
-        from tuning_efficiency
+        from cmp_tuning_vs_host
         where substrate = 'local' and workload = 'iperf3' and cni = 'antrea' and tuning_profile = ?
           and protocol = ? and netem_scenario = 'none'""", profile, protocol)
     assert eff == pytest.approx(expected) and lat_eff is None
@@ -144,7 +144,7 @@ def test_efficiency_independent_of_fixture_constants(fixture_warehouse):
             expected[k + (cni, mode)] = _mean(v) / host * 100 if host else None
     rows = q(fixture_warehouse, """select netem_scenario, tuning_profile, protocol, length_bytes, cni, cni_mode,
                                           throughput_efficiency_pct
-                                   from tuning_efficiency where substrate = 'local' and workload = 'iperf3'""")
+                                   from cmp_tuning_vs_host where substrate = 'local' and workload = 'iperf3'""")
     got = {r[:6]: r[6] for r in rows}
     assert got.keys() == expected.keys()
     for k, v in expected.items():
@@ -194,7 +194,7 @@ def test_resource_usage_by_cni_known_values(fixture_warehouse):
         idle_cpu = sum(_mean(x["cpu_pct"] for x in wl if x["name"] == n and x["phase"] == "idle") or 0 for n in names)
         per_run.append((run_cpu, idle_cpu, m["metrics"]["throughput_mbps"]))
     ((n, cpu_run, cpu_idle, cpu_delta, tput, names),) = q(fixture_warehouse, """
-        select n_runs, cpu_run_pct, cpu_idle_pct, cpu_delta_pct, throughput_mbps, names from resource_usage_by_cni
+        select n_runs, cpu_run_pct, cpu_idle_pct, cpu_delta_pct, throughput_mbps, names from cmp_resources_vs_host
         where cni = 'flannel' and protocol = 'tcp' and component = 'workload'""")
     assert n == len(runs) == 3 and names == "iperf3-client, iperf3-server"
     assert cpu_run == pytest.approx(_mean(r[0] for r in per_run))
@@ -204,7 +204,7 @@ def test_resource_usage_by_cni_known_values(fixture_warehouse):
     # CNIs cost more system CPU than the host for the same tcp load (fixture: flannel 35 % vs host 20 %)
     ((host_sys, flannel_sys),) = q(fixture_warehouse, """
         select max(cpu_run_pct) filter (where cni = 'host'), max(cpu_run_pct) filter (where cni = 'flannel')
-        from resource_usage_by_cni where component = 'system' and protocol = 'tcp' and workload = 'iperf3'
+        from cmp_resources_vs_host where component = 'system' and protocol = 'tcp' and workload = 'iperf3'
           and netem_scenario = 'none' and tuning_profile = 'default_settings'""")
     assert flannel_sys > host_sys
 
@@ -220,7 +220,7 @@ def test_edg10_visibly_slower(fixture_warehouse):
                                        where cni = 'cilium' group by 1"""))
     assert rtt["edg10"] > rtt["lcl"] > rtt["none"]
     # comparisons match on the scenario: the edg10 cilium row is compared with the edg10 host runs only
-    ((host,),) = q(fixture_warehouse, """select host_throughput_mbps from cni_overhead_vs_host
+    ((host,),) = q(fixture_warehouse, """select host_throughput_mbps from cmp_iperf3_vs_host
                                         where cni = 'cilium' and netem_scenario = 'edg10'""")
     assert host == _mean(fx.NETEM_IPERF3[("host", "edg10")])
 
@@ -244,12 +244,12 @@ def test_tree_without_resources_builds(tmp_path):
     assert not list(root.rglob("resources.json"))
     wh = tmp_path / "wh.duckdb"
     warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True)
-    for t in ("stg_edgebench__resource_samples", "fct_resource_usage", "resource_usage_by_cni"):
+    for t in ("stg_edgebench__resource_samples", "fct_resource_usage", "cmp_resources_vs_host"):
         assert q(wh, f"select count(*) from {t}") == [(0,)], t
     # old manifests only: everything valid, untouched link, default settings; efficiency still computed
     assert q(wh, "select distinct is_valid, netem_scenario, tuning_profile from int_runs__deduplicated") == [
         (True, "none", "default_settings")]
-    ((eff,),) = q(wh, """select throughput_efficiency_pct from tuning_efficiency where workload = 'iperf3'
+    ((eff,),) = q(wh, """select throughput_efficiency_pct from cmp_tuning_vs_host where workload = 'iperf3'
                          and cni = 'calico' and cni_mode = 'vxlan' and protocol = 'tcp'""")
     assert eff == pytest.approx(7500 / 9000 * 100)
     # DDS latency efficiency = host p50 / cni p50 x 100 (manifest metrics, ok + valid runs)
@@ -257,7 +257,7 @@ def test_tree_without_resources_builds(tmp_path):
         return _mean(m["metrics"]["latency_p50_us"] for m in ms if m["workload"] == "dds" and m["cni"] == cni
                      and m["status"] == "ok" and m["params"]["mode"] == "latency" and m["length_bytes"] == 64
                      and m["params"]["reliability"] == "reliable" and m["params"]["security"] == "none")
-    ((lat_eff,),) = q(wh, """select latency_efficiency_pct from tuning_efficiency where workload = 'dds'
+    ((lat_eff,),) = q(wh, """select latency_efficiency_pct from cmp_tuning_vs_host where workload = 'dds'
                              and dds_mode = 'latency' and cni = 'flannel' and length_bytes = 64
                              and reliability = 'reliable' and security = 'none'""")
     assert lat_eff == pytest.approx(p50("host") / p50("flannel") * 100) and lat_eff < 100

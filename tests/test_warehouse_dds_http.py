@@ -63,7 +63,7 @@ def test_latency_p90_overhead_pct_known_value(fixture_warehouse, length, reliabi
     flannel = _mean(_weighted_p90(fx.dds_samples(m)) for m in _dds("flannel", "latency", **cond))
     rows = q(fixture_warehouse, """
         select n_runs, latency_p90_us, host_latency_p90_us, latency_p90_overhead_pct, discovery, host_discovery
-        from dds_overhead_vs_host
+        from cmp_dds_vs_host
         where substrate = 'local' and dds_mode = 'latency' and cni = 'flannel' and length_bytes = ?
           and reliability = ? and security = 'none'""", length, reliability)
     ((n, p90, host_p90, overhead, discovery, host_discovery),) = rows
@@ -81,12 +81,12 @@ def test_throughput_overhead_known_value(fixture_warehouse):
             sum(s["throughput_mbps"] for s in fx.dds_samples(m)) / fx.DDS_DURATION_S for m in ms)
         host, flannel = tput(_dds("host", "throughput", **cond)), tput(_dds("flannel", "throughput", **cond))
         ((t, h, overhead),) = q(fixture_warehouse, """
-            select throughput_mbps, host_throughput_mbps, throughput_overhead_pct from dds_overhead_vs_host
+            select throughput_mbps, host_throughput_mbps, throughput_overhead_pct from cmp_dds_vs_host
             where dds_mode = 'throughput' and cni = 'flannel' and transport = 'unicast' and subscribers = ?""", k)
         assert t == pytest.approx(flannel) and h == pytest.approx(host)
         assert overhead == pytest.approx((host - flannel) / host * 100)
     # multicast has a host row but no flannel one (bridge-vxlan carries no multicast in the fixtures)
-    assert q(fixture_warehouse, """select cni, subscribers from dds_overhead_vs_host
+    assert q(fixture_warehouse, """select cni, subscribers from cmp_dds_vs_host
                                    where transport = 'multicast' order by subscribers""") == [("host", 1), ("host", 4)]
 
 
@@ -95,7 +95,7 @@ def test_dds_unsupported_visible_but_out_of_comparisons(fixture_warehouse):
                                    where status <> 'ok'""")
     assert rows == [("calico", "auth-encrypt", "unsupported",
                      "unsupported: ddsperf was built without DDS Security (no auth-encrypt plugins)", None)]
-    assert q(fixture_warehouse, "select count(*) from dds_overhead_vs_host where security = 'auth-encrypt'") == [(0,)]
+    assert q(fixture_warehouse, "select count(*) from cmp_dds_vs_host where security = 'auth-encrypt'") == [(0,)]
 
 
 # ---- HTTP -----------------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_http_failed_run_visible_but_out_of_comparisons(fixture_warehouse):
     rows = q(fixture_warehouse, """select cni, service, repetition, error, n_requests, response_p90_ms
                                    from fct_http_runs where status = 'failed'""")
     assert rows == [(cni, service, rep, error, 0, None)]
-    assert q(fixture_warehouse, """select n_runs from http_overhead_vs_host
+    assert q(fixture_warehouse, """select n_runs from cmp_http_vs_host
                                    where cni = ? and service = ?""", cni, service) == [(1,)]
 
 
@@ -176,7 +176,7 @@ def test_http_overhead_known_value(fixture_warehouse):
                      for m in ms if m["status"] == "ok")
     host = mean_p90(_http("host", "payload-echo", 1000000))
     flannel = mean_p90(_http("flannel", "payload-echo", 1000000))
-    ((overhead,),) = q(fixture_warehouse, """select response_p90_overhead_pct from http_overhead_vs_host
+    ((overhead,),) = q(fixture_warehouse, """select response_p90_overhead_pct from cmp_http_vs_host
                                              where cni = 'flannel' and service = 'payload-echo'
                                                and length_bytes = 1000000""")
     assert overhead == pytest.approx((flannel - host) / host * 100)
@@ -187,8 +187,8 @@ def test_http_overhead_known_value(fixture_warehouse):
 def test_iperf3_only_tree_builds_with_empty_dds_http_models(iperf3_only_warehouse):
     counts = {t: q(iperf3_only_warehouse, f"select count(*) from {t}")[0][0] for t in (
         "stg_edgebench__dds_samples", "stg_edgebench__http_requests", "fct_dds_latency", "fct_dds_throughput",
-        "dds_overhead_vs_host", "fct_http_requests", "fct_http_runs", "fct_http_kpi_compliance",
-        "http_overhead_vs_host")}
+        "cmp_dds_vs_host", "fct_http_requests", "fct_http_runs", "fct_http_kpi_compliance",
+        "cmp_http_vs_host")}
     assert set(counts.values()) == {0}, counts
     assert q(iperf3_only_warehouse, "select count(*) from fct_iperf3_runs") == [(fx.N_IPERF3_RUNS,)]
 
@@ -247,7 +247,7 @@ def test_http_verdicts(verdict_warehouse):
         select length_bytes, cni, n_runs, host_n_runs, response_p50_ms, host_response_p50_ms, response_p50_ci95_ms,
                host_response_p50_ci95_ms, response_p90_ci95_ms, resolution_ms, host_resolution_ms,
                response_p50_verdict, verdict, response_p50_overhead_pct, response_p90_overhead_pct, load_clients
-        from http_overhead_vs_host order by length_bytes, cni""")
+        from cmp_http_vs_host order by length_bytes, cni""")
     lengths = {length: group for group, (length, _) in fx.VERDICT_GROUPS.items()}
     assert len(rows) == sum(len(cnis) for _, cnis in fx.VERDICT_GROUPS.values())
     for (length, cni, n, host_n, p50, host_p50, ci50, host_ci50, ci90, res, host_res, v50, v90, pct50, pct90,
@@ -278,7 +278,7 @@ def test_http_verdicts(verdict_warehouse):
     # the bug report's case: hey's 0.1 ms steps on both sides; p50 0.15 vs 0.10 ms would read +50 %
     ((v50, pct50, v90, pct90),) = q(verdict_warehouse, """
         select response_p50_verdict, response_p50_overhead_pct, verdict, response_p90_overhead_pct
-        from http_overhead_vs_host where length_bytes = 1000 and cni = 'flannel'""")
+        from cmp_http_vs_host where length_bytes = 1000 and cni = 'flannel'""")
     assert (v50, pct50, v90) == ("below resolution", None, "worse") and pct90 == pytest.approx(100.0)
     # resolution reaches the run mart too: fortio runs 0.001 ms, hey runs 0.1 (also without the field)
     assert q(verdict_warehouse, """select load_client, resolution_ms, count(*) from fct_http_runs

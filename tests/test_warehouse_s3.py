@@ -38,7 +38,7 @@ def test_build_from_minio(s3_env, tmp_path):
         assert con.execute("select count(*) from fct_iperf3_runs").fetchone() == (fx.N_IPERF3_RUNS,)
         path = con.execute("select manifest_path from stg_edgebench__runs limit 1").fetchone()[0]
         assert path.startswith(f"s3://{s3_env['bucket']}/runs/")
-        overhead = con.execute("""select overhead_pct from cni_overhead_vs_host
+        overhead = con.execute("""select overhead_pct from cmp_iperf3_vs_host
                                   where substrate='local' and cni='flannel' and protocol='tcp'""").fetchone()[0]
     assert overhead == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
     summary = warehouse.iperf3_summary(tmp_path / "wh.duckdb")

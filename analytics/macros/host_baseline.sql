@@ -1,4 +1,4 @@
-{#- Helpers for the *_overhead_vs_host / tuning_efficiency marts, which compare each configuration with the
+{#- Helpers for the *_overhead_vs_host / cmp_tuning_vs_host marts, which compare each configuration with the
     host-network baseline (cni = 'host') of the same statistics model. -#}
 
 {#- Emits two CTE definitions (no leading `with`): `stats` = every row of relation, `host` = its cni = 'host'

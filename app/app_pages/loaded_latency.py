@@ -1,11 +1,11 @@
 """Latency under load: the probe's latency with a bulk TCP flow sharing the path, against the same probe idle.
-Reads the mart loaded_latency_vs_idle only."""
+Reads the mart cmp_loaded_latency_vs_idle only."""
 import altair as alt
 import streamlit as st
 
 import ui
 
-MART = "loaded_latency_vs_idle"
+MART = "cmp_loaded_latency_vs_idle"
 
 st.title("Latency under load")
 st.caption("What a control loop on a busy edge link feels: DDS latency (ddsperf ping/pong, RTT/2) or HTTP response "

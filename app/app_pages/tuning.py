@@ -31,7 +31,7 @@ mtu = c1.selectbox("Pod MTU", ["all"] + mtus, key="tuning_mtu",
 metrics = ["throughput_efficiency_pct"] + (["latency_efficiency_pct"] if filters.get("workload") == "dds" else [])
 metric = c2.selectbox("Efficiency", metrics, format_func=data.TUNING_METRICS.get, key="tuning_metric")
 
-df = ui.query("tuning_efficiency", substrate=substrate, **filters, **({} if mtu == "all" else {"tuning_mtu": mtu}))
+df = ui.query("cmp_tuning_vs_host", substrate=substrate, **filters, **({} if mtu == "all" else {"tuning_mtu": mtu}))
 cells = data.tuning_heatmap_frame(df, metric, by_mtu=mtu == "all")
 if cells.empty:
     st.info("No CNI with a host baseline under the same profile, MTU and packet size for this selection.")

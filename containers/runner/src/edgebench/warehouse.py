@@ -183,7 +183,7 @@ def _run(cmd: list[str], env: dict[str, str], quiet: bool) -> tuple[int, str]:
 _SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
                  "length_bytes", "cni", "cni_mode")
 
-# Run counts by status from fct_iperf3_runs, figures from the cni_overhead_vs_host mart (no second computation).
+# Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
 _SUMMARY_SQL = f"""
 with status as (
     select {', '.join(_SUMMARY_KEYS)},
@@ -196,7 +196,7 @@ with status as (
 )
 select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
        o.is_significant
-from status left join cni_overhead_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
+from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
 order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
          cni = 'host' desc, cni, cni_mode
 """
@@ -204,7 +204,7 @@ order by substrate, distribution, netem_scenario, tuning_profile, protocol, path
 
 def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
-    unsupported) and, from the cni_overhead_vs_host mart, mean throughput, its 95% CI, the host baseline and
+    unsupported) and, from the cmp_iperf3_vs_host mart, mean throughput, its 95% CI, the host baseline and
     overhead_pct. For the table printed after a sweep."""
     path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
     if not path.exists():
@@ -239,21 +239,21 @@ def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """DDS latency per configuration and CNI mode from dds_overhead_vs_host (p50/p90/p99 and the p90 overhead vs
+    """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
     host, Table II of seed 000), for the table printed after a sweep."""
     return _query("""
         select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
                length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p99_us,
                latency_p90_overhead_pct
-        from dds_overhead_vs_host where dds_mode = 'latency'
+        from cmp_dds_vs_host where dds_mode = 'latency'
         order by all""", warehouse_path)
 
 
 def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """HTTP response times per configuration and CNI mode from http_overhead_vs_host."""
+    """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
     return _query("""
         select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
                cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p90_ms,
                response_p50_overhead_pct
-        from http_overhead_vs_host
+        from cmp_http_vs_host
         order by all""", warehouse_path)

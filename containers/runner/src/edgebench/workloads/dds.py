@@ -31,7 +31,7 @@ class Dds(Workload):
     )
     tools = ("ddsperf",)
     staging_model = "stg_edgebench__dds_samples"
-    mart = "dds_overhead_vs_host"
+    mart = "cmp_dds_vs_host"
     page = "dds"
     page_title = "DDS pub/sub"
     page_icon = ":material/podcasts:"

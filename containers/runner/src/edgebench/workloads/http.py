@@ -27,7 +27,7 @@ class Http(Workload):
     )
     tools = ("fortio",)
     staging_model = "stg_edgebench__http_requests"
-    mart = "http_overhead_vs_host"
+    mart = "cmp_http_vs_host"
     page = "http"
     page_title = "HTTP services"
     page_icon = ":material/http:"

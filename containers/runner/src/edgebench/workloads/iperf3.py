@@ -30,7 +30,7 @@ class Iperf3(Workload):
     )
     tools = ("iperf3",)
     staging_model = "stg_edgebench__runs"
-    mart = "cni_overhead_vs_host"
+    mart = "cmp_iperf3_vs_host"
     page = "cni_datapaths"
     page_title = "CNI datapaths"
     page_icon = ":material/speed:"

@@ -44,7 +44,7 @@ class LoadedLatency(Workload):
     )
     tools = ("iperf3", "ddsperf", "fortio")
     staging_model = "stg_edgebench__loaded_latency"
-    mart = "loaded_latency_vs_idle"
+    mart = "cmp_loaded_latency_vs_idle"
     page = "loaded_latency"
     page_title = "Latency under load"
     page_icon = ":material/timer:"

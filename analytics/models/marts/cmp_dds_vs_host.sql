@@ -4,7 +4,7 @@
 -- CNI needs static peers); both sides' values are exposed (discovery, host_discovery).
 --   latency_p90_overhead_pct = (cni - host) / host * 100  (Table II of seed 000: positive = slower than host)
 --   throughput_overhead_pct  = (host - cni) / host * 100  (Table I: positive = less throughput than host)
--- Host rows are kept (is_host_baseline, overheads 0), as in cni_overhead_vs_host.
+-- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
 
 select

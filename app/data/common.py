@@ -1,0 +1,108 @@
+"""What the pages' query modules share: the warehouse connection, banners, filter helpers. Plain Python (no Streamlit): every function takes a DuckDB connection
+(opened read-only by connect()) and returns pandas DataFrames or plain values."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[2]
+
+LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
+                "not the CNI's control plane")
+MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
+
+# Conditions a comparison holds fixed (besides substrate), in display order: column -> label
+FILTERS = {
+    "protocol": "Protocol",
+    "path": "Path",
+    "placement": "Placement",
+    "length_bytes": "Length (bytes)",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+
+
+def warehouse_path() -> Path:
+    return Path(os.environ.get("EDGEBENCH_WAREHOUSE") or REPO / ".edgebench" / "warehouse.duckdb")
+
+
+def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(path), read_only=True)
+
+
+def _where(substrate: str, filters: dict) -> tuple[str, list]:
+    unknown = set(filters) - set(FILTERS)
+    if unknown:
+        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
+    clauses, params = ["substrate = ?"], [substrate]
+    for col, value in filters.items():
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(value)
+    return " and ".join(clauses), params
+
+
+_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3"}
+
+
+def _baseline_first(column: str) -> str:
+    value = _BASELINE_VALUES.get(column)
+    return f"{column} <> '{value}', " if value else ""
+
+
+def _where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
+    unknown = set(filters) - set(allowed)
+    if unknown:
+        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
+    clauses, params = ["substrate = ?"], [substrate]
+    for col, value in filters.items():
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(value)
+    return " and ".join(clauses), params
+
+
+def _substrates(con, table: str) -> list[str]:
+    """Substrates present in `table` (any status), most runs first."""
+    rows = con.execute(f"select substrate from {table} group by substrate "
+                       "order by count(*) desc, substrate").fetchall()
+    return [r[0] for r in rows]
+
+
+def _filter_values(con, table: str, allowed, substrate: str, column: str, chosen: dict) -> list:
+    """Values of one filter column of `table` on a substrate, given the filters chosen before it (all statuses);
+    the value with most successful runs first (the default), so a page opens on data, not on a corner case."""
+    if column not in allowed:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where_in(substrate, chosen, allowed)
+    rows = con.execute(f"select {column} from {table} where {where} and {column} is not null "
+                       f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
+                       params).fetchall()
+    return [r[0] for r in rows]
+
+
+def _values_of(con, table: str, allowed: dict, substrate: str, column: str, **chosen) -> list:
+    """Distinct values of a filter column given the filters chosen before it; the untouched condition first."""
+    if column not in allowed:
+        raise ValueError(f"unknown filter: {column}")
+    where, params = _where_in(substrate, chosen, allowed)
+    rows = con.execute(f"select distinct {column} from {table} where {where} and {column} is not null "
+                       f"order by {_baseline_first(column)}{column}", params).fetchall()
+    return [r[0] for r in rows]
+
+
+def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
+    """Runs whose readback did not match what was requested (is_valid = false), any workload, with the reason.
+    They stay in the fct_* marts but are kept out of every comparison. filters: distribution, netem_scenario,
+    tuning_profile (None = any)."""
+    where, params = _where_in(substrate, filters, {"distribution": "", "netem_scenario": "",
+                                                   "tuning_profile": ""})
+    return con.execute(f"""
+        select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
+               repetition, status, invalid_reason, sweep_id, run_id, started_at
+        from fct_runs where not is_valid and {where}
+        order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()

@@ -1,0 +1,67 @@
+"""Queries and charts of the portal's resources page (marts only)."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from .common import _substrates, _values_of, _where_in
+
+
+RESOURCE_FILTERS = {
+    "workload": "Workload",
+    "protocol": "Protocol",
+    "path": "Path",
+    "placement": "Placement",
+    "length_bytes": "Length (bytes)",
+    "distribution": "Distribution",
+    "netem_scenario": "Netem scenario",
+    "tuning_profile": "Tuning profile",
+}
+
+
+def resource_substrates(con) -> list[str]:
+    return _substrates(con, "cmp_resources_vs_host")
+
+
+def resource_filter_values(con, substrate: str, column: str, **chosen) -> list:
+    return _values_of(con, "cmp_resources_vs_host", RESOURCE_FILTERS, substrate, column, **chosen)
+
+
+def resource_usage(con, substrate: str, **filters) -> pd.DataFrame:
+    """cmp_resources_vs_host rows (every component) for one substrate and the chosen conditions."""
+    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, *
+        from cmp_resources_vs_host where {where}
+        order by component, is_host_baseline desc, variant""", params).df()
+
+
+def resource_long(df: pd.DataFrame) -> pd.DataFrame:
+    """Idle vs run as rows (phase), for grouped bars: variant, component, phase, cpu_pct, rss_mb."""
+    rows = []
+    for phase in ("idle", "run"):
+        part = df[["variant", "component", "names", "n_runs", f"cpu_{phase}_pct", f"rss_{phase}_mb"]].rename(
+            columns={f"cpu_{phase}_pct": "cpu_pct", f"rss_{phase}_mb": "rss_mb"})
+        rows.append(part.assign(phase=phase))
+    return pd.concat(rows, ignore_index=True)
+
+
+def resource_chart(long: pd.DataFrame, value: str, title: str, y_title: str, variants: list[str]) -> alt.Chart:
+    """Grouped horizontal bars per CNI / mode: idle (light) above run (dark)."""
+    return alt.Chart(long).mark_bar().encode(
+        y=alt.Y("variant:N", sort=variants, title=None, axis=alt.Axis(labelLimit=200)),
+        yOffset=alt.YOffset("phase:N", sort=["idle", "run"]),
+        x=alt.X(f"{value}:Q", title=y_title),
+        color=alt.Color("phase:N", sort=["idle", "run"], scale=alt.Scale(range=["#aec7e8", "#1f77b4"])),
+        tooltip=["variant:N", "phase:N", alt.Tooltip(f"{value}:Q", format=".1f"), "names:N", "n_runs:Q"],
+    ).properties(height=alt.Step(16), title=title)
+
+
+def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Chart:
+    one = df.drop_duplicates("variant")
+    return alt.Chart(one).mark_bar().encode(
+        y=alt.Y("variant:N", sort=variants, title=None, axis=alt.Axis(labelLimit=200)),
+        x=alt.X("throughput_mbps:Q", title="mean throughput (Mbit/s)"),
+        color=alt.condition("datum.is_host_baseline", alt.value("#7f7f7f"), alt.value("#2ca02c")),
+        tooltip=["variant:N", alt.Tooltip("throughput_mbps:Q", format=".1f"), "n_runs:Q"],
+    ).properties(height=alt.Step(32), title="Throughput of the same runs")
