@@ -92,7 +92,7 @@ $(VENV)/.stamp: requirements.txt containers/runner/pyproject.toml
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -r requirements.txt
 	@$(PY) -m pip install -q -e containers/runner
-	@$(PY) -c "from edgebench.warehouse import ensure_httpfs; ensure_httpfs()"
+	@$(PY) -c "from edgebench.results.warehouse import ensure_httpfs; ensure_httpfs()"
 	@touch $@
 
 minio: tools ## start the local MinIO on 127.0.0.1:9000 (data in .edgebench/minio)

@@ -19,11 +19,12 @@ import time
 import tempfile
 from pathlib import Path
 
-from edgebench import phases, spec
-from edgebench.cells import expand, runs_for
-from edgebench.providers import LocalProvider
-from edgebench.store import repo_root
-from edgebench.testbed import Testbed
+from edgebench.sweep import phases
+from edgebench.plan import spec
+from edgebench.plan.cells import expand, runs_for
+from edgebench.substrates.local.provider import LocalProvider
+from edgebench.results.store import repo_root
+from edgebench.substrates.local.testbed import Testbed
 
 
 def by_hand(tb: Testbed, duration: int, protocol: str, length: int, bitrate: str) -> float:

@@ -30,7 +30,7 @@ def fixture_raw_root(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def fixture_warehouse(fixture_raw_root, tmp_path_factory) -> Path:
     """A warehouse built once per session from the fixture raw root through warehouse.build()."""
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     path = tmp_path_factory.mktemp("wh") / "warehouse.duckdb"
     warehouse.build(warehouse_path=path, raw_root=str(fixture_raw_root), quiet=True)
@@ -40,7 +40,7 @@ def fixture_warehouse(fixture_raw_root, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def iperf3_only_warehouse(tmp_path_factory) -> Path:
     """A warehouse built from iperf3 manifests only: no dds-samples.json / http-requests.json exists anywhere."""
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     root = fixture_manifests.write_tree(tmp_path_factory.mktemp("raw-iperf3"), fixture_manifests.iperf3_manifests())
     path = tmp_path_factory.mktemp("wh-iperf3") / "warehouse.duckdb"
@@ -52,7 +52,7 @@ def iperf3_only_warehouse(tmp_path_factory) -> Path:
 def verdict_warehouse(tmp_path_factory) -> Path:
     """A warehouse of HTTP runs only, built to give every verdict of cmp_http_vs_host (see
     fixture_manifests.VERDICT_GROUPS)."""
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     root = fixture_manifests.write_verdict_tree(tmp_path_factory.mktemp("raw-verdicts"))
     path = tmp_path_factory.mktemp("wh-verdicts") / "warehouse.duckdb"

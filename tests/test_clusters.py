@@ -1,4 +1,4 @@
-"""edgebench.clusters offline: golden files of every possible distribution x CNI mode, compatibility reasons,
+"""edgebench.substrates.clusters offline: golden files of every possible distribution x CNI mode, compatibility reasons,
 Kubernetes manifests validated strictly, and ClusterProvider against FakeTransport + a fake kubectl runner.
 
 Golden files: tests/golden/clusters/<distribution>/<cni>-<mode>.yaml hold the rendered install (distribution
@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgebench import inventory
-from edgebench.clusters import cni as cni_mod
-from edgebench.clusters import distributions as dist_mod
-from edgebench.clusters import kind as kind_mod
-from edgebench.clusters import matrix
-from edgebench.clusters import placement as pl
-from edgebench.clusters.provider import ClusterProvider, rewrite_kubeconfig
-from edgebench.clusters.transport import FakeTransport, SSHTransport
-from edgebench.catalog import cnis
-from edgebench.substrate import Unsupported
+from edgebench.substrates.clusters import inventory
+from edgebench.substrates.clusters import cni as cni_mod
+from edgebench.substrates.clusters import distributions as dist_mod
+from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters import matrix
+from edgebench.substrates.clusters import placement as pl
+from edgebench.substrates.clusters.provider import ClusterProvider, rewrite_kubeconfig
+from edgebench.substrates.clusters.transport import FakeTransport, SSHTransport
+from edgebench.plan.catalog import cnis
+from edgebench.substrates.base import Unsupported
 from manifest_validation import validate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_catalog_covers_every_mode_with_version_and_sources():
         assert d["version"] and d["version_source"] and d["sources"], name
         assert d["pod_cidr"] and d["service_cidr"], name
     # one place for versions: what the catalog reports is what the installers pin (install-facts' pins kept)
-    from edgebench.catalog import resolve_cni
+    from edgebench.plan.catalog import resolve_cni
 
     for name, info in cnis().items():
         assert "version" not in info, f"{name}: pin versions in cni_installs.yaml only"
@@ -302,7 +302,7 @@ def _provider(tmp_path, cni="flannel", mode="vxlan", fail_on=None, distribution=
 def test_k3s_flannel_vxlan_full_sequence(tmp_path):
     p, t, k = _provider(tmp_path)
     p.provision()
-    from edgebench.catalog import resolve_cni
+    from edgebench.plan.catalog import resolve_cni
     state = p.install_cni(resolve_cni("flannel:vxlan"))
     removed = p.teardown()
 

@@ -1,5 +1,6 @@
 """ddsperf driver: parsers on real captures (tests/data/ddsperf-*.log, Cyclone DDS 0.10.2 between two network
-namespaces joined by a veth pair, or one namespace for ddsperf-loopback-*), summarize(), command builders,
+namespaces joined by a veth pair, or one namespace for ddsperf-loopback-*; tests/data/ddsperf/*.log, 0.10.2-2 on
+127.0.0.1, made by tests/data/ddsperf/capture.sh), normalize(), summarize(), command builders,
 cyclone_config(), DDS Security material, and real measure() runs (plain and DDS Security) between two `ebs-`
 namespaces joined by a veth pair."""
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.drivers import ddsperf as d
-from edgebench.testbed import Endpoint
+from edgebench.substrates.local.testbed import Endpoint
 
 DATA = Path(__file__).parent / "data"
 
@@ -145,6 +146,300 @@ def test_loopback_capture():
     s = d.parse(read("ddsperf-loopback-tp1k-sub-1.log"), "sub", 1)
     assert s and max(x["throughput_mbps"] for x in s) > 0
     assert d.parse_stats(read("ddsperf-loopback-tp1k-pub.log"))["cpu_pct"] > 0
+
+
+# --- captures made with tests/data/ddsperf/capture.sh: expected values read with str.split() ---------------
+
+CAP = DATA / "ddsperf"
+
+
+def cap(name: str) -> str:
+    return (CAP / name).read_text()
+
+
+def tok(line: str, label: str) -> str:
+    t = line.split()
+    return t[t.index(label) + 1]
+
+
+def lat_lines(text: str, sublat: bool = False) -> list[dict]:
+    out = []
+    for ln in text.splitlines():
+        t = ln.split()
+        if " mean " in ln and (("sublat" in t) == sublat):
+            out.append({"t": float(t[1]), "peer": t[3] if sublat else t[2], "cnt": int(tok(ln, "cnt")),
+                        **{k: float(tok(ln, k).removesuffix("us")) for k in ("mean", "min", "50%", "90%", "99%",
+                                                                            "max")}})
+    return out
+
+
+def own_cpu(text: str) -> list[tuple[float, float]]:
+    """(cpu %, rss MB) of the process's own stats lines."""
+    out = []
+    for ln in text.splitlines():
+        if " vcsw:" in ln and " @" not in ln:
+            cpu = sum(float(u) + float(s) for part in ln.split() if part.count("%") == 2
+                      for u, s in [part.split(":")[-1].rstrip("%").split("%+")])
+            rss = next(x for x in ln.split() if x.startswith("rss:"))[len("rss:"):]
+            out.append((cpu, float(rss.removesuffix("MB"))))
+    return out
+
+
+@pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-lat64-reliable-ping.log",
+                                  "ddsperf-0.10.2-lo-lat1k-besteffort-200hz-ping.log"])
+def test_capture_ping(name):
+    text = cap(name)
+    lines = lat_lines(text)
+    rec = d.normalize(text)  # role detected: latency lines
+    m, rows = rec["metrics"], rec["samples"]
+    n = sum(x["cnt"] for x in lines)
+    assert m["latency_count"] == n
+    assert m["latency_mean_us"] == pytest.approx(sum(x["mean"] * x["cnt"] for x in lines) / n)
+    assert m["latency_p99_us"] == pytest.approx(sum(x["99%"] * x["cnt"] for x in lines) / n)
+    assert m["latency_min_us"] == min(x["min"] for x in lines) and m["latency_max_us"] == max(x["max"] for x in lines)
+    cpu = own_cpu(text)
+    assert m["cpu_pub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
+    assert m["rss_pub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
+    assert m["throughput_mbps"] is None and m["cpu_sub_pct"] is None
+    assert [(r["t_s"], r["peer"], r["latency_p50_us"]) for r in rows] == [(x["t"], x["peer"], x["50%"]) for x in lines]
+    assert all(r["role"] == "ping" and r["subscriber"] == 1 and list(r) == list(d.SAMPLE_KEYS) for r in rows)
+
+
+@pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-lat64-reliable-pong.log",
+                                  "ddsperf-0.10.2-lo-lat1k-besteffort-200hz-pong.log"])
+def test_capture_pong_needs_its_role(name):
+    text = cap(name)
+    with pytest.raises(d.DdsperfError, match="cannot tell the ddsperf role"):
+        d.normalize(text)
+    rec = d.normalize(text, role="pong")
+    cpu = own_cpu(text.split(": gone\n")[0])  # measure() counts a responder up to the first peer leaving
+    assert rec["samples"] == []
+    assert rec["metrics"]["cpu_sub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
+    assert rec["metrics"]["rss_sub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
+    assert rec["metrics"]["latency_count"] is None and rec["metrics"]["cpu_pub_pct"] is None
+    assert d.parse(text, "pong") == []
+
+
+@pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-tp1k-reliable-2sub-pub.log",
+                                  "ddsperf-0.10.2-lo-tp16k-besteffort-2000hz-sublat-pub.log"])
+def test_capture_pub(name):
+    text = cap(name)
+    assert d.detect_role(text) == "pub"  # rate histogram lines ("190k/s ... |@--_...|")
+    rec = d.normalize(text)
+    cpu = own_cpu(text)
+    assert rec["samples"] == [] and rec["metrics"]["samples_per_s"] is None
+    assert rec["metrics"]["cpu_pub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
+    assert rec["metrics"]["rss_pub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
+
+
+def active_mean(rows: list[tuple[float, float]]) -> float:
+    """Mean over a subscriber's active seconds (docs/results-layout.md): from the first to the last second with data,
+    without the first and last of those when at least 3 remain."""
+    rows = sorted(rows)
+    nz = [i for i, (_, v) in enumerate(rows) if v]
+    act = rows[nz[0]:nz[-1] + 1]
+    act = act[1:-1] if len(act) >= 3 else act
+    return sum(v for _, v in act) / len(act)
+
+
+@pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-1.log",
+                                  "ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-2.log",
+                                  "ddsperf-0.10.2-lo-tp16k-besteffort-2000hz-sublat-sub-1.log"])
+def test_capture_sub(name):
+    text = cap(name)
+    tp = [ln for ln in text.splitlines() if " total " in ln]
+    rec = d.normalize(text, subscriber=2)
+    m = rec["metrics"]
+    sps = [(float(ln.split()[1]), float(tok(ln, "rate")) * 1000) for ln in tp]
+    mbps = [(float(ln.split()[1]), float(ln.split()[ln.split().index("kS/s") + 1])) for ln in tp]
+    assert m["samples_per_s"] == pytest.approx(active_mean(sps))
+    assert m["throughput_mbps"] == pytest.approx(active_mean(mbps)) == m["per_subscriber_mbps"]
+    assert m["lost_samples"] == sum(int(ln.split()[ln.split().index("delta") + 3]) for ln in tp)
+    cpu = own_cpu(text.split(": gone\n")[0])
+    assert m["cpu_sub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
+    rows = [r for r in rec["samples"] if r["samples_per_s"] is not None]
+    assert [(r["t_s"], r["samples_per_s"]) for r in rows] == pytest.approx(sps)
+    assert all(r["role"] == "sub" and r["subscriber"] == 2 for r in rec["samples"])
+    sub_lat = lat_lines(text, sublat=True)
+    lrows = [r for r in rec["samples"] if r["latency_count"] is not None]
+    assert [(r["peer"], r["latency_count"], r["latency_mean_us"]) for r in lrows] == [
+        (x["peer"], x["cnt"], x["mean"]) for x in sub_lat]
+    if "sublat" in name:  # after the publisher left, the peer is its publication handle in hex
+        assert lrows[-1]["peer"] == "a226971971f7d1ad"
+
+
+def test_capture_two_subscribers_summarized_like_measure():
+    subs = [d.parse(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), "sub", i) for i in (1, 2)]
+    m = d.summarize("throughput", subs[0] + subs[1], {})
+    one = [d.normalize(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), subscriber=i)["metrics"]
+           for i in (1, 2)]
+    assert m["throughput_mbps"] == pytest.approx(one[0]["throughput_mbps"] + one[1]["throughput_mbps"])
+    assert m["per_subscriber_mbps"] == pytest.approx(m["throughput_mbps"] / 2)
+
+
+# --- nothing measured, malformed output: DdsperfError with the reason -----------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "garbage\x00 lines\nmore garbage\n",
+                                  "[27467] participant vm:27467: new (self)\n"])
+def test_ping_without_latency_lines_is_an_error_with_the_output(text):
+    with pytest.raises(d.DdsperfError) as e:
+        d.parse(text, "ping")
+    msg = str(e.value)
+    assert msg.startswith("ddsperf printed no latency samples (role ping): ")
+    assert (json.dumps(text[:200]) if text else "(empty output)") in msg
+    with pytest.raises(d.DdsperfError, match="no throughput samples \\(role sub, subscriber 3\\)"):
+        d.parse(text, "sub", 3)
+    with pytest.raises(d.DdsperfError):
+        d.normalize(text)
+
+
+def test_summarize_refuses_nothing():
+    with pytest.raises(d.DdsperfError, match="no latency samples"):
+        d.summarize("latency", [], {})
+    with pytest.raises(d.DdsperfError, match="no subscriber throughput samples"):
+        d.summarize("throughput", [], {})
+    with pytest.raises(d.DdsperfError, match="no subscriber received any data"):
+        d.summarize("throughput", [_tp(1, 1, 0, 0), _tp(1, 2, 0, 0)], {})
+    with pytest.raises(d.DdsperfError, match="latency_p50_us is None"):
+        d.summarize("latency", [_lat(1, 10, 5, None, 12, 20, 100, 100)], {})
+    with pytest.raises(d.DdsperfError, match="NaN"):
+        d.summarize("latency", [_lat(1, float("nan"), 5, 9, 12, 20, 100, 100)], {})
+    with pytest.raises(d.DdsperfError, match="negative"):
+        d.summarize("throughput", [_tp(1, 1, -5.0, 1.0)], {})
+
+
+PING = cap("ddsperf-0.10.2-lo-lat64-reliable-ping.log")
+LAT_LINE = next(ln for ln in PING.splitlines() if " mean " in ln)
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("mean 21.618us", "mean nanus", "mean latency (us) is NaN"),
+    ("mean 21.618us", "mean fastus", "mean latency (us) is 'fast', not a number"),
+    ("cnt 22983", "cnt -4", "latency count is negative (-4)"),
+    ("max 2228.002us", "max 1e30us", "max latency (us) 1e+30 is outside"),
+    ("min 11.967us", "min 99.000us", "min latency (us) 99 is above 50% latency"),
+    ("cnt 22983", "cnt 2.5", "not a whole number"),
+    ("cnt 22983", "cnt 0", "latency count 0 is outside 1..1e+10"),
+    (" 50% 20.343us", "", "malformed ddsperf latency line"),
+])
+def test_malformed_latency_lines_name_the_field(old, new, words):
+    assert old in LAT_LINE
+    with pytest.raises(d.DdsperfError) as e:
+        d.parse(PING.replace(LAT_LINE, LAT_LINE.replace(old, new)), "ping")
+    assert words in str(e.value) and "line 3" in str(e.value)
+
+
+def test_malformed_stats_and_throughput_lines():
+    sub = cap("ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-1.log")
+    with pytest.raises(d.DdsperfError, match="rss \\(MB\\) is 'x7.4'"):
+        d.parse_stats(sub.replace("rss:7.4MB vcsw:2766", "rss:x7.4MB vcsw:2766"))
+    with pytest.raises(d.DdsperfError, match="malformed thread CPU"):
+        d.parse_stats(sub.replace("recvUC:11%+1%", "recvUC:11%"))
+    with pytest.raises(d.DdsperfError, match="exceed the run's totals"):
+        d.parse(sub.replace("delta 202243", "delta 9202243"), "sub", 1)
+    with pytest.raises(d.DdsperfError, match="rate \\(Mb/s\\) is NaN"):
+        d.parse(sub.replace("1653.87 Mb/s", "NaN Mb/s"), "sub", 1)
+
+
+def test_two_outputs_in_one_are_rejected():
+    sub1, sub2 = (cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log") for i in (1, 2))
+    with pytest.raises(d.DdsperfError, match="more than one ddsperf process"):
+        d.parse(sub1 + sub2, "sub", 1)
+    line = next(ln for ln in sub1.splitlines() if " total " in ln) + "\n"
+    with pytest.raises(d.DdsperfError, match="same second reported twice"):
+        d.parse(sub1 + line, "sub", 1)
+
+
+def test_cut_off_last_line_is_ignored():
+    cut = PING[: PING.index("cnt 33857") + len("cnt 33")]  # the last latency line, cut inside its count
+    rows = d.parse(cut, "ping", 1)
+    assert [r["latency_count"] for r in rows] == [22983, 34257]  # not 33
+    with pytest.raises(d.DdsperfError, match="no newline"):
+        d.parse(LAT_LINE, "ping")
+
+
+def test_normalize_options_and_shape():
+    rec = d.normalize(PING)
+    assert set(rec) == {"tool", "metrics", "samples"} and rec["tool"] == "ddsperf"
+    assert list(rec["metrics"]) == list(d._metrics())
+    with pytest.raises(d.DdsperfError, match="role must be"):
+        d.normalize(PING, role="observer")
+    with pytest.raises(d.DdsperfError, match="unknown option"):
+        d.normalize(PING, mode="latency")
+    with pytest.raises(d.DdsperfError, match="no throughput samples"):
+        d.normalize(PING, role="sub")
+
+
+# --- measure(): a parse failure is a failed run with the parser's reason -------------------------------------------
+
+class FakeProc:
+    """Stands in for a ddsperf process that has already exited, having printed `out`: exit code 1 if it printed an
+    "error:" line (as ddsperf does), else 0. Never a real pid: poll() is not None, so nothing is ever signalled."""
+
+    def __init__(self, out: str):
+        self.out, self.pid = out.encode(), -1
+        self.returncode = 1 if "] error:" in out else 0
+
+    def poll(self):
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        return self.out, None
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+def fake_run(monkeypatch, outputs: dict[str, str], **kw):
+    """measure() with ddsperf replaced: outputs maps the mode word of the command (ping, pong, pub, sub) to what the
+    process printed (subs in order: "sub" may be a list)."""
+    subs = iter(outputs["sub"]) if isinstance(outputs.get("sub"), list) else None
+
+    def popen(ep, argv, xml):
+        mode = next(a for a in argv if a in ("ping", "pong", "pub", "sub"))
+        return FakeProc(next(subs) if mode == "sub" and subs else outputs[mode])
+
+    monkeypatch.setattr(d, "_popen", popen)
+    monkeypatch.setattr(d, "time", type("T", (), {"sleep": staticmethod(lambda s: None)}))
+    ep = Endpoint("nowhere", "10.0.0.1", 0)
+    args = dict(payload=64, duration=3, reliability="reliable", transport="unicast", discovery="multicast",
+                peers=None)
+    args.update(kw)
+    nsubs = args.pop("nsubs", 1)
+    return d.measure(ep, [ep] * nsubs, **args)
+
+
+def test_measure_ping_without_latency_lines_fails_with_the_reason(monkeypatch):
+    quiet = "[4242] participant vm:4242: new (self)\n[4242] 1.000  rss:7.5MB vcsw:1 ivcsw:2 recvUC:1%+1%\n"
+    raw, metrics, err = fake_run(monkeypatch, {"ping": quiet, "pong": cap("ddsperf-0.10.2-lo-lat64-reliable-pong.log")},
+                                 mode="latency")
+    assert metrics is None
+    assert err.startswith("ddsperf printed no latency samples (role ping): ") and "[4242] participant" in err
+    assert raw["ddsperf-ping.log"] == quiet.encode() and json.loads(raw["dds-samples.json"]) == []
+
+
+def test_measure_silent_subscriber_fails_the_run(monkeypatch):
+    subs = [cap("ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-1.log"), ""]
+    raw, metrics, err = fake_run(monkeypatch, {"pub": cap("ddsperf-0.10.2-lo-tp1k-reliable-2sub-pub.log"),
+                                               "sub": subs}, mode="throughput", nsubs=2)
+    assert metrics is None and err == "ddsperf printed no throughput samples (role sub, subscriber 2): (empty output)"
+    assert {s["subscriber"] for s in json.loads(raw["dds-samples.json"])} == {1}
+
+
+def test_measure_process_error_wins_over_the_parser(monkeypatch):
+    failed = "[7] participant vm:7: new (self)\n[7] error: too few matching participants (0)\n"
+    raw, metrics, err = fake_run(monkeypatch, {"ping": failed, "pong": ""}, mode="latency", init_wait=2)
+    assert metrics is None and "did not match" in err and "no latency samples" not in err
+
+
+def test_measure_good_fake_run(monkeypatch):
+    ping, pong = cap("ddsperf-0.10.2-lo-lat64-reliable-ping.log"), cap("ddsperf-0.10.2-lo-lat64-reliable-pong.log")
+    raw, metrics, err = fake_run(monkeypatch, {"ping": ping, "pong": pong}, mode="latency")
+    assert err is None
+    assert metrics["latency_count"] == sum(x["cnt"] for x in lat_lines(ping))
+    assert metrics == {**d.normalize(ping)["metrics"], "cpu_sub_pct": d.normalize(pong, role="pong")["metrics"][
+        "cpu_sub_pct"], "rss_sub_mb": d.normalize(pong, role="pong")["metrics"]["rss_sub_mb"]}
+    assert json.loads(raw["dds-samples.json"]) == d.normalize(ping)["samples"]
 
 
 # --- commands and config ----------------------------------------------------------------------------

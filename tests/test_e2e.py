@@ -12,8 +12,8 @@ import duckdb
 import pytest
 from minio import Minio
 
-from edgebench.store import ResultStore, S3Config, StoreError
-from edgebench.testbed import Testbed
+from edgebench.results.store import ResultStore, S3Config, StoreError
+from edgebench.substrates.local.testbed import Testbed
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
@@ -100,7 +100,7 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     assert set(_objects(client, "e2e")) == set(objects)
 
     # the warehouse from MinIO through httpfs
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     for k, v in minio_server["env"].items():
         monkeypatch.setenv(k, v)

@@ -30,9 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench import parsing
+from edgebench.results import parsing
 from edgebench.drivers import http
-from edgebench.testbed import Endpoint
+from edgebench.substrates.local.testbed import Endpoint
 
 DATA = Path(__file__).parent / "data"
 FORTIO = DATA / "http"

@@ -1,4 +1,4 @@
-"""Inventory validation (edgebench.inventory): the lab overlay's format, one clear SpecError per problem."""
+"""Inventory validation (edgebench.substrates.clusters.inventory): the lab overlay's format, one clear SpecError per problem."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgebench import inventory
+from edgebench.substrates.clusters import inventory
 from edgebench.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def test_ssh_key_unreadable(tmp_path):
     d = Path(tempfile.mkdtemp(dir="/tmp"))  # traversable by nobody, unlike pytest's 0700 tmp root
     d.chmod(0o755)
     k = _key(d, 0o600)
-    code = ("from edgebench import inventory\n"
+    code = ("from edgebench.substrates.clusters import inventory\n"
             f"inventory.ssh_key_path({str(k)!r}, env={{}})\n")
     try:
         proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",

@@ -11,7 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from edgebench import cells, spec, workloads
+from edgebench import workloads
+from edgebench.plan import cells
+from edgebench.plan import spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
@@ -66,7 +68,7 @@ def test_real_runs_record_the_probe_and_the_background_flow(measured):
 
 
 def test_mart_compares_loaded_with_idle_with_n_ci_and_verdict(measured, tmp_path):
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     path = tmp_path / "wh.duckdb"
     warehouse.build(warehouse_path=path, raw_root=str(measured / "raw"), quiet=True)

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from edgebench import netem, netem_local
+from edgebench.plan import netem
+from edgebench.substrates.local import netem as netem_local
 from edgebench.errors import SpecError
 
 A, B = "ebn-a", "ebn-b"

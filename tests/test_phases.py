@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebench import phases, runner
+from edgebench.sweep import phases
+from edgebench.sweep import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
@@ -73,7 +74,7 @@ def test_ssh_substrate_without_inventory_fails_clearly_before_doing_anything(tmp
     cell = cells("-p", "cnis=[\"host\"]")[0]
     cell["substrate"], cell["distribution"] = "ssh", "k3s"
     cell["parameters"]["substrate"] = "ssh"
-    from edgebench.cells import Cell
+    from edgebench.plan.cells import Cell
 
     cell["cell_id"] = Cell(cell["sweep_id"], "ssh", "k3s", "host", "host").cell_id
     proc = cli("provision-cluster", "--cell", json.dumps(cell), "--workdir", str(tmp_path / "w"), check=False,

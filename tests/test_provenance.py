@@ -5,7 +5,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from edgebench import provenance, sh
+from edgebench import sh
+from edgebench.results import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from edgebench import resources
+from edgebench.substrates.local import resources
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebench import spec
-from edgebench.cells import expand, runs_for
+from edgebench.plan import spec
+from edgebench.plan.cells import expand, runs_for
 from edgebench.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def test_catalog_command_lists_every_mode_with_its_facts():
 
 
 def test_every_catalog_source_tag_resolves():
-    from edgebench import catalog
+    from edgebench.plan import catalog
 
     tags = set()
 

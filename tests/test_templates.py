@@ -13,7 +13,8 @@ import pytest
 import typer
 import yaml
 
-from edgebench import phases, spec
+from edgebench.sweep import phases
+from edgebench.plan import spec
 from edgebench.cli import app
 from manifest_validation import REPO, load_yaml_docs, validate
 
@@ -261,7 +262,7 @@ def test_drift_is_detected():
 
 def test_default_sweep_run_keys_are_unchanged():
     """The redesign keeps every run key of the default sweep (tests/golden/default-sweep-run-keys.txt)."""
-    from edgebench import cells as cells_mod
+    from edgebench.plan import cells as cells_mod
 
     sweep = spec.load(REPO / "workflows" / "sweep.yaml", substrate="local")
     rows = [f"{r.prefix} {r.label}" for c in cells_mod.expand(sweep) for r in cells_mod.runs_for(sweep, c)]

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from edgebench.catalog import resolve_cni
-from edgebench.substrate import Unsupported
-from edgebench.testbed import PODS_PER_NODE, Testbed
+from edgebench.plan.catalog import resolve_cni
+from edgebench.substrates.base import Unsupported
+from edgebench.substrates.local.testbed import PODS_PER_NODE, Testbed
 
 PREFIX = "ebt"
 WORKING = ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp", "calico:vxlan", "cilium:vxlan",
@@ -103,8 +103,8 @@ def test_down_cleans_up_after_a_killed_run():
     """A process that built a testbed and started a server inside is SIGKILLed; `testbed down` removes it all."""
     script = (
         "import subprocess, time\n"
-        "from edgebench.testbed import Testbed\n"
-        "from edgebench.catalog import resolve_cni\n"
+        "from edgebench.substrates.local.testbed import Testbed\n"
+        "from edgebench.plan.catalog import resolve_cni\n"
         "tb = Testbed('ebk'); tb.up(resolve_cni('flannel:vxlan'))\n"
         "subprocess.Popen(tb.server('cross-node').cmd(['iperf3', '-s', '-p', '5401']))\n"
         "print('ready', flush=True); time.sleep(600)\n"
@@ -145,7 +145,7 @@ def test_not_root_gets_a_clear_error():
 
 
 def test_workload_processes_are_found_by_namespace(tb):
-    from edgebench.providers import LocalProvider
+    from edgebench.substrates.local.provider import LocalProvider
 
     tb.up(resolve_cni("flannel:vxlan"))
     provider = LocalProvider(tb)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebench import tuning, tuning_local
+from edgebench.plan import tuning
+from edgebench.substrates.local import tuning as tuning_local
 from edgebench.errors import SpecError
 
 NODES, PODS = ["ebn-ta", "ebn-tb"], ["ebn-ta-p1"]

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench import warehouse
+from edgebench.results import warehouse
 
 
 def q(path, sql, *params):
@@ -155,7 +155,7 @@ def test_httpfs_installs_into_an_empty_extension_directory_and_loads(tmp_path):
     # the temporary repository path carries a quote, which must survive SQL quoting
     tmpdir = tmp_path / "o'brien"
     tmpdir.mkdir()
-    installed = _duckdb_in_home(home, "from edgebench.warehouse import ensure_httpfs; ensure_httpfs()",
+    installed = _duckdb_in_home(home, "from edgebench.results.warehouse import ensure_httpfs; ensure_httpfs()",
                                 TMPDIR=str(tmpdir))
     assert installed.returncode == 0, installed.stderr
     files = list((home / ".duckdb" / "extensions").rglob("httpfs.duckdb_extension"))

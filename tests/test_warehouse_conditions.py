@@ -86,7 +86,7 @@ def test_invalid_run_visible_in_fct_but_out_of_comparisons(fixture_warehouse):
 
 def test_invalid_dds_and_http_runs_out_of_comparisons(tmp_path):
     """An invalid DDS and an invalid HTTP run (readback mismatch) do not reach dds/cmp_http_vs_host."""
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     dds = [m for m in fx.dds_manifests() if m["params"]["mode"] == "latency" and m["length_bytes"] == 64
            and m["params"]["reliability"] == "reliable" and m["cni"] in ("host", "flannel")]
@@ -228,7 +228,7 @@ def test_edg10_visibly_slower(fixture_warehouse):
 # ---- a tree without resources.json (and old manifests only) ----------------------------------------------------
 
 def test_tree_without_resources_builds(tmp_path):
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     # the untouched-condition runs, the new-style ones turned back into older manifests (no netem / tuning /
     # is_valid, no resources.json); the condition runs are left out

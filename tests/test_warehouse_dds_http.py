@@ -195,7 +195,7 @@ def test_iperf3_only_tree_builds_with_empty_dds_http_models(iperf3_only_warehous
 
 def test_samples_beside_a_superseded_manifest_are_ignored(tmp_path):
     """A DDS run rerun under an older sweep directory: only the winning manifest's samples count."""
-    from edgebench import warehouse
+    from edgebench.results import warehouse
 
     ms = fx.iperf3_manifests()[:1] + fx.dds_manifests()[:1]
     old = json.loads(json.dumps(ms[1]))

@@ -8,7 +8,7 @@ import pytest
 from minio import Minio
 
 import fixture_manifests as fx
-from edgebench import warehouse
+from edgebench.results import warehouse
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from edgebench import phases, spec, workloads
+from edgebench import workloads
+from edgebench.sweep import phases
+from edgebench.plan import spec
 
 REPO = Path(__file__).resolve().parents[1]
 NAMES = list(workloads.REGISTRY)

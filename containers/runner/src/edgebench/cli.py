@@ -12,10 +12,10 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from . import catalog as catalog_mod
-from . import spec as spec_mod
-from .console import err, out
-from .errors import EdgebenchError
+from edgebench.plan import catalog as catalog_mod
+from edgebench.plan import spec as spec_mod
+from edgebench.console import err, out
+from edgebench.errors import EdgebenchError
 
 app = typer.Typer(
     help="edgebench: benchmark Kubernetes networking stacks (CNIs and their modes) for edge clusters.\n\n"
@@ -41,7 +41,7 @@ INVENTORY_HELP = "Node inventory (ssh substrate; default $EDGEBENCH_INVENTORY or
 def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
     """The node architectures that decide which cells are possible: the inventory's for ssh (when one is given or
     found), the workstation's for kind, none (no arch check) otherwise."""
-    from . import inventory as inv
+    from edgebench.substrates.clusters import inventory as inv
 
     if substrate == "kind":
         import platform
@@ -75,7 +75,7 @@ def sweep(
     """Run a sweep: for every cell build the datapath, run the workloads, store raw output + manifests in MinIO.
 
     Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
-    from .cells import expand_checked, runs_for
+    from edgebench.plan.cells import expand_checked, runs_for
 
     s = _load(file, param, local)
     cells, skipped = expand_checked(s, _arches(s.values["substrate"], inventory))
@@ -92,8 +92,8 @@ def sweep(
             f"substrate {s.values['substrate']!r} runs on a management cluster: `argo submit {file}` "
             "(see README, 'Run on a management cluster'); here use --local"
         )
-    from .runner import run_local
-    from .store import ResultStore
+    from edgebench.sweep.runner import run_local
+    from edgebench.results.store import ResultStore
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -128,7 +128,7 @@ def cells(
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
     exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
-    from .cells import cell_json, expand_checked
+    from edgebench.plan.cells import cell_json, expand_checked
 
     overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
     if default_sweep_id and not overrides.get("sweep-id"):
@@ -146,7 +146,7 @@ def cells(
 
 
 def _phase_command(phase: str) -> None:
-    from . import phases as ph
+    from edgebench.sweep import phases as ph
 
     doc = (ph.FUNCTIONS[phase].__doc__ or "").strip().split("\n\n")[0]
 
@@ -164,8 +164,8 @@ def _phase_command(phase: str) -> None:
         ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
         known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help="known_hosts file for the nodes."),
     ):
-        from .cells import from_json
-        from .store import ResultStore, state_dir
+        from edgebench.plan.cells import from_json
+        from edgebench.results.store import ResultStore, state_dir
 
         text = Path(cell[1:]).read_text() if cell.startswith("@") else cell
         s, c = from_json(text)
@@ -193,14 +193,14 @@ SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the
 
 
 def _provider(cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
-    from . import providers
+    from edgebench import substrates
 
-    return providers.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
+    return substrates.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
                          ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts))
 
 
 def _register_phases() -> None:
-    from .phases import PHASES
+    from edgebench.sweep.phases import PHASES
 
     for phase in PHASES:
         _phase_command(phase)
@@ -218,9 +218,9 @@ def run_cell(
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
 ):
     """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
-    from . import phases as ph
-    from .cells import from_json
-    from .store import state_dir
+    from edgebench.sweep import phases as ph
+    from edgebench.plan.cells import from_json
+    from edgebench.results.store import state_dir
 
     s, c = from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -236,7 +236,7 @@ def matrix(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ):
     """Which CNI modes can run on which distribution (impossible cells are skipped at expansion, with the reason)."""
-    from .clusters.matrix import compatibility, distributions
+    from edgebench.substrates.clusters.matrix import compatibility, distributions
 
     rows = [{"distribution": d, "cni": r["cni"], "mode": r["mode"],
              "reason": compatibility(d, r["cni"], r["mode"], frozenset(arch))}
@@ -276,7 +276,7 @@ def testbed_up(
     prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix (default: eb or $EDGEBENCH_TESTBED_PREFIX)."),
 ):
     """Build the testbed for one CNI mode (replacing any testbed with the same prefix)."""
-    from .testbed import Testbed
+    from edgebench.substrates.local.testbed import Testbed
 
     cm = catalog_mod.resolve_cni(cni)
     state = Testbed(prefix).up(cm)
@@ -286,7 +286,7 @@ def testbed_up(
 @testbed_app.command("down")
 def testbed_down(prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix.")):
     """Remove everything the testbed created (also what a killed run left behind)."""
-    from .testbed import Testbed, require_root
+    from edgebench.substrates.local.testbed import Testbed, require_root
 
     require_root()
     removed = Testbed(prefix).down()
@@ -299,7 +299,7 @@ def testbed_status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ):
     """Show the testbed's namespaces and addresses."""
-    from .testbed import Testbed, require_root
+    from edgebench.substrates.local.testbed import Testbed, require_root
 
     require_root()
     st = Testbed(prefix).status()
@@ -318,14 +318,14 @@ def testbed_status(
 @app.command()
 def upload():
     """Send results left in the local spool (.edgebench/spool) to the object store."""
-    from .store import ResultStore
+    from edgebench.results.store import ResultStore
 
     store = ResultStore()
     store.check()
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from . import cli_results, cli_summary  # noqa: E402  (their commands are added to `app`)
+from edgebench import cli_results, cli_summary  # noqa: E402  (their commands are added to `app`
 
 cli_results.register(app)
 cli_summary.register(app)

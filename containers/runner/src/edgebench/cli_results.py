@@ -8,8 +8,10 @@ from typing import List
 
 import typer
 
-from . import parsing
+from edgebench.results import parsing
 
+ROLE_HELP = ("ddsperf/perftest: the process's role when the output does not say it (ddsperf ping|pong|pub|sub, "
+             "perftest pub|sub; a ddsperf pong prints no measurement lines, so it always needs --role pong).")
 TOOL_HELP = "The tool that wrote the files: " + "; ".join(f"{t} = {f.what}" for t, f in parsing.TOOLS.items()) + "."
 
 
@@ -23,7 +25,7 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
                                      "description), as workflows/ and templates/ carry it.")):
     """The sweep parameters: name, default and meaning, declared once (spec.py for the core, workloads/<name>.py
     for each workload). `-p NAME=VALUE` overrides them; lists are JSON."""
-    from . import spec
+    from edgebench.plan import spec
 
     if argo:
         import yaml
@@ -31,7 +33,7 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
         rows = [{"name": p.name, "value": p.default, "description": _sentence(p.help)} for p in spec.PARAMS.values()]
         typer.echo(yaml.safe_dump(rows, sort_keys=False, width=1000, allow_unicode=True), nl=False)
         return
-    from .workloads import REGISTRY
+    from edgebench.workloads import REGISTRY
 
     for p in spec.PARAMS.values():
         default = p.default or '""'
@@ -39,6 +41,15 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
     typer.echo("\nworkloads and their variants (the `workloads` parameter takes name or name:variant):")
     for w in REGISTRY.values():
         typer.echo(f"  {w.name:<26} {', '.join(w.variants)}")
+
+
+def _options(tool: str, role: str | None) -> dict:
+    """The parser options a tool takes (only ddsperf and perftest have a role)."""
+    if role is None:
+        return {}
+    if tool not in ("ddsperf", "perftest"):
+        raise parsing.ParseFailure(f"--role applies to ddsperf and perftest outputs, not {tool}")
+    return {"role": role}
 
 
 def _sentence(text: str) -> str:
@@ -50,11 +61,12 @@ def parse(
     files: List[Path] = typer.Argument(..., help="Tool output files, one run each."),
     tool: str = typer.Option(..., "--tool", help=TOOL_HELP),
     samples: bool = typer.Option(True, "--samples/--no-samples", help="Include the per-sample rows."),
+    role: str = typer.Option(None, "--role", help=ROLE_HELP),
 ):
     """Print each file's normalized record as JSON: the run's `metrics` and per-sample rows, in the warehouse's
     field names and units. A file the tool's parser cannot read gives one line naming it and exit code 2 (and
     nothing on stdout)."""
-    records, problems = parsing.parse_files(tool, files)
+    records, problems = parsing.parse_files(tool, files, **_options(tool, role))
     if problems:
         raise parsing.ParseFailure("\n".join(problems))
     if not samples:
@@ -66,20 +78,24 @@ def parse(
 def import_(
     files: List[Path] = typer.Argument(..., help="Tool output files, one run each."),
     tool: str = typer.Option(..., "--tool", help=TOOL_HELP),
-    label: List[str] = typer.Option([], "--label", "-l", help="KEY=VALUE describing the runs (repeatable): cni, "
-                                    "cni_mode, distribution, substrate (imported|ssh|kind; default imported), "
-                                    "netem_scenario, tuning_profile, path, placement, length_bytes, protocol, "
-                                    "repetition, sweep-id; any other key is kept as a free label."),
+    label: List[str] = typer.Option([], "--label", "-l", help="KEY=VALUE describing the runs (repeatable). "
+                                    "Environment: cni, cni_mode, datapath, distribution, substrate (imported|ssh|kind; "
+                                    "default imported), netem_scenario, tuning_profile. Run: path, placement (required "
+                                    "for iperf3 and HTTP), length_bytes, repetition; DDS: placement, reliability, "
+                                    "transport, discovery, length_bytes (required), security, subscribers; HTTP: "
+                                    "service, length_bytes (required). sweep-id names the results namespace; any other "
+                                    "key is kept as a free label."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Parse and show the keys; store nothing."),
+    role: str = typer.Option(None, "--role", help=ROLE_HELP),
 ):
     """Store outputs of runs made outside edgebench (an RTI Perftest campaign, iperf3 logs from a lab) as runs
     the warehouse reads, under their own keys and marked imported (manifest field `imported`). All files are
     parsed first: if one fails, nothing is stored. Importing the same file with the same labels again
     overwrites its run, never duplicates it. Then `edgebench warehouse` rebuilds the tables."""
-    from . import importer
-    from .store import ResultStore
+    from edgebench.results import importer
+    from edgebench.results.store import ResultStore
 
-    runs = importer.prepare(tool, files, importer.parse_labels(label))
+    runs = importer.prepare(tool, files, importer.parse_labels(label), **_options(tool, role))
     if dry_run:
         for prefix, manifest, raw in runs:
             typer.echo(f"{manifest['imported']['file']} -> {prefix} ({', '.join(sorted([*raw, 'manifest.json']))})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from .console import out
+from edgebench.console import out
 
 
 def register(app: typer.Typer) -> None:
@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
 def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary.")):
     """Build the DuckDB warehouse (dbt) from the raw results in MinIO, then print a summary."""
-    from . import warehouse as wh
+    from edgebench.results import warehouse as wh
 
     wh.build()
     if summary:
@@ -55,7 +55,7 @@ def _print_summary(rows: list[dict]) -> None:
 
 def summary():
     """Print the throughput summary from the warehouse (no rebuild)."""
-    from . import warehouse as wh
+    from edgebench.results import warehouse as wh
 
     _print_summary(wh.iperf3_summary())
     _print_latency_summaries(wh.dds_summary(), wh.http_summary())

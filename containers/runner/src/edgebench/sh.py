@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from typing import Sequence
 
-from .errors import EdgebenchError
+from edgebench.errors import EdgebenchError
 
 
 class CommandError(EdgebenchError):

@@ -49,8 +49,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import sh
-from ..errors import EdgebenchError
+from edgebench import sh
+from edgebench.errors import EdgebenchError
 
 SERVICES = ("payload-echo", "payload-recv", "static-reply")
 STATIC_REPLY_BYTES = 1000

@@ -1,13 +1,20 @@
-"""iperf3 driver. `parse` is pure: it takes the client's `-J` output and returns the metrics record."""
+"""iperf3 driver. `parse` / `normalize` are pure: they take the client's `-J` output and return the metrics record.
 
+What each iperf3 version puts where in its JSON, with the source lines this parser relies on, is in
+docs/tool-formats/iperf3.md. In short: the receiver's figures come from `end.sum_received` (TCP, and UDP from 3.11
+on); iperf3 <= 3.10 UDP output carries only the sender's byte count and rate (`end.sum`), so for it the receiver's
+figures must come from the server's own JSON (`--get-server-output`, server >= 3.11) or the run is refused. Anything
+out of range, inconsistent or of the wrong JSON type raises Iperf3Error naming the field; no other exception escapes.
+"""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import time
 from typing import Any, Sequence
 
-from ..errors import EdgebenchError
+from edgebench.errors import EdgebenchError
 
 
 class Iperf3Error(EdgebenchError):
@@ -26,52 +33,336 @@ def client_cmd(target: str, port: int, protocol: str, length: int, duration: int
     return argv
 
 
-def _mbps(bps: Any) -> float | None:
-    return None if bps is None else float(bps) / 1e6
+# --- Sane ranges. A value outside them is not a measurement but a broken or corrupted output: Iperf3Error. -------
+MAX_THROUGHPUT_MBPS = 1e7  # 10 Tbit/s: above any NIC or loopback; a bigger rate comes from a bad time or byte count
+MAX_JITTER_MS = 10_000.0  # 10 s: RFC 3550 smoothed transit-time variation; beyond this the clocks or data are wrong
+MAX_RTT_US = 10_000_000  # 10 s: Linux tcpi_rtt (what iperf3's mean_rtt averages) never gets near this on a live path
+MAX_CPU_PCT = 100.0 * 1024  # iperf3 >= 3.16 runs one thread per stream, so CPU% is over all cores: cap 1024 cores
+MAX_SECONDS = 7 * 86400.0  # -t is capped at 86400 s (iperf.h MAX_TIME); -n/-k runs have no cap: a week is absurd
+MAX_COUNT = 2**53  # bytes, packets, retransmits: iperf3 prints int64 through a double; above 2**53 it is not exact
+RATE_REL_TOL = 1e-6  # bits_per_second vs bytes*8/seconds of a sum: iperf3 derives one from the others and cJSON
+#                      prints 15-17 significant digits, so an honest output agrees to ~1e-15
+LOST_PCT_ABS_TOL = 1e-6  # lost_percent vs 100*lost_packets/packets, in percentage points
+RECEIVED_OVER_SENT_MAX = 1.01  # received bytes may exceed sent bytes only by duplicated datagrams or by the sender's
+#                                and receiver's --omit windows ending at slightly different moments: 1% at most
+
+_MISSING = object()
+
+
+class _Obj(dict):
+    """A JSON object that remembers which of its keys occurred more than once (cJSON writes duplicates)."""
+
+    __slots__ = ("dups",)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Obj:
+    obj, dups = _Obj(), set()
+    for key, value in pairs:
+        if key in obj:
+            dups.add(key)
+        obj[key] = value
+    obj.dups = frozenset(dups)
+    return obj
+
+
+def _reject_constant(name: str) -> None:
+    raise Iperf3Error(f"iperf3 output has the non-JSON constant {name} (cJSON never writes it)")
+
+
+def _load(text: Any) -> Any:
+    if not isinstance(text, str):
+        raise Iperf3Error(f"iperf3 output must be text, got {type(text).__name__}")
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise Iperf3Error(f"iperf3 output is not JSON ({exc.msg}): {text[:200]!r}") from None
+    except (ValueError, RecursionError) as exc:  # int too long to convert, nesting too deep
+        raise Iperf3Error(f"iperf3 output is not readable JSON: {str(exc)[:200]}") from None
+
+
+def _type(value: Any) -> str:
+    return {dict: "object", _Obj: "object", list: "array", str: "string", bool: "boolean",
+            type(None): "null", int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: short, and never the repr of a (possibly deeply nested) container."""
+    if isinstance(value, (dict, list)) or value is _MISSING:
+        return "missing" if value is _MISSING else _type(value)
+    return f"{_type(value)} {repr(value)[:40]}"
+
+
+def _message(error: Any) -> str:
+    return error[:300] if isinstance(error, str) else f"(an error field of type {_type(error)})"
+
+
+def _get(obj: dict, key: str, path: str) -> Any:
+    if key in getattr(obj, "dups", ()):
+        raise Iperf3Error(f"{path}.{key} occurs more than once in the JSON, so which one is meant is unknown")
+    return obj.get(key, _MISSING)
+
+
+def _obj(parent: dict, key: str, path: str, required: bool = True) -> dict | None:
+    value = _get(parent, key, path)
+    if value is _MISSING or (value is None and not required):
+        if required:
+            raise Iperf3Error(f"{path}.{key} is missing")
+        return None
+    if not isinstance(value, dict):
+        raise Iperf3Error(f"{path}.{key} must be a JSON object, got {_type(value)}")
+    return value
+
+
+def _num(parent: dict, key: str, path: str, lo: float, hi: float, integer: bool = False,
+         required: bool = True) -> float | int | None:
+    value = _get(parent, key, path)
+    if value is _MISSING:
+        if required:
+            raise Iperf3Error(f"{path}.{key} is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Iperf3Error(f"{path}.{key} must be a number, got {_show(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Iperf3Error(f"{path}.{key} is {value}, not a finite number")
+    if not lo <= value <= hi:  # before any conversion: a huge int does not fit a float
+        raise Iperf3Error(f"{path}.{key} = {_show(value)} is outside the sane range [{lo}, {hi}]")
+    if not integer:
+        return float(value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise Iperf3Error(f"{path}.{key} must be a whole number, got {value}")
+        value = int(value)
+    return value
+
+
+def _flag(parent: dict, key: str, path: str) -> bool | None:
+    """iperf3 writes flags as 0/1 (test_start) or true/false (sender); absent -> None."""
+    value = _get(parent, key, path)
+    if value is _MISSING:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise Iperf3Error(f"{path}.{key} must be 0/1 or true/false, got {_show(value)}")
+
+
+def _list(parent: dict, key: str, path: str) -> list:
+    value = _get(parent, key, path)
+    if value is _MISSING:
+        return []
+    if not isinstance(value, list):
+        raise Iperf3Error(f"{path}.{key} must be a JSON array, got {_type(value)}")
+    return value
+
+
+def _sum(end: dict, key: str, path: str, udp_receiver: bool = False) -> dict[str, Any]:
+    """One end.sum_* object, checked: bytes, seconds and bits_per_second agree; UDP receiver fields in range."""
+    where = f"{path}.{key}"
+    s = _obj(end, key, path)
+    nbytes = _num(s, "bytes", where, 0, MAX_COUNT, integer=True)
+    seconds = _num(s, "seconds", where, 0, MAX_SECONDS)
+    bps = _num(s, "bits_per_second", where, 0, MAX_THROUGHPUT_MBPS * 1e6)
+    if nbytes and not seconds:
+        raise Iperf3Error(f"{where} has {nbytes} bytes in {seconds} seconds: no rate can be derived")
+    expected = nbytes * 8 / seconds if seconds else 0.0
+    if not math.isfinite(expected) or abs(bps - expected) > RATE_REL_TOL * max(bps, expected) + 1e-9:
+        raise Iperf3Error(f"{where}.bits_per_second = {bps} does not match bytes*8/seconds = {expected} "
+                          f"({nbytes} bytes in {seconds} s)")
+    out = {"bytes": nbytes, "seconds": seconds, "mbps": bps / 1e6,
+           "retransmits": _num(s, "retransmits", where, 0, MAX_COUNT, integer=True, required=False),
+           "packets": _num(s, "packets", where, 0, MAX_COUNT, integer=True, required=udp_receiver)}
+    if udp_receiver:
+        out["jitter_ms"] = _num(s, "jitter_ms", where, 0, MAX_JITTER_MS)
+        out["lost_packets"] = _num(s, "lost_packets", where, 0, MAX_COUNT, integer=True)
+        out["lost_percent"] = _num(s, "lost_percent", where, 0, 100)
+        if out["lost_packets"] > out["packets"]:
+            raise Iperf3Error(f"{where}.lost_packets = {out['lost_packets']} exceeds packets = {out['packets']}")
+        if nbytes and not out["packets"]:
+            raise Iperf3Error(f"{where} has {nbytes} bytes but packets = 0")
+    return out
+
+
+def _check_lost_percent(recv: dict, sent_packets: int | None, where: str) -> None:
+    """iperf3 divides by the sender's packet count when it has one, else by the receiver's (iperf_api.c, UDP sum)."""
+    lost, pct = recv["lost_packets"], recv["lost_percent"]
+    candidates = [c for c in (sent_packets, recv["packets"]) if c]
+    if lost == 0 and pct == 0:
+        return
+    if not any(abs(pct - 100.0 * lost / c) <= LOST_PCT_ABS_TOL for c in candidates):
+        raise Iperf3Error(f"{where}.lost_percent = {pct} does not match lost_packets = {lost} over packets "
+                          f"{' or '.join(map(str, candidates)) or '0'}")
+
+
+def _stream_side(stream: Any, i: int, path: str) -> tuple[dict, bool | None]:
+    """(the stream's sender-side or udp object, its `sender` flag: True = this host sent the stream)."""
+    where = f"{path}.streams[{i}]"
+    if not isinstance(stream, dict):
+        raise Iperf3Error(f"{where} must be a JSON object, got {_type(stream)}")
+    side = _obj(stream, "sender", where, required=False)
+    name = "sender"
+    if side is None:
+        side, name = _obj(stream, "udp", where, required=False), "udp"
+    if side is None:
+        raise Iperf3Error(f"{where} has neither a sender nor a udp object")
+    return side, _flag(side, "sender", f"{where}.{name}")
+
+
+def _mean_rtt(end: dict, path: str, host_sent: bool, bidir: bool) -> float | None:
+    """Mean over the streams this host sent of their mean_rtt (µs). iperf3 writes 0 when it has no RTT sample
+    (a stream it only received, or no tcp_info), so zeros are 'not measured', not 0 µs."""
+    rtts = []
+    for i, stream in enumerate(_list(end, "streams", path)):
+        side, sender = _stream_side(stream, i, path)
+        if sender is None and bidir:
+            raise Iperf3Error(f"{path}.streams[{i}].sender.sender is missing: cannot tell the stream's direction")
+        if (host_sent if sender is None else sender) != host_sent:
+            continue
+        rtt = _num(side, "mean_rtt", f"{path}.streams[{i}]", 0, MAX_RTT_US, integer=True, required=False)
+        if rtt:
+            rtts.append(rtt)
+    return sum(rtts) / len(rtts) if rtts else None
+
+
+def _cpu(end: dict, key: str) -> float | None:
+    cpu = _obj(end, "cpu_utilization_percent", "end", required=False)
+    return None if cpu is None else _num(cpu, key, "end.cpu_utilization_percent", 0, MAX_CPU_PCT, required=False)
+
+
+def _server_end(doc: dict) -> dict | None:
+    """The server's own end section, when the client ran with --get-server-output and the server with JSON."""
+    server = _obj(doc, "server_output_json", "", required=False)
+    if server is None:
+        return None
+    if _get(server, "error", "server_output_json") is not _MISSING:
+        raise Iperf3Error(f"iperf3 server: {_message(server['error'])}")
+    return _obj(server, "end", "server_output_json")
+
+
+def _direction(doc: dict, end: dict, protocol: str, suffix: str, client_sent: bool, bidir: bool,
+               version: str | None) -> dict[str, Any]:
+    """Metrics of one data direction. suffix "" = the direction named sum_sent/sum_received, "_bidir_reverse" = the
+    server -> client direction of a --bidir test. client_sent: the client is this direction's sender."""
+    received_key = "sum_received" + suffix
+    udp = protocol == "udp"
+    if udp and _get(end, received_key, "end") is _MISSING:
+        sent, recv = _udp_receiver_pre_3_11(doc, end, suffix, client_sent, version)
+        where = f"server_output_json.end.{received_key}"
+    else:
+        sent = _sum(end, "sum_sent" + suffix, "end")
+        recv = _sum(end, received_key, "end", udp_receiver=udp)
+        where = f"end.{received_key}"
+    if recv["bytes"] == 0:
+        raise Iperf3Error(f"{where}.bytes is 0: the receiver counted no data, so there is no throughput to report "
+                          "(typical of very short -n/-k runs or of a path that dropped everything)")
+    if recv["bytes"] > sent["bytes"] * RECEIVED_OVER_SENT_MAX:
+        raise Iperf3Error(f"{where}.bytes = {recv['bytes']} exceeds the sender's {sent['bytes']} bytes by more "
+                          f"than {RECEIVED_OVER_SENT_MAX - 1:.0%}")
+    out: dict[str, Any] = {"sent_mbps": sent["mbps"], "received_mbps": recv["mbps"], "sent_bytes": sent["bytes"],
+                           "received_bytes": recv["bytes"], "retransmits": None,
+                           "jitter_ms": None, "lost_packets": None, "packets": None, "lost_percent": None,
+                           "mean_rtt_us": None}
+    if udp:
+        _check_lost_percent(recv, sent["packets"], where)
+        out.update(jitter_ms=recv["jitter_ms"], lost_packets=recv["lost_packets"], packets=recv["packets"],
+                   lost_percent=recv["lost_percent"])
+    else:
+        out["retransmits"] = sent["retransmits"]
+        if client_sent:
+            out["mean_rtt_us"] = _mean_rtt(end, "end", True, bidir)
+        else:  # the server sent: only its own JSON has the RTT
+            server_end = _server_end(doc)
+            if server_end is not None:
+                out["mean_rtt_us"] = _mean_rtt(server_end, "server_output_json.end", True, bidir)
+    out["throughput_mbps"] = out["received_mbps"]
+    return out
+
+
+def _udp_receiver_pre_3_11(doc: dict, end: dict, suffix: str, client_sent: bool,
+                           version: str | None) -> tuple[dict, dict]:
+    """UDP output without end.sum_received (iperf3 <= 3.10): end.sum holds the sender's bytes and rate with the
+    receiver's jitter/loss, so the receiver's rate is not in it. Use the server's own sum_received instead
+    (client -> server direction, server >= 3.11), or refuse."""
+    what = f"iperf3 {version}" if version else "this iperf3"
+    server_end = _server_end(doc) if client_sent else None
+    if server_end is None or _get(server_end, "sum_received" + suffix, "server_output_json.end") is _MISSING:
+        if not client_sent:
+            how = "rerun with iperf3 >= 3.11 (the client was the receiver)"
+        elif server_end is not None:
+            how = ("the server's own JSON (--get-server-output) has no sum_received either (a server < 3.11 writes "
+                   "its UDP sum before it knows the byte counts); rerun with iperf3 >= 3.11 on either side")
+        else:
+            how = "rerun with iperf3 >= 3.11, or with --get-server-output against an iperf3 >= 3.11 server"
+        raise Iperf3Error(f"the UDP receiver's rate is not in this output: {what} writes only end.sum for UDP, whose "
+                          f"bytes and bits_per_second are the sender's; {how}")
+    # end.sum: bytes = sender's total, bits_per_second = bytes*8/sender time, seconds = the receiver's time
+    # (iperf_api.c 3.10 lines 3652 and 3714), so only bytes and rate are checked here
+    s = _obj(end, "sum" + suffix, "end")
+    nbytes = _num(s, "bytes", "end.sum", 0, MAX_COUNT, integer=True)
+    bps = _num(s, "bits_per_second", "end.sum", 0, MAX_THROUGHPUT_MBPS * 1e6)
+    if (nbytes == 0) != (bps == 0) or (bps and nbytes * 8 / bps > MAX_SECONDS):
+        raise Iperf3Error(f"end.sum: {nbytes} bytes at {bps} bit/s is not a sender's total and rate")
+    packets = _num(s, "packets", "end.sum", 0, MAX_COUNT, integer=True, required=False)
+    sent = {"bytes": nbytes, "mbps": bps / 1e6, "packets": packets, "retransmits": None}
+    return sent, _sum(server_end, "sum_received" + suffix, "server_output_json.end", udp_receiver=True)
 
 
 def parse(text: str) -> dict[str, Any]:
-    """Metrics from iperf3 client JSON (3.x). Receiver-side throughput; UDP jitter/loss from the receiver."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise Iperf3Error(f"iperf3 output is not JSON ({exc.msg}): {text[:200]!r}") from None
+    """Metrics from iperf3 client JSON (3.x): receiver-side throughput, UDP jitter/loss from the receiver, TCP RTT
+    from the sender. Raises Iperf3Error for iperf3's own errors and for any output it cannot vouch for."""
+    doc = _load(text)
     if not isinstance(doc, dict):
-        raise Iperf3Error("iperf3 output is not a JSON object")
-    if doc.get("error"):
-        raise Iperf3Error(f"iperf3: {doc['error']}")
-    end = doc.get("end") or {}
-    protocol = ((doc.get("start") or {}).get("test_start") or {}).get("protocol", "TCP").lower()
-    sent, received = end.get("sum_sent") or {}, end.get("sum_received") or {}
-    cpu = end.get("cpu_utilization_percent") or {}
-    out: dict[str, Any] = {
-        "protocol": protocol,
-        "sent_mbps": _mbps(sent.get("bits_per_second")),
-        "received_mbps": _mbps(received.get("bits_per_second")),
-        "retransmits": None,
-        "jitter_ms": None,
-        "lost_packets": None,
-        "packets": None,
-        "lost_percent": None,
-        "cpu_host_pct": cpu.get("host_total"),
-        "cpu_remote_pct": cpu.get("remote_total"),
-        "mean_rtt_us": None,
-    }
-    if protocol == "tcp":
-        out["retransmits"] = sent.get("retransmits")
-        rtts = [s["sender"]["mean_rtt"] for s in end.get("streams", []) if "mean_rtt" in s.get("sender", {})]
-        out["mean_rtt_us"] = sum(rtts) / len(rtts) if rtts else None
-    else:
-        # iperf3 >= 3.11 reports the receiver's view in sum_received; older versions only in `sum`
-        udp = received if "lost_percent" in received else end.get("sum") or {}
-        out.update(jitter_ms=udp.get("jitter_ms"), lost_packets=udp.get("lost_packets"),
-                   packets=udp.get("packets"), lost_percent=udp.get("lost_percent"))
-        if out["received_mbps"] is None:
-            out["received_mbps"] = _mbps(udp.get("bits_per_second"))
-    out["throughput_mbps"] = out["received_mbps"]
-    if out["throughput_mbps"] is None:
-        raise Iperf3Error("iperf3 JSON has no end.sum_received/end.sum bits_per_second")
+        raise Iperf3Error(f"iperf3 output must be a JSON object, got {_type(doc)}")
+    error = _get(doc, "error", "")
+    if error is not _MISSING:
+        raise Iperf3Error(f"iperf3: {_message(error)}")
+    start = _obj(doc, "start", "")
+    test_start = _obj(start, "test_start", "start")
+    protocol = _get(test_start, "protocol", "start.test_start")
+    if not isinstance(protocol, str) or protocol.upper() not in ("TCP", "UDP"):
+        raise Iperf3Error(f"start.test_start.protocol must be \"TCP\" or \"UDP\", got {_show(protocol)}")
+    protocol = protocol.lower()
+    version = _get(start, "version", "start")
+    if version is not _MISSING and not (isinstance(version, str) and 0 < len(version) <= 100):
+        raise Iperf3Error(f"start.version must be a short string, got {_type(version)}")
+    version = None if version is _MISSING else version.removeprefix("iperf ").strip()
+    end = _obj(doc, "end", "")
+    if not end:
+        raise Iperf3Error("iperf3 JSON has an empty end section: the test did not finish")
+
+    reverse = bool(_flag(test_start, "reverse", "start.test_start"))
+    bidir_flag = _flag(test_start, "bidir", "start.test_start")  # iperf3 >= 3.13 only
+    bidir_sums = any(k.endswith("_bidir_reverse") for k in end)
+    bidir = bool(bidir_flag) or bidir_sums
+    if bidir and not bidir_sums:
+        raise Iperf3Error("start.test_start.bidir is set but end has no *_bidir_reverse sums")
+    if bidir and reverse:
+        raise Iperf3Error("start.test_start says both reverse and bidir, which iperf3 does not allow")
+    if not bidir:  # every stream must run the way test_start.reverse says
+        for i, stream in enumerate(_list(end, "streams", "end")):
+            _, sender = _stream_side(stream, i, "end")
+            if sender is not None and sender == reverse:
+                raise Iperf3Error(f"end.streams[{i}] was {'sent' if sender else 'received'} by the client, but "
+                                  f"start.test_start.reverse = {int(reverse)} (streams in both directions "
+                                  "without *_bidir_reverse sums: iperf3 < 3.11 --bidir output is not supported)")
+
+    out: dict[str, Any] = {"protocol": protocol}
+    out.update(_direction(doc, end, protocol, "", not reverse, bidir, version))
+    out["cpu_host_pct"] = _cpu(end, "host_total")
+    out["cpu_remote_pct"] = _cpu(end, "remote_total")
+    out["direction"] = "bidir" if bidir else "reverse" if reverse else "forward"
+    out["reverse"], out["bidir"] = reverse, bidir
+    if version is not None:
+        out["iperf3_version"] = version
+    if bidir:
+        back = _direction(doc, end, protocol, "_bidir_reverse", False, bidir, version)
+        out.update({f"reverse_{k}": v for k, v in back.items()})
     return out
+
+
+def normalize(text: str) -> dict[str, Any]:
+    """The normalized record of one iperf3 client JSON output (see edgebench.parsing): no per-sample rows."""
+    return {"tool": "iperf3", "metrics": parse(text), "samples": []}
 
 
 def version() -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..errors import SpecError
-from ..params import Param
-from .base import Measurement, Workload, endpoints
+from edgebench.errors import SpecError
+from edgebench.plan.params import Param
+from edgebench.workloads.base import Measurement, Workload, endpoints
 
 def _discover() -> dict[str, Workload]:
     found = []

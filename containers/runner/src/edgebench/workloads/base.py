@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..params import Param
+from edgebench.plan.params import Param
 
 if TYPE_CHECKING:  # the phase context and runs, only for annotations (no import cycle at run time)
-    from ..cells import Cell, Run
-    from ..phases import CellContext
+    from edgebench.plan.cells import Cell, Run
+    from edgebench.sweep.phases import CellContext
 
 # (raw files, metrics or None, error or None, params to record instead of the run's own or None). An error that
 # starts with "unsupported:" records the run as unsupported, any other as failed.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cells import Run
-from ..drivers import ddsperf as driver
-from ..params import Param, integer, integers, json_default, sizes, subset
-from .base import Measurement, Workload
+from edgebench.plan.cells import Run
+from edgebench.drivers import ddsperf as driver
+from edgebench.plan.params import Param, integer, integers, json_default, sizes, subset
+from edgebench.workloads.base import Measurement, Workload
 
 
 class Dds(Workload):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import catalog
-from ..cells import Run
-from ..drivers import http as driver
-from ..params import Param, integer, json_default, paths, sizes
-from .base import Measurement, Workload, endpoints
+from edgebench.plan import catalog
+from edgebench.plan.cells import Run
+from edgebench.drivers import http as driver
+from edgebench.plan.params import Param, integer, json_default, paths, sizes
+from edgebench.workloads.base import Measurement, Workload, endpoints
 
 PORT = 8080
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cells import Run
-from ..drivers import iperf3 as driver
-from ..params import Param, bitrate, json_default, paths, sizes
-from .base import Measurement, Workload, endpoints
+from edgebench.plan.cells import Run
+from edgebench.drivers import iperf3 as driver
+from edgebench.plan.params import Param, bitrate, json_default, paths, sizes
+from edgebench.workloads.base import Measurement, Workload, endpoints
 
 PORT = 5201
 

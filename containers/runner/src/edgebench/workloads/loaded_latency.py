@@ -17,10 +17,10 @@ import subprocess
 import time
 from typing import Any
 
-from ..cells import Run
-from ..drivers import ddsperf, http, iperf3
-from ..params import Param, bitrate, integer, json_default, sizes
-from .base import Measurement, Workload
+from edgebench.plan.cells import Run
+from edgebench.drivers import ddsperf, http, iperf3
+from edgebench.plan.params import Param, bitrate, integer, json_default, sizes
+from edgebench.workloads.base import Measurement, Workload
 
 BULK_PORT = 5202
 HTTP_PORT = 8080

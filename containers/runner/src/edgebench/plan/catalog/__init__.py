@@ -1,0 +1,114 @@
+"""The catalog: CNIs and their modes, workload grids. Code reads these data files; it does not hard-code CNI facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from edgebench.errors import SpecError
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def cnis() -> dict[str, Any]:
+    return _load("cnis.yaml")["cnis"]
+
+
+def workloads() -> dict[str, Any]:
+    return _load("workloads.yaml")
+
+
+def sources() -> dict[str, str]:
+    return _load("sources.yaml")
+
+
+@dataclass(frozen=True)
+class CniMode:
+    """One CNI in one mode, with what the local testbed needs to build its datapath."""
+
+    cni: str
+    mode: str
+    datapath: str
+    encapsulation: str
+    udp_port: int | None
+    mtu: int
+    multicast: str
+    encryption: str
+    version: str | None
+    local: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.cni}:{self.mode}"
+
+    @property
+    def is_host(self) -> bool:
+        return self.local.get("attach") == "host"
+
+
+def resolve_cni(entry: str) -> CniMode:
+    """`name` or `name:mode` -> CniMode; an unknown CNI or mode raises SpecError naming the choices."""
+    name, _, mode = entry.partition(":")
+    name, mode = name.strip(), mode.strip()
+    table = cnis()
+    if name not in table:
+        raise SpecError(f"unknown CNI {name!r} in {entry!r}; known CNIs: {', '.join(sorted(table))}")
+    info = table[name]
+    mode = mode or info["default_mode"]
+    if mode not in info["modes"]:
+        raise SpecError(
+            f"unknown mode {mode!r} for CNI {name!r}; modes of {name}: {', '.join(info['modes'])}"
+        )
+    m = info["modes"][mode]
+    return CniMode(
+        cni=name,
+        mode=mode,
+        datapath=m["datapath"],
+        encapsulation=str(m["encapsulation"]),
+        udp_port=m.get("udp_port"),
+        mtu=int(m["mtu"]),
+        multicast=str(m["multicast"]),
+        encryption=str(m["encryption"]),
+        version=(_load("cni_installs.yaml")["cnis"].get(name) or {}).get("version"),
+        local=dict(m.get("local") or {}),
+    )
+
+
+def rows() -> list[dict[str, Any]]:
+    """The catalog flattened to one row per CNI mode (for `edgebench catalog`)."""
+    out = []
+    for name, info in cnis().items():
+        for mode in info["modes"]:
+            cm = resolve_cni(f"{name}:{mode}")
+            m = info["modes"][mode]
+            out.append(
+                {
+                    "cni": name,
+                    "mode": mode,
+                    "default": mode == info["default_mode"],
+                    "version": cm.version,
+                    "datapath": cm.datapath,
+                    "encapsulation": cm.encapsulation,
+                    "udp_port": cm.udp_port,
+                    "mtu": cm.mtu,
+                    "multicast": cm.multicast,
+                    "encryption": cm.encryption,
+                    "arch": info.get("arch", []),
+                    "archived": bool(info.get("archived", False)),
+                    "local_testbed": cm.local.get("unsupported") and f"unsupported: {cm.local['unsupported']}"
+                    or f"{cm.local.get('attach')} + {cm.local.get('transport')}",
+                    "notes": m.get("notes", ""),
+                    "sources": info.get("sources", []) + [
+                        t for t in (_load("cni_installs.yaml")["cnis"].get(name) or {}).get("sources", [])
+                        if t not in info.get("sources", [])],
+                }
+            )
+    return out

@@ -1,0 +1,158 @@
+"""Matrix expansion: a sweep -> cells (one installed environment each) -> runs (one tool invocation each).
+
+Ids are hashes of the parameters, so the same cell or run always gets the same id and the same object keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from edgebench.plan import catalog
+
+if TYPE_CHECKING:  # spec imports the workloads, which build Runs: no import of spec at module level
+    from edgebench.plan.spec import Sweep
+
+
+def _digest(obj: Any, n: int) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:n]
+
+
+@dataclass(frozen=True)
+class Cell:
+    sweep_id: str
+    substrate: str
+    distribution: str
+    cni: str
+    cni_mode: str
+    tuning_profile: str = "default_settings"
+    netem_scenario: str = "none"
+
+    @property
+    def env(self) -> dict[str, str]:
+        d = asdict(self)
+        d.pop("sweep_id")
+        return d
+
+    @property
+    def cell_id(self) -> str:
+        return "c-" + _digest(self.env, 10)
+
+    @property
+    def cni_info(self) -> catalog.CniMode:
+        return catalog.resolve_cni(f"{self.cni}:{self.cni_mode}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cell_id": self.cell_id, "sweep_id": self.sweep_id, **self.env}
+
+
+@dataclass(frozen=True)
+class Run:
+    cell: Cell
+    workload: str
+    protocol: str
+    path: str
+    placement: str
+    length_bytes: int
+    duration_s: int | None
+    repetition: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        key = {
+            "sweep": self.cell.sweep_id,
+            "cell": self.cell.cell_id,
+            "workload": self.workload,
+            "protocol": self.protocol,
+            "path": self.path,
+            "placement": self.placement,
+            "length_bytes": self.length_bytes,
+            "duration_s": self.duration_s,
+            "repetition": self.repetition,
+            "params": self.params,
+        }
+        return "r-" + _digest(key, 12)
+
+    @property
+    def prefix(self) -> str:
+        """Object key prefix of this run (see docs/results-layout.md)."""
+        return f"runs/{self.cell.sweep_id}/{self.cell.cell_id}/{self.run_id}/"
+
+    @property
+    def variant(self) -> str:
+        """iperf3: tcp/udp; dds: latency/throughput; http: the service."""
+        return self.params.get("mode") or self.params.get("service") or self.params.get("probe") or self.protocol
+
+    @property
+    def label(self) -> str:
+        from edgebench.workloads import REGISTRY
+
+        extra = REGISTRY[self.workload].describe(self) if self.workload in REGISTRY else ""
+        return (
+            f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.variant}{extra} {self.path} {self.placement} "
+            f"len={self.length_bytes} rep={self.repetition}"
+        )
+
+
+def cell_json(sweep: "Sweep", cell: Cell) -> dict[str, Any]:
+    """A cell as the Argo DAG passes it to every phase: its identity plus the sweep parameters it runs with."""
+    return {**cell.to_json(), "parameters": {k: v for k, v in sweep.raw.items() if k != "cnis"}}
+
+
+def from_json(doc: dict[str, Any] | str) -> tuple["Sweep", Cell]:
+    """Inverse of cell_json(); re-validates everything and checks the cell id."""
+    from edgebench.errors import SpecError
+    from edgebench.plan.spec import from_parameters
+
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"--cell must be the JSON of a cell (from `edgebench cells`): {exc.msg}") from None
+    if not isinstance(doc, dict) or not {"cni", "cni_mode", "sweep_id", "parameters"} <= set(doc):
+        raise SpecError("--cell must be a cell object from `edgebench cells` (cni, cni_mode, sweep_id, parameters)")
+    params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"]),
+              "tuning": json.dumps([doc.get("tuning_profile", "default_settings")]),
+              "netem": json.dumps([doc.get("netem_scenario", "none")])}
+    sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
+    cell = expand(sweep)[0]
+    if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
+        raise SpecError(f"cell id {doc['cell_id']} does not match its parameters (expected {cell.cell_id})")
+    return sweep, cell
+
+
+def expand(sweep: "Sweep") -> list[Cell]:
+    v = sweep.values
+    distribution = "none" if v["substrate"] == "local" else v["distribution"]
+    return [
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario)
+        for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
+    ]
+
+
+def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+    """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
+    returned with the reason so they can be reported as skipped before anything is installed."""
+    cells = expand(sweep)
+    if sweep.values["substrate"] == "local":
+        return cells, []
+    from edgebench.substrates.clusters.matrix import compatibility
+
+    ok, skipped = [], []
+    for c in cells:
+        reason = compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
+        (skipped.append((c, reason)) if reason else ok.append(c))
+    return ok, skipped
+
+
+def runs_for(sweep: "Sweep", cell: Cell) -> list[Run]:
+    """The runs of one cell, repetitions outermost so that slow drift spreads over all variants; each workload
+    expands its own variants (workloads/<name>.py)."""
+    from edgebench.workloads import REGISTRY
+
+    v = sweep.values
+    return [run for rep in range(1, v["repetitions"] + 1) for tool, variant in v["workloads"]
+            for run in REGISTRY[tool].expand(v, cell, rep, variant)]

@@ -1,0 +1,250 @@
+"""The sweep spec: an Argo Workflow whose spec.arguments.parameters carry the matrix.
+
+The same file is submitted with `argo submit` and run here with `edgebench sweep FILE --local`. Everything is
+validated before any side effect: bad input raises SpecError (one message, exit code 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgebench import workloads
+from edgebench.plan import catalog
+from edgebench.errors import SpecError
+from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, subset
+
+SUBSTRATES = ("local", "kind", "ssh")
+DISTRIBUTIONS = ("k3s", "k0s", "microk8s", "kubeadm", "kind")
+_SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _cnis(name: str, value: str) -> list[catalog.CniMode]:
+    modes = [catalog.resolve_cni(e) for e in json_list(name, value)]
+    keys = [m.key for m in modes]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a CNI without mode means its default mode)")
+    return modes
+
+
+def _workloads(name: str, value: str) -> list[tuple[str, str]]:
+    known = workloads.REGISTRY
+    out = []
+    for item in json_list(name, value):
+        tool, _, variant = item.partition(":")
+        if tool not in known:
+            raise SpecError(f"unknown workload {tool!r} in {item!r}; known workloads: {', '.join(known)}")
+        variants = known[tool].variants
+        for v in [variant] if variant else variants:
+            if v not in variants:
+                raise SpecError(f"unknown variant {v!r} of workload {tool!r}; choices: {', '.join(variants)}")
+            if (tool, v) in out:
+                raise SpecError(f"parameter {name!r} names {tool}:{v} twice")
+            out.append((tool, v))
+    return out
+
+
+def _sweep_id(name: str, value: str) -> str:
+    if value and not _SWEEP_ID.match(value):
+        raise SpecError(
+            f"parameter {name!r} must be lower-case letters, digits and '-', at most 63 characters; got {value!r}"
+        )
+    return value
+
+
+def _tuning(name: str, value: str) -> list[str]:
+    from edgebench.plan import tuning
+
+    return subset(tuple(tuning.profile_names()))(name, value)
+
+
+def _netem_custom(name: str, value: str) -> dict[str, dict]:
+    try:
+        data = json.loads(value or "{}")
+    except ValueError as exc:  # JSONDecodeError, or an integer literal beyond Python's digit limit
+        raise SpecError(f"parameter {name!r} must be a JSON object name -> {{delay_ms, jitter_ms, loss_pct, "
+                        f"rate_mbit}}; got {short(value)} ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SpecError(f"parameter {name!r} must be a JSON object of objects; got {value!r}")
+    from edgebench.plan import netem
+
+    for scenario, spec_ in data.items():
+        netem.resolve(scenario, custom=spec_)  # validates
+    return data
+
+
+def _netem(name: str, value: str) -> list[str]:
+    return json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
+
+
+def _target(name: str, value: str) -> str:
+    if not _SWEEP_ID.match(value):
+        raise SpecError(f"parameter {name!r} must be a DNS label (lower-case letters, digits, '-'); got {value!r}")
+    return value
+
+
+# the core parameters; each workload declares its own (workloads/<name>.py)
+CORE_PARAMS: tuple[Param, ...] = (
+    Param("substrate", lambda n, v: choice(n, v, SUBSTRATES), "local",
+          "where cells run: local (network-namespace testbed), kind, ssh (edge lab inventory); "
+          "`edgebench sweep --local` forces local"),
+    Param("distribution", lambda n, v: choice(n, v, DISTRIBUTIONS), "k3s",
+          "Kubernetes distribution of the target clusters: k3s, k0s, microk8s, kubeadm, kind (ignored on local)"),
+    Param("cnis", _cnis, json_default(["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp",
+                                       "calico:vxlan", "cilium:vxlan", "calico:ipip"]),
+          "CNI entries, name or name:mode; host is the host-network baseline (`edgebench catalog` lists them)"),
+    Param("workloads", _workloads, json_default(["iperf3:tcp", "iperf3:udp", "dds:latency", "dds:throughput",
+                                                 "http:payload-echo"]),
+          "workload entries, name or name:variant (e.g. iperf3:tcp, dds:latency, http:payload-echo); "
+          "`edgebench params` lists every workload and its variants"),
+    Param("repetitions", lambda n, v: integer(n, v, 1), "3",
+          "repetitions of every run (each a separate measurement, interleaved)"),
+    Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),
+)
+LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Argo files list them
+    Param("tuning", _tuning, json_default(["default_settings"]),
+          "node tuning profiles (a cell dimension); `edgebench catalog` and catalog/tuning.yaml list them"),
+    Param("netem", _netem, json_default(["none"]),
+          "link conditions (a cell dimension): none, lcl, edg2.5, edg5, edg10, edg15, edg20 (seed 001 Table IV, "
+          "per node interface), optionally @100mbit/@1gbit/@10gbit, or names from netem-custom"),
+    Param("netem-custom", _netem_custom, "{}",
+          "custom link conditions: JSON object name -> {delay_ms, jitter_ms, loss_pct, rate_mbit}"),
+    Param("netem-scope", lambda n, v: choice(n, v, ("all", "inter-group")), "all",
+          "all traffic leaving each node, or inter-group: only traffic between node groups (clusters)"),
+    Param("sweep-id", _sweep_id, "",
+          "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally"),
+    Param("target", _target, "lab",
+          "target cluster / node inventory (key in the edgebench-semaphores ConfigMap: one cell at a time per target)"),
+)
+
+PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(), *LATE_PARAMS)}
+DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
+CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep: raw string parameters (as Argo sees them) and their parsed values."""
+
+    source: str
+    raw: dict[str, str]
+    values: dict[str, Any]
+
+    @property
+    def sweep_id(self) -> str:
+        if self.values["sweep-id"]:
+            return self.values["sweep-id"]
+        # the core parameters and those of the workloads the sweep runs: a parameter of a workload that is not
+        # run does not change the id (so adding a workload keeps every existing sweep's keys)
+        used = {tool for tool, _ in self.values["workloads"]}
+        counted = CORE_NAMES | {p.name for w in used for p in workloads.REGISTRY[w].params}
+        digest = hashlib.sha256(
+            json.dumps({k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted},
+                       sort_keys=True).encode()
+        ).hexdigest()
+        return f"{self.values['substrate']}-{digest[:10]}"
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SpecError(f"-p takes NAME=VALUE (as argo submit -p does); got {short(item)}")
+        if name.strip() in out:
+            raise SpecError(f"-p {name.strip()} is given twice; give each parameter once")
+        out[name.strip()] = value
+    return out
+
+
+def parse_argo_parameters(text: str) -> dict[str, str]:
+    """Argo's {{workflow.parameters.json}} (a JSON list of {name, value, ...}) -> {name: value}."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise SpecError(f"--argo-parameters must be a JSON list of {{name, value}}: {getattr(exc, 'msg', exc)}") from None
+    if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in doc):
+        raise SpecError("--argo-parameters must be a JSON list of {name, value} objects")
+    out: dict[str, str] = {}
+    for entry in doc:
+        if entry["name"] in out:
+            raise SpecError(f"--argo-parameters names {entry['name']!r} twice")
+        out[entry["name"]] = str(entry.get("value", ""))
+    return out
+
+
+def load(path: str | Path, overrides: dict[str, str] | None = None, substrate: str | None = None) -> Sweep:
+    """Read and validate a sweep file; overrides are `-p` values, substrate forces e.g. `local`."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"sweep file {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"sweep file {p} is not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"sweep file {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit, raised while YAML builds it
+        raise SpecError(f"sweep file {p}: a value cannot be read ({exc})") from None
+    except OSError as exc:
+        raise SpecError(f"cannot read sweep file {p}: {exc.strerror}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "Workflow" or not str(doc.get("apiVersion", "")).startswith(
+        "argoproj.io/"
+    ):
+        raise SpecError(f"{p} is not an Argo Workflow (apiVersion argoproj.io/v1alpha1, kind Workflow)")
+    spec_ = doc.get("spec")
+    if spec_ is not None and not isinstance(spec_, dict):
+        raise SpecError(f"{p}: spec must be a mapping (with arguments.parameters)")
+    arguments = spec_.get("arguments") if isinstance(spec_, dict) else None
+    if arguments is not None and not isinstance(arguments, dict):
+        raise SpecError(f"{p}: spec.arguments must be a mapping (with parameters)")
+    params = (arguments.get("parameters") if isinstance(arguments, dict) else None) or []
+    if not isinstance(params, list):
+        raise SpecError(f"{p}: spec.arguments.parameters must be a list of {{name, value}}")
+    raw: dict[str, str] = dict(DEFAULTS)
+    seen: set[str] = set()
+    for entry in params:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise SpecError(f"{p}: every spec.arguments.parameters entry needs a name; got {entry!r}")
+        if entry["name"] not in PARAMS:
+            raise SpecError(f"{p}: unknown parameter {entry['name']!r}; known: {', '.join(PARAMS)}")
+        if "value" not in entry:
+            raise SpecError(f"{p}: parameter {entry['name']!r} has no value")
+        if entry["name"] in seen:
+            raise SpecError(f"{p}: parameter {entry['name']!r} is listed twice in spec.arguments.parameters "
+                            "(Argo would take one silently); keep one")
+        seen.add(entry["name"])
+        raw[entry["name"]] = str(entry["value"])
+    for name, value in (overrides or {}).items():
+        if name not in PARAMS:
+            raise SpecError(f"unknown parameter {name!r} in -p; known: {', '.join(PARAMS)}")
+        raw[name] = value
+    if substrate:
+        raw["substrate"] = substrate
+    return from_parameters(raw, source=str(p))
+
+
+def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
+    """Validate a complete set of string parameters (defaults filled in) into a Sweep."""
+    raw = {**DEFAULTS, **raw}
+    unknown = sorted(set(raw) - set(PARAMS))
+    if unknown:
+        raise SpecError(f"{source}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    if "cnis" not in raw:
+        raise SpecError(f"{source}: parameter 'cnis' is required")
+    values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
+    from edgebench.plan import netem
+
+    for scenario in values["netem"]:
+        netem.resolve(scenario, custom=values["netem-custom"].get(scenario))  # unknown names: SpecError
+    if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
+        raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
+                        f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
+    return Sweep(source=source, raw=raw, values=values)

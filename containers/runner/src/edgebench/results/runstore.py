@@ -1,0 +1,68 @@
+"""One run's record: its manifest (docs/results-layout.md) and its directory of raw files. Every writer of runs
+(the phases, `edgebench import`) builds manifests here and writes run directories here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from edgebench.plan.cells import Run
+from edgebench.results.provenance import environment
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def write_run(directory: Path, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+    """Raw files first, the manifest last (atomically): a manifest marks a complete run."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in raw.items():
+        (directory / name).write_bytes(data)
+    tmp = directory / "manifest.json.part"
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True))
+    tmp.replace(directory / "manifest.json")
+
+
+def manifest(run: Run, status: str, started: str, *, error: str | None = None, metrics: dict | None = None,
+             raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
+             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
+             conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    cell, cm = run.cell, run.cell.cni_info
+    return {
+        "schema_version": 1,
+        "sweep_id": cell.sweep_id,
+        "cell_id": cell.cell_id,
+        "run_id": run.run_id,
+        "substrate": cell.substrate,
+        "distribution": cell.distribution,
+        "cni": cell.cni,
+        "cni_mode": cell.cni_mode,
+        "datapath": cm.datapath,
+        "mtu": mtu,
+        "netem_scenario": cell.netem_scenario,
+        "tuning_profile": cell.tuning_profile,
+        "workload": run.workload,
+        "protocol": run.protocol,
+        "path": run.path,
+        "placement": run.placement,
+        "length_bytes": run.length_bytes,
+        "duration_s": run.duration_s,
+        "repetition": run.repetition,
+        "params": run.params if params is None else params,
+        "status": status,
+        "error": error,
+        "attempt": attempt,
+        "started_at": started,
+        "finished_at": now(),
+        "raw_files": raw_files or [],
+        "environment": env or environment(run.workload),
+        "metrics": metrics if status == "ok" else None,
+        # what was in force (docs/results-layout.md, "Link conditions, tuning, validity, resources")
+        "netem": (conditions or {}).get("netem"),
+        "tuning": (conditions or {}).get("tuning"),
+        "is_valid": (conditions or {}).get("is_valid", True),
+        "invalid_reason": (conditions or {}).get("invalid_reason"),
+    }

@@ -1,0 +1,259 @@
+"""Build the DuckDB warehouse from the raw results (dbt project in analytics/) and read a summary from it.
+
+Environment (the contract with the runner; defaults in parentheses):
+  EDGEBENCH_S3_ENDPOINT (http://127.0.0.1:9000), EDGEBENCH_S3_ACCESS_KEY (edgebench),
+  EDGEBENCH_S3_SECRET_KEY (edgebench-secret), EDGEBENCH_BUCKET (edgebench),
+  EDGEBENCH_WAREHOUSE (<repo>/.edgebench/warehouse.duckdb), EDGEBENCH_RAW_ROOT (s3://<bucket>, or a local
+  directory laid out like the bucket), EDGEBENCH_ANALYTICS_DIR (<repo>/analytics).
+
+The build writes a temporary DuckDB file beside the warehouse and swaps it in with os.replace() only when
+`dbt build` (models + data tests + unit tests) passed and found at least one run: readers such as the portal see
+the old or the new warehouse, never a half-built one, and a failed build leaves the previous warehouse in place.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from edgebench.errors import EdgebenchError
+
+
+class WarehouseError(EdgebenchError):
+    """dbt build failed, or the warehouse cannot be read."""
+
+
+class NoResultsError(WarehouseError):
+    """The raw root holds no run manifests yet."""
+
+
+def analytics_dir() -> Path:
+    """The dbt project: EDGEBENCH_ANALYTICS_DIR, else <repo>/analytics next to this source tree."""
+    if env := os.environ.get("EDGEBENCH_ANALYTICS_DIR"):
+        return Path(env).resolve()
+    # containers/runner/src/edgebench/results/warehouse.py -> parents[5] is the repository root
+    for candidate in (Path(__file__).resolve().parents[5] / "analytics", Path.cwd() / "analytics"):
+        if (candidate / "dbt_project.yml").is_file():
+            return candidate
+    raise WarehouseError("cannot find the dbt project analytics/; set EDGEBENCH_ANALYTICS_DIR")
+
+
+def default_warehouse_path() -> Path:
+    if env := os.environ.get("EDGEBENCH_WAREHOUSE"):
+        return Path(env).resolve()
+    return analytics_dir().parent / ".edgebench" / "warehouse.duckdb"
+
+
+def default_raw_root() -> str:
+    return os.environ.get("EDGEBENCH_RAW_ROOT") or f"s3://{os.environ.get('EDGEBENCH_BUCKET', 'edgebench')}"
+
+
+def ensure_httpfs() -> None:
+    """Install DuckDB's httpfs extension from the duckdb-extension-httpfs wheel, offline and idempotently.
+
+    DuckDB's extension site is not reachable here. The wheel ships the extension binary; laid out as a local
+    repository (<dir>/v<version>/<platform>/httpfs.duckdb_extension) it installs with INSTALL ... FROM '<dir>'
+    into ~/.duckdb/extensions, after which a plain INSTALL/LOAD httpfs (as dbt-duckdb does) stays offline.
+    """
+    con = duckdb.connect()
+    try:
+        installed = con.execute(
+            "select installed from duckdb_extensions() where extension_name = 'httpfs'").fetchone()
+        if not (installed and installed[0]):
+            spec = importlib.util.find_spec("duckdb_extension_httpfs")
+            files = sorted(Path(spec.submodule_search_locations[0]).rglob("httpfs.duckdb_extension")) \
+                if spec and spec.submodule_search_locations else []
+            if not files:
+                raise WarehouseError("httpfs is not installed and the duckdb-extension-httpfs package "
+                                     "(with httpfs.duckdb_extension) is missing; run `make venv`")
+            platform = con.execute("pragma platform").fetchone()[0]
+            with tempfile.TemporaryDirectory(prefix="edgebench-duckdb-ext-") as repo:
+                target = Path(repo) / f"v{duckdb.__version__}" / platform / "httpfs.duckdb_extension"
+                target.parent.mkdir(parents=True)
+                shutil.copyfile(files[0], target)
+                # INSTALL takes no prepared parameter: the repository is a quoted SQL string literal
+                con.execute(f"INSTALL httpfs FROM {_sql_string(repo)}")
+        con.execute("LOAD httpfs")
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _sql_string(text: str) -> str:
+    """A SQL string literal ('...' with embedded quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _dbt_executable() -> str:
+    exe = Path(sys.executable).parent / "dbt"
+    if exe.exists():
+        return str(exe)
+    if found := shutil.which("dbt"):
+        return found
+    raise WarehouseError(f"dbt not found next to {sys.executable} nor on PATH; run `make venv`")
+
+
+def _failure_lines(output: str, limit: int = 40) -> str:
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip() and not re.fullmatch(r"[\d:]+", ln.strip())]
+    for i, ln in enumerate(lines):  # dbt's own summary of what failed
+        if "Completed with" in ln and "error" in ln:
+            return "\n".join(lines[i:])[-6000:]
+    picked = [ln for ln in lines if "rror" in ln or "FAIL" in ln]
+    return "\n".join((picked or lines)[-limit:])
+
+
+def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
+          quiet: bool = False) -> None:
+    """Run `dbt build` for analytics/ into a fresh DuckDB file and atomically replace the warehouse with it.
+
+    Raises NoResultsError when the raw root holds no manifest (an empty warehouse would only hide a wrong
+    bucket/endpoint/root; the previous warehouse is kept), WarehouseError when dbt fails (with dbt's failing lines).
+    """
+    ensure_httpfs()
+    project = analytics_dir()
+    target = Path(warehouse_path).resolve() if warehouse_path else default_warehouse_path()
+    root = raw_root or default_raw_root()
+    if "://" not in root:  # a local directory laid out like the bucket
+        root = str(Path(root).resolve())
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+    work = tempfile.mkdtemp(prefix="edgebench-dbt-")  # dbt target/ and logs/
+    try:
+        # dbt names the DuckDB catalog after the file, so the temporary file keeps the final name and lives in a
+        # sibling directory (same filesystem, so os.replace() is an atomic rename)
+        with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as build_dir:
+            tmp_db = Path(build_dir) / target.name
+            env = {**os.environ,
+                   "EDGEBENCH_WAREHOUSE": str(tmp_db),
+                   "EDGEBENCH_RAW_ROOT": root,
+                   "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+                   "DBT_USE_COLORS": "false",
+                   "DBT_TARGET_PATH": str(Path(work) / "target"),  # no shared state: concurrent builds are safe
+                   "DBT_LOG_PATH": str(Path(work) / "logs")}
+            cmd = [_dbt_executable(), "build", "--project-dir", str(project), "--profiles-dir", str(project)]
+            code, text = _run(cmd, env, quiet)
+            if code != 0:
+                if "No files found that match the pattern" in text:
+                    raise NoResultsError(_no_results(root))
+                kept = target.parent / "dbt-last-failure"  # logs + compiled SQL of the failed build
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.move(work, kept)
+                raise WarehouseError(f"dbt build failed (exit {code}):\n"
+                                     f"{_failure_lines(text).replace(work, str(kept))}\n"
+                                     f"(dbt logs and compiled SQL: {kept})")
+            con = duckdb.connect(str(tmp_db))
+            try:
+                n_manifests = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
+                con.execute("checkpoint")
+            finally:
+                con.close()
+            if n_manifests == 0:
+                raise NoResultsError(_no_results(root))
+            stale_wal = target.with_name(target.name + ".wal")
+            if stale_wal.exists():  # a WAL of the file being replaced must not be replayed onto the new one
+                stale_wal.unlink()
+            os.replace(tmp_db, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _no_results(root: str) -> str:
+    return (f"no results yet: no runs/*/*/*/manifest.json under {root}. "
+            "Run `make sweep` first (the warehouse was left unchanged).")
+
+
+def _run(cmd: list[str], env: dict[str, str], quiet: bool) -> tuple[int, str]:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if not quiet:
+            sys.stdout.write(line)
+    return proc.wait(), "".join(lines)
+
+
+_SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
+                 "length_bytes", "cni", "cni_mode")
+
+# Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
+_SUMMARY_SQL = f"""
+with status as (
+    select {', '.join(_SUMMARY_KEYS)},
+           count(*) filter (where status = 'ok')          as n_ok,
+           count(*) filter (where status = 'failed')      as n_failed,
+           count(*) filter (where status = 'unsupported') as n_unsupported,
+           any_value(error) filter (where status <> 'ok') as error
+    from fct_iperf3_runs
+    group by all
+)
+select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
+       o.is_significant
+from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
+order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
+         cni = 'host' desc, cni, cni_mode
+"""
+
+
+def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
+    unsupported) and, from the cmp_iperf3_vs_host mart, mean throughput, its 95% CI, the host baseline and
+    overhead_pct. For the table printed after a sweep."""
+    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
+    try:
+        cur = con.execute(_SUMMARY_SQL)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read iperf3 summary from {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
+    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
+    host, Table II of seed 000), for the table printed after a sweep."""
+    return _query("""
+        select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
+               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p99_us,
+               latency_p90_overhead_pct
+        from cmp_dds_vs_host where dds_mode = 'latency'
+        order by all""", warehouse_path)
+
+
+def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
+    return _query("""
+        select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
+               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p90_ms,
+               response_p50_overhead_pct
+        from cmp_http_vs_host
+        order by all""", warehouse_path)

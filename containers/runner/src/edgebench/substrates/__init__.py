@@ -1,0 +1,23 @@
+"""Substrates: where a cell's cluster is built. The interface (base.py: Provider, Endpoint, Unsupported), the
+local network-namespace testbed (local/) and real clusters, kind or k3s/k0s/MicroK8s/kubeadm over SSH
+(clusters/), side by side. get() gives a cell its provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from edgebench.substrates.base import Provider
+
+
+def get(substrate: str, testbed: Any = None, *, cell: Any = None, workdir: Path | None = None,
+        inventory: str | None = None, ssh_key: str | None = None, known_hosts: str | None = None) -> Provider:
+    """The provider of a cell. ssh/kind need the cell and its work dir (the kubeconfig lives there); ssh also the
+    node inventory and the SSH key (defaults: $EDGEBENCH_INVENTORY / $EDGEBENCH_SSH_KEY or the Argo mounts)."""
+    if substrate == "local":
+        from edgebench.substrates.local.provider import LocalProvider
+
+        return LocalProvider(testbed, cell)
+    from edgebench.substrates import clusters
+
+    return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts)

@@ -1,0 +1,100 @@
+"""The substrate interface, declared once: what a cell's phases and the workloads may ask of a substrate.
+
+A substrate builds a cell's cluster, installs a CNI mode, gives endpoints (where a workload process runs and the
+address peers use) and optionally shapes the link and tunes the nodes. `local` (the network-namespace testbed,
+local/provider.py: LocalProvider) and real clusters (`kind`, `ssh`: clusters.ClusterProvider) implement it side by side.
+Every capability is a real method; one a substrate lacks raises Unsupported with the reason, which the phases
+record on the cell's runs (never replaced by something else).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Protocol, Sequence
+
+from edgebench.plan.catalog import CniMode
+from edgebench.errors import EdgebenchError
+
+
+class Unsupported(EdgebenchError):
+    """The substrate cannot do this here (a datapath the kernel lacks, a capability not implemented); str() is
+    the reason."""
+
+
+class Endpoint(Protocol):
+    """Where a workload process runs and the address peers use to reach it."""
+
+    ip: str
+
+    def cmd(self, argv: Sequence[str]) -> list[str]:
+        """argv wrapped to run at the endpoint (ip netns exec, kubectl exec, ...)."""
+        ...
+
+
+class Provider(ABC):
+    name: str = ""
+
+    # ---- the cell's cluster ----------------------------------------------------------------------------------
+    @abstractmethod
+    def provision(self) -> None:
+        """Create the cell's cluster, replacing a leftover one."""
+
+    @abstractmethod
+    def install_cni(self, cm: CniMode) -> dict[str, Any]:
+        """Install the CNI mode; {"mtu", "cni_version", "distribution_version"} read back. Unsupported if the
+        datapath cannot be built here."""
+
+    @abstractmethod
+    def teardown(self) -> list[str]:
+        """Remove the cluster and everything the CNI left behind; idempotent. Returns what was removed."""
+
+    # ---- endpoints and services ------------------------------------------------------------------------------
+    @abstractmethod
+    def client(self, placement: str = "cross-node") -> Endpoint: ...
+
+    @abstractmethod
+    def server(self, placement: str) -> Endpoint: ...
+
+    @abstractmethod
+    def peers(self, placement: str) -> list[Endpoint]:
+        """Endpoints for DDS subscribers (as many as the substrate has for the placement)."""
+
+    @abstractmethod
+    def read_mtu(self, ep: Endpoint) -> int: ...
+
+    @abstractmethod
+    def multicast_reason(self, placement: str) -> str | None:
+        """Why multicast does not reach the placement's peers, or None if it does."""
+
+    @abstractmethod
+    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> str | None:
+        """A ClusterIP service to backend:port; returns the ClusterIP if the substrate chose it."""
+
+    @abstractmethod
+    def flush_services(self) -> None: ...
+
+    # ---- conditions: optional capabilities -------------------------------------------------------------------
+    def apply_tuning(self, profile: str) -> dict[str, Any]:
+        """Apply a tuning profile; the manifest's `tuning` object (requested, readback, unsupported, mtu)."""
+        raise Unsupported(f"tuning profile {profile!r} is not applied on {self.name} substrates by this version "
+                          "of edgebench")
+
+    def apply_netem(self, scenario: Any) -> dict[str, Any]:
+        """Apply a link condition (netem.Scenario); the manifest's `netem` object."""
+        raise Unsupported(f"link condition {scenario.name!r} is not applied on {self.name} substrates by this "
+                          "version of edgebench")
+
+    def netem_readback(self) -> str:
+        """What the link shaping in force reads back as (tc qdisc show ...); empty if nothing is shaped."""
+        return ""
+
+    def conditions_problem(self) -> str | None:
+        """Why the applied link condition is no longer in force, or None."""
+        return None
+
+    def revert_conditions(self) -> None:
+        """Undo tuning and link conditions (before teardown)."""
+
+    def workload_pids(self) -> dict[str, int]:
+        """{name: pid} of the workload processes, for CPU/memory sampling."""
+        raise Unsupported(f"resource sampling of workload processes is not available on {self.name} substrates")

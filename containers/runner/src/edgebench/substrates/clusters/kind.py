@@ -1,0 +1,54 @@
+"""kind pieces: the cluster config of a cell (not a Kubernetes object) and the create/delete commands."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from typing import Any
+
+from edgebench.substrates.clusters.cni import CniPlan
+from edgebench.substrates.clusters.matrix import distributions
+
+
+def subnets(cell_id: str) -> tuple[str, str]:
+    """Distinct pod/service subnets per cell (so concurrent or multi-cluster kind clusters never overlap):
+    pod 10.<100..163>.0.0/16, service 10.<200..231>.<n>.0/20-style slots derived from the cell id."""
+    slot = int(hashlib.sha256(cell_id.encode()).hexdigest(), 16) % 32
+    pod = ipaddress.ip_network(f"10.{100 + slot}.0.0/16")
+    svc = ipaddress.ip_network(f"10.{200 + slot}.0.0/16")
+    return str(pod), str(svc)
+
+
+def cluster_name(cell_id: str) -> str:
+    return f"eb-{cell_id.removeprefix('c-')}"[:32]
+
+
+def config(cni: CniPlan, workers: int = 2, pod_subnet: str | None = None, service_subnet: str | None = None) -> dict[str, Any]:
+    d = distributions()["kind"]
+    s = cni.dist_settings
+    networking: dict[str, Any] = {"disableDefaultCNI": bool(s.get("disable_default_cni")),
+                                  "kubeProxyMode": s.get("kube_proxy_mode", "iptables"),
+                                  "podSubnet": pod_subnet or d["pod_cidr"],
+                                  "serviceSubnet": service_subnet or d["service_cidr"]}
+    return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "networking": networking,
+            "nodes": [{"role": "control-plane", "image": d["node_image"]}]
+            + [{"role": "worker", "image": d["node_image"]} for _ in range(workers)]}
+
+
+def create_argv(name: str, config_path: str, kubeconfig: str) -> list[str]:
+    return ["kind", "create", "cluster", "--name", name, "--config", config_path, "--kubeconfig", kubeconfig,
+            "--wait", "0s"]
+
+
+def delete_argv(name: str, kubeconfig: str | None = None) -> list[str]:
+    argv = ["kind", "delete", "cluster", "--name", name]
+    return argv + (["--kubeconfig", kubeconfig] if kubeconfig else [])
+
+
+def node_names(name: str, workers: int = 2) -> list[str]:
+    return [f"{name}-control-plane"] + [f"{name}-worker" + (str(i) if i > 1 else "") for i in range(1, workers + 1)]
+
+
+def node_exec(node: str, script: str) -> list[str]:
+    """Run a script inside a kind node container (e.g. installing CNI plugins flannel needs)."""
+    return ["docker", "exec", node, "sh", "-c", script]

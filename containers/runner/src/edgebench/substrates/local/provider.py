@@ -1,0 +1,136 @@
+"""The local testbed as a substrate (substrates/base.py): LocalProvider.
+
+`local` is the network-namespace testbed. `kind` (a kind cluster per cell, needs Docker) and `ssh` (k3s, k0s,
+MicroK8s or kubeadm installed on an inventory of real nodes) are edgebench.substrates.clusters.ClusterProvider.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgebench.plan.catalog import CniMode
+from edgebench.substrates.base import Provider
+from edgebench.substrates.local.testbed import Endpoint, Testbed
+
+
+class LocalProvider(Provider):
+    """The embedded default: real kernel datapaths in network namespaces on this machine."""
+
+    name = "local"
+
+    def __init__(self, testbed: Testbed | None = None, cell: Any = None):
+        self.testbed = testbed or Testbed()
+        self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
+        self._netem_on = False
+
+    # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
+    def provision(self) -> None:
+        from edgebench.plan import tuning
+
+        self.testbed.provision(tuning.lan_mtu_for(self.tuning_profile))
+
+    def install_cni(self, cm: CniMode) -> dict:
+        from edgebench.plan import tuning
+
+        return self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
+
+    def _nodes(self) -> list[str]:
+        return [self.testbed.node_ns(i) for i in range(1, self.testbed.nodes + 1)]
+
+    def _pods(self) -> list[str]:
+        from edgebench.substrates.local.datapath import PODS_PER_NODE
+
+        wanted = {self.testbed.pod_ns(i, j) for i in range(1, self.testbed.nodes + 1) for j in range(1, PODS_PER_NODE + 1)}
+        return [ns for ns in self.testbed.namespaces() if ns in wanted]  # none with host networking
+
+    def apply_tuning(self, profile: str) -> dict:
+        from edgebench.substrates.local import tuning as tuning_local
+
+        return tuning_local.apply_local(self._nodes(), self._pods(), profile)
+
+    def apply_netem(self, scenario) -> dict:
+        from edgebench.substrates.local import netem as netem_local
+
+        peers = None
+        if scenario.scope == "inter-group":  # on one testbed the groups are the nodes: shape node-to-node only
+            from edgebench.substrates.local.datapath import node_ip, pod_cidr
+
+            n = self.testbed.nodes
+            peers = {self.testbed.node_ns(i): [x for j in range(1, n + 1) if j != i for x in (node_ip(j), str(pod_cidr(j)))]
+                     for i in range(1, n + 1)}
+        obj = netem_local.apply_local(self._nodes(), "eth0", scenario, scope_peers=peers)
+        self._netem_on = obj.get("mechanism") != "none" or scenario.rate_mbit is not None
+        return obj
+
+    def netem_readback(self) -> str:
+        from edgebench.substrates.local import netem as netem_local
+
+        return netem_local.readback_local(self._nodes(), "eth0")
+
+    def conditions_problem(self) -> str | None:
+        """Why the applied link condition is no longer in force (e.g. the emulator died), or None."""
+        from edgebench.substrates.local import netem as netem_local
+
+        return netem_local.check_local(self._nodes(), "eth0") if self._netem_on else None
+
+    def revert_conditions(self) -> None:
+        from edgebench.substrates.local import netem as netem_local
+        from edgebench.substrates.local import tuning as tuning_local
+
+        if self.testbed.namespaces():
+            netem_local.revert_local(self._nodes(), "eth0")
+            tuning_local.revert_local(self._nodes(), self._pods())
+
+    def workload_pids(self) -> dict[str, int]:
+        """Every process running in the testbed's namespaces (the workload tools), named comm@namespace; the netem
+        emulator is part of the link, not of the workload. Reads /proc directly (no subprocess per sample), so the
+        sampling itself costs the measured machine next to nothing."""
+        import os
+
+        inodes = {}
+        try:
+            names = [n for n in os.listdir("/run/netns") if n.startswith(self.testbed.prefix + "-")]
+        except OSError:
+            names = []
+        for ns in names:
+            try:
+                inodes[os.stat(f"/run/netns/{ns}").st_ino] = ns
+            except OSError:
+                continue
+        out = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                ino = os.stat(f"/proc/{pid}/ns/net").st_ino
+                if ino not in inodes:
+                    continue
+                comm = open(f"/proc/{pid}/comm").read().strip()
+            except OSError:
+                continue
+            if not comm.startswith("edgebench-netem"):
+                out[f"{comm}@{inodes[ino]}"] = int(pid)
+        return out
+
+    def client(self, placement: str = "cross-node") -> Endpoint:
+        return self.testbed.client()
+
+    def server(self, placement: str) -> Endpoint:
+        return self.testbed.server(placement)
+
+    def read_mtu(self, ep: Endpoint) -> int:
+        return self.testbed.read_mtu(ep)
+
+    def peers(self, placement: str) -> list[Endpoint]:
+        return self.testbed.peers(placement)
+
+    def multicast_reason(self, placement: str) -> str | None:
+        return self.testbed.multicast_reason(placement)
+
+    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> None:
+        self.testbed.add_service(cluster_ip, port, backend)
+        return None
+
+    def flush_services(self) -> None:
+        self.testbed.flush_services()
+
+    def teardown(self) -> list[str]:
+        return self.testbed.down()

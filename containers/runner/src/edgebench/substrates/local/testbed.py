@@ -1,0 +1,251 @@
+"""The local testbed: real kernel datapaths in Linux network namespaces (no Kubernetes, no Docker).
+
+  <prefix>-lan        the emulated LAN: bridge lan0, one veth per node
+  <prefix>-n<i>       node i: eth0 = 10.77.0.(10+i)/24 on the LAN, pod CIDR 10.244.<i>.0/24, forwarding on
+  <prefix>-n<i>-p<j>  pod j on node i, attached the way the CNI mode attaches pods (bridge or ptp)
+
+Inter-node pod traffic crosses the LAN the way the mode's datapath carries it (routes, VXLAN, Geneve, IPIP,
+WireGuard, IPsec). ClusterIP services are nftables DNAT rules in every node, as kube-proxy's iptables rules.
+Every name carries the prefix; `down` deletes every namespace with it (and kills what runs inside), so it also
+cleans up after a killed run. A datapath this kernel cannot build raises Unsupported with the kernel's reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from edgebench import sh
+from edgebench.plan.catalog import CniMode
+from edgebench.errors import EdgebenchError, NotRootError
+from edgebench.substrates.base import Unsupported
+from edgebench.substrates.local.datapath import PODS_PER_NODE, SVC_TABLE, Datapath, node_ip, pod_ip
+
+STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
+
+
+def default_prefix() -> str:
+    return os.environ.get("EDGEBENCH_TESTBED_PREFIX", "eb")
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise NotRootError(
+            "the local testbed creates network namespaces and needs root: run as root (e.g. `sudo make sweep`)"
+        )
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A testbed endpoint (substrate.Endpoint): a namespace and the address peers use to reach it."""
+
+    ns: str
+    ip: str
+    node: int
+
+    def cmd(self, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *argv]
+
+
+class Testbed(Datapath):
+    __test__ = False  # not a pytest class
+    def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run):
+        self.prefix = prefix or default_prefix()
+        if not self.prefix.replace("-", "").isalnum() or len(self.prefix) > 12:
+            raise EdgebenchError(f"testbed prefix {self.prefix!r} must be short (<=12) letters/digits/'-'")
+        self.nodes = nodes
+        self._run = runner
+
+    # names ---------------------------------------------------------------------------------------
+    @property
+    def lan_ns(self) -> str:
+        return f"{self.prefix}-lan"
+
+    def node_ns(self, i: int) -> str:
+        return f"{self.prefix}-n{i}"
+
+    def pod_ns(self, i: int, j: int) -> str:
+        return f"{self.prefix}-n{i}-p{j}"
+
+    @property
+    def state_file(self) -> Path:
+        return STATE_DIR / f"testbed-{self.prefix}.json"
+
+    def _ns(self, ns: str, *argv: str, check: bool = True, input: str | None = None) -> str:
+        return self._run(["ip", "netns", "exec", ns, *argv], check=check, input=input)
+
+    def _ip(self, ns: str, *argv: str, check: bool = True) -> str:
+        return self._run(["ip", "-n", ns, *argv], check=check)
+
+    # discovery -----------------------------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        out = self._run(["ip", "-j", "netns", "list"], check=False) or "[]"
+        names = [n["name"] for n in json.loads(out)] if out.strip() else []
+        return sorted(n for n in names if n.startswith(self.prefix + "-"))
+
+    def probe(self, transport: str) -> str | None:
+        """None if this kernel can build `transport`, else the reason it cannot."""
+        checks = {
+            "routed": [],
+            "vxlan": [["ip", "link", "add", "p0", "type", "vxlan", "id", "1", "dstport", "4789"]],
+            "geneve": [["ip", "link", "add", "p0", "type", "geneve", "id", "1", "remote", "192.0.2.1"]],
+            "ipip": [["ip", "link", "add", "p0", "type", "ipip", "local", "192.0.2.2"]],
+            "wireguard": [["ip", "link", "add", "p0", "type", "wireguard"]],
+            "ipsec": [
+                ["ip", "xfrm", "state", "add", "src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp", "spi",
+                 "0x100", "mode", "tunnel", "aead", "rfc4106(gcm(aes))", "0x" + "00" * 20, "128"]
+            ],
+        }
+        if transport not in checks:
+            return f"unknown transport {transport!r}"
+        if not checks[transport]:
+            return None
+        ns = f"{self.prefix}-probe"
+        sh.ok(["ip", "netns", "del", ns])
+        self._run(["ip", "netns", "add", ns])
+        try:
+            for argv in checks[transport]:
+                good, err = sh.ok(["ip", "netns", "exec", ns, *argv])
+                if not good:
+                    return f"kernel has no {transport} support (`{' '.join(argv[:6])} ...`: {err})"
+            if transport == "wireguard" and not sh.which("wg"):
+                return "wireguard-tools (`wg`) is not installed"
+            return None
+        finally:
+            sh.ok(["ip", "netns", "del", ns])
+
+    # lifecycle -----------------------------------------------------------------------------------
+    def check(self, cm: CniMode) -> None:
+        """Raise Unsupported if this kernel (or the testbed) cannot build the mode's datapath. No side effects
+        outside a scratch namespace."""
+        if cm.local.get("unsupported"):
+            raise Unsupported(f"unsupported: {cm.local['unsupported']}")
+        reason = self.probe(cm.local["transport"])
+        if reason:
+            raise Unsupported(f"unsupported: {reason}")
+
+    def up(self, cm: CniMode, lan_mtu: int | None = None, pod_mtu: int | None = None) -> dict:
+        """provision() + install_cni(): the whole testbed for one CNI mode."""
+        require_root()
+        self.check(cm)
+        self.provision(lan_mtu)
+        return self.install_cni(cm, pod_mtu)
+
+    def provision(self, lan_mtu: int | None = None) -> None:
+        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix).
+        `lan_mtu` sets the node uplinks' MTU (jumbo frames: an MTU tuning profile); default 1500."""
+        require_root()
+        self.down()
+        try:
+            self._build_nodes(lan_mtu or 1500)
+        except BaseException:
+            self.down()
+            raise
+
+    def install_cni(self, cm: CniMode, pod_mtu: int | None = None) -> dict:
+        """Attach pods and connect nodes the way the mode's datapath does; returns the read-back state.
+        `pod_mtu` replaces the mode's default pod MTU (an MTU tuning profile).
+        Raises Unsupported (nothing built) if the kernel lacks the datapath; tears down on any other failure."""
+        require_root()
+        self.check(cm)
+        if pod_mtu:
+            cm = dataclasses.replace(cm, mtu=pod_mtu)
+        if not self.namespaces():
+            raise EdgebenchError(f"testbed {self.prefix} is not provisioned (no namespaces); provision it first")
+        self._host = cm.is_host
+        try:
+            self._build_datapath(cm)
+        except BaseException:
+            self.down()
+            raise
+        state = {"prefix": self.prefix, "nodes": self.nodes, "cni": cm.cni, "mode": cm.mode,
+                 "datapath": cm.datapath, "mtu": self.read_mtu(self.client()), "pid": os.getpid()}
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps(state, indent=2))
+        return state
+
+    def down(self) -> list[str]:
+        """Remove every namespace carrying the prefix (killing processes inside first). Idempotent."""
+        removed = []
+        for ns in self.namespaces():
+            pids = self._run(["ip", "netns", "pids", ns], check=False).split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            self._run(["ip", "netns", "del", ns], check=False)
+            removed.append(ns)
+        self.state_file.unlink(missing_ok=True)
+        return removed
+
+    def status(self) -> dict:
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else None
+        spaces = {}
+        for ns in self.namespaces():
+            out = self._run(["ip", "-n", ns, "-br", "addr"], check=False)
+            spaces[ns] = [" ".join(line.split()) for line in out.splitlines() if not line.startswith("lo ")]
+        return {"prefix": self.prefix, "up": bool(spaces), "state": state, "namespaces": spaces}
+
+    # endpoints -----------------------------------------------------------------------------------
+    def _is_host(self) -> bool:
+        if getattr(self, "_host", None) is not None:
+            return self._host
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        return state.get("datapath") == "host"
+
+    def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
+        """Pod `pod` of node `node`; with host networking every pod is its node's namespace."""
+        host = self._is_host() if host is None else host
+        if host:
+            return Endpoint(self.node_ns(node), node_ip(node), node)
+        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node)
+
+    def client(self) -> Endpoint:
+        return self.endpoint(1, 1)
+
+    def server(self, placement: str) -> Endpoint:
+        return self.endpoint(1, 2) if placement == "same-node" else self.endpoint(2, 1)
+
+    def pods(self, node: int) -> list[Endpoint]:
+        return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
+
+    def peers(self, placement: str) -> list[Endpoint]:
+        """Where subscribers go: the other node's pods (cross-node) or node 1's pods after the client."""
+        return self.pods(2) if placement == "cross-node" else self.pods(1)[1:]
+
+    def multicast_reason(self, placement: str) -> str | None:
+        """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
+
+        The testbed floods multicast only within one L2 segment: the LAN (host networking) and one node's pod
+        bridge. It routes no multicast between nodes and its tunnels carry no BUM traffic."""
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        datapath = state.get("datapath", "?")
+        if self._is_host() or (placement == "same-node" and datapath.startswith("bridge-")):
+            return None
+        where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
+        return f"the {datapath} datapath carries no multicast {where} on the local testbed"
+
+    def read_mtu(self, ep: Endpoint) -> int:
+        dev = "eth0"
+        info = json.loads(self._run(["ip", "-n", ep.ns, "-j", "link", "show", "dev", dev]))
+        return int(info[0]["mtu"])
+
+    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> None:
+        """ClusterIP -> backend for TCP and UDP, in every node (prerouting for pods, output for host pods)."""
+        for i in range(1, self.nodes + 1):
+            ns = self.node_ns(i)
+            for proto in ("tcp", "udp"):
+                for chain in ("prerouting", "output"):
+                    self._ns(ns, "nft", "add", "rule", "ip", SVC_TABLE, chain, "ip", "daddr", cluster_ip, proto,
+                             "dport", str(port), "dnat", "to", f"{backend.ip}:{port}")
+
+    def flush_services(self) -> None:
+        for i in range(1, self.nodes + 1):
+            for chain in ("prerouting", "output"):
+                self._ns(self.node_ns(i), "nft", "flush", "chain", "ip", SVC_TABLE, chain)

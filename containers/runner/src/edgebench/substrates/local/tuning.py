@@ -1,0 +1,224 @@
+"""Node tuning on the local testbed: the profiles resolved and rendered by tuning.py, applied to what a network
+namespace can carry, read back, and reverted from a snapshot. See tuning.py for the rules."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from edgebench import sh
+from edgebench.plan.tuning import (_norm, _str, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
+                     profile, requested, target_value)
+
+Runner = Callable[..., str]
+
+
+def _nsx(ns: str, argv: Sequence[str]) -> list[str]:
+    return ["ip", "netns", "exec", ns, *argv]
+
+
+def _host_sysctl(key: str) -> str | None:
+    try:
+        return _norm(Path("/proc/sys", *key.split(".")).read_text())
+    except OSError:
+        return None
+
+
+def _ns_sysctl(ns: str, key: str) -> str | None:
+    good, _ = sh.ok(_nsx(ns, ["test", "-e", "/proc/sys/" + key.replace(".", "/")]))
+    if not good:
+        return None
+    out = sh.run(_nsx(ns, ["sysctl", "-n", key]), check=False)
+    return _norm(out) if out.strip() else None
+
+
+@lru_cache(maxsize=None)
+def namespace_support(key: str, value: str) -> str | None:
+    """None if `key` can be set per network namespace, else the reason. Only net.* keys are tried, and only in
+    a scratch namespace; a write that shows up on the host is undone at once and reported."""
+    if not key.startswith("net."):
+        return "global sysctl (not per network namespace): not applied on the local testbed"
+    ns = f"ebn-probe-tune-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    sh.run(["ip", "netns", "add", ns])
+    try:
+        if _ns_sysctl(ns, key) is None:
+            return "not available inside a network namespace on this kernel (global sysctl)"
+        host_before = _host_sysctl(key)
+        current = _ns_sysctl(ns, key)
+        target = target_value(value, current)
+        good, err = sh.ok(_nsx(ns, ["sysctl", "-w", f"{key}={target}"]))
+        after = _ns_sysctl(ns, key)
+        host_after = _host_sysctl(key)
+        if host_after != host_before and host_before is not None:
+            sh.ok(["sysctl", "-qw", f"{key}={host_before}"])  # restore: it is global after all
+            return "global sysctl (a write inside a namespace changed the host): not applied"
+        if not good or not matches(target, after):
+            # e.g. net.core.rmem_max on 6.x: visible but read-only (0444) outside the initial namespace, and
+            # procps sysctl still exits 0 on EINVAL, hence the read-back
+            why = err.splitlines()[-1] if err and "error" in err.lower() or "invalid" in (err or "").lower() else \
+                f"wrote {target}, reads {after}"
+            return f"read-only inside a network namespace (global sysctl): {why}"
+        return None
+    finally:
+        sh.ok(["ip", "netns", "del", ns])
+
+
+def _state_file(namespaces: Sequence[str]) -> Path:
+    key = hashlib.sha1("\n".join(namespaces).encode()).hexdigest()[:12]
+    return Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench")) / "tuning" / f"{key}.json"
+
+
+def _read_features(ns: str, dev: str) -> dict[str, str]:
+    return parse_ethtool_features(sh.run(_nsx(ns, ["ethtool", "-k", dev]), check=False))
+
+
+def _read_rings(ns: str, dev: str) -> dict[str, dict[str, str]]:
+    return parse_ethtool_rings(sh.run(_nsx(ns, ["ethtool", "-g", dev]), check=False))
+
+
+def _read_mtu(ns: str, dev: str) -> int | None:
+    out = sh.run(["ip", "-n", ns, "-j", "link", "show", "dev", dev], check=False)
+    try:
+        return int(json.loads(out)[0]["mtu"])
+    except (ValueError, IndexError, KeyError):
+        return None
+
+
+def _readback(namespaces: Sequence[str], dev: str, req: Mapping[str, str],
+              unsupported: Mapping[str, str]) -> dict[str, str | None]:
+    """One value per setting: the common value over the namespaces, or 'mixed: ns=v, ...'."""
+    per: dict[str, dict[str, str | None]] = {}
+    feats = {ns: _read_features(ns, dev) for ns in namespaces} if any(k.startswith("ethtool.") for k in req) else {}
+    rings = {ns: _read_rings(ns, dev) for ns in namespaces} if any(k.startswith("ethtool.ring.") for k in req) else {}
+    for key in req:
+        if key in unsupported or key == "mtu":
+            continue
+        vals: dict[str, str | None] = {}
+        for ns in namespaces:
+            if key.startswith("ethtool.ring."):
+                vals[ns] = rings[ns]["current"].get(key.rsplit(".", 1)[1])
+            elif key.startswith("ethtool."):
+                v = feats[ns].get(key.split(".", 1)[1])
+                vals[ns] = v.split()[0] if v else None
+            else:
+                vals[ns] = _ns_sysctl(ns, key)
+        per[key] = vals
+    out: dict[str, str | None] = {}
+    for key, vals in per.items():
+        distinct = set(vals.values())
+        out[key] = distinct.pop() if len(distinct) == 1 else "mixed: " + ", ".join(f"{n}={v}" for n, v in vals.items())
+    return out
+
+
+def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], profile_name: str,
+                dev: str = "eth0", pod_dev: str = "eth0", runner: Runner = sh.run) -> dict:
+    """Apply what the namespaces can carry; returns the manifest `tuning` object. sysctls go to every node and
+    pod namespace (each has its own TCP stack), ethtool settings to `dev`/`pod_dev` (the veth ends). MTU
+    profiles are applied by the testbed at build time (see mtu_for); here the pod MTU is only read back."""
+    p = profile(profile_name)
+    req = requested(profile_name)
+    namespaces = [*node_namespaces, *pod_namespaces]
+    unsupported: dict[str, str] = {k: f"host setting: {why}; not applied on the local testbed"
+                                   for k, why in p["host"].items()}
+    for key, value in p["sysctl"].items():
+        reason = namespace_support(key, _str(value))
+        if reason:
+            unsupported[key] = reason
+    snapshot: dict[str, dict[str, str]] = {}
+    state_file = _state_file(namespaces)
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    # snapshot first (also for settings we will skip per device)
+    for ns in namespaces:
+        snap: dict[str, str] = {}
+        for key in p["sysctl"]:
+            if key not in unsupported:
+                cur = _ns_sysctl(ns, key)
+                if cur is not None:
+                    snap[key] = cur
+        if p["ethtool"]:
+            d = dev if ns in node_namespaces else pod_dev
+            feats = _read_features(ns, d)
+            for f in p["ethtool"].get("features") or {}:
+                if f in feats:
+                    snap[f"ethtool.{f}"] = feats[f].split()[0]
+            rings = _read_rings(ns, d)["current"]
+            for r in p["ethtool"].get("ring") or {}:
+                if r in rings:
+                    snap[f"ethtool.ring.{r}"] = rings[r]
+        snapshot[ns] = snap
+    state = {"profile": profile_name, "dev": dev, "pod_dev": pod_dev, "node_namespaces": list(node_namespaces),
+             "pod_namespaces": list(pod_namespaces), "snapshot": snapshot}
+    state_file.write_text(json.dumps(state, indent=1))
+
+    for ns in namespaces:
+        d = dev if ns in node_namespaces else pod_dev
+        for key, value in p["sysctl"].items():
+            if key in unsupported:
+                continue
+            good, err = sh.ok(_nsx(ns, ["sysctl", "-qw", f"{key}={target_value(_str(value), snapshot[ns].get(key))}"]))
+            if not good:
+                unsupported[key] = f"write failed in {ns}: {err}"
+        feats = p["ethtool"].get("features") or {}
+        for f, v in feats.items():
+            key = f"ethtool.{f}"
+            if key in unsupported:
+                continue
+            good, err = sh.ok(_nsx(ns, ["ethtool", "-K", d, f, _str(v)]))
+            cur = _read_features(ns, d).get(f, "")
+            if not good and ethtool_unsupported(err) or "[fixed]" in cur and not matches(_str(v), cur.split()[0]):
+                unsupported[key] = f"{d} ({ns}): {err or cur}"
+        ring = p["ethtool"].get("ring") or {}
+        if ring:
+            rings = _read_rings(ns, d)
+            args: list[str] = []
+            for r, v in ring.items():
+                mx = rings["max"].get(r)
+                if not mx or mx.lower() in ("n/a", "0"):
+                    unsupported[f"ethtool.ring.{r}"] = f"{d} ({ns}) has no {r} ring setting"
+                    continue
+                args += [r, str(min(int(v), int(mx)))]
+                if int(mx) < int(v):
+                    unsupported[f"ethtool.ring.{r}"] = f"{d} ({ns}) maximum is {mx}: set to {mx}"
+            if args:
+                good, err = sh.ok(_nsx(ns, ["ethtool", "-G", d, *args]))
+                if not good:
+                    for r in ring:
+                        unsupported.setdefault(f"ethtool.ring.{r}", f"{d} ({ns}): {err}")
+    readback = _readback(namespaces, dev, req, unsupported) if len({dev, pod_dev}) == 1 else \
+        {**_readback(list(node_namespaces), dev, req, unsupported),
+         **{k: v for k, v in _readback(list(pod_namespaces), pod_dev, req, unsupported).items()}}
+    mtu_ns = pod_namespaces[0] if pod_namespaces else (node_namespaces[0] if node_namespaces else None)
+    mtu = _read_mtu(mtu_ns, pod_dev if pod_namespaces else dev) if mtu_ns else None
+    if "mtu" in req:
+        # the pod MTU is profile MTU minus the datapath overhead; what counts is the LAN/uplink MTU
+        readback["mtu"] = str(_read_mtu(node_namespaces[0], dev)) if node_namespaces else None
+    return {"profile": profile_name, "requested": req, "readback": readback, "unsupported": unsupported,
+            "mtu": mtu}
+
+
+def revert_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Restore the snapshot taken by apply_local (namespaces that are gone are skipped); returns it."""
+    namespaces = [*node_namespaces, *pod_namespaces]
+    sf = _state_file(namespaces)
+    if not sf.exists():
+        return {}
+    state = json.loads(sf.read_text())
+    existing = set(sh.run(["ip", "netns", "list"], check=False).split())
+    for ns, snap in state["snapshot"].items():
+        if ns not in existing:
+            continue
+        d = state["dev"] if ns in state["node_namespaces"] else state["pod_dev"]
+        for key, val in snap.items():
+            if key.startswith("ethtool.ring."):
+                sh.ok(_nsx(ns, ["ethtool", "-G", d, key.rsplit(".", 1)[1], val]))
+            elif key.startswith("ethtool."):
+                sh.ok(_nsx(ns, ["ethtool", "-K", d, key.split(".", 1)[1], val]))
+            else:
+                sh.ok(_nsx(ns, ["sysctl", "-qw", f"{key}={val}"]))
+    sf.unlink(missing_ok=True)
+    return state["snapshot"]

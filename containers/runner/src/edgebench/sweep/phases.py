@@ -1,0 +1,284 @@
+"""The phases of a cell. The Argo `sweep` DAG runs them as steps (`edgebench <phase> --cell ...`), the local
+runner calls the same functions in the same order (PHASES; a test checks the DAG against it).
+
+State between phases lives in the cell's work directory (`state.json`); on Argo the directory travels between
+steps as an artifact. Results are written as the raw layout of docs/results-layout.md under
+`<results>/runs/<sweep_id>/<cell_id>/<run_id>/`, which is the spool locally and the output artifact on Argo.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edgebench import workloads
+from edgebench.plan.cells import Cell, Run, runs_for
+from edgebench.errors import EdgebenchError
+from edgebench.results.provenance import environment
+from edgebench.results.runstore import manifest, now, write_run
+from edgebench.plan.spec import Sweep
+from edgebench.substrates.base import Provider, Unsupported
+
+
+Log = Callable[[str], None]
+Sink = Callable[[Run, dict[str, Any]], None]
+
+
+@dataclass
+class CellContext:
+    sweep: Sweep
+    cell: Cell
+    workdir: Path
+    results: Path
+    provider: Provider
+    log: Log = print
+    sink: Sink | None = None  # called after every stored run (the local runner uploads there)
+    only: set[str] | None = None  # run ids to (re)measure; None = all
+    attempts: dict[str, int] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        f = self.workdir / "state.json"
+        if f.exists():
+            self.state = json.loads(f.read_text())
+            if self.state.get("cell_id") not in (None, self.cell.cell_id):
+                raise EdgebenchError(f"{self.workdir} holds the state of cell {self.state['cell_id']}, "
+                                     f"not {self.cell.cell_id}")
+        self.state["cell_id"] = self.cell.cell_id
+
+    def save(self) -> None:
+        (self.workdir / "state.json").write_text(json.dumps(self.state, indent=2, sort_keys=True))
+
+    def run_dir(self, run: Run) -> Path:
+        return self.results / run.prefix
+
+    def runs(self, workload: str) -> list[Run]:
+        return [r for r in runs_for(self.sweep, self.cell) if r.workload == workload
+                and (self.only is None or r.run_id in self.only)]
+
+    def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+        write_run(self.run_dir(run), doc, raw)
+        self.state.setdefault("stored", [])
+        if run.run_id not in self.state["stored"]:
+            self.state["stored"].append(run.run_id)
+        self.save()
+        if self.sink:
+            self.sink(run, doc)
+
+
+def provision_cluster(ctx: CellContext) -> None:
+    """Create the cell's cluster (local: the LAN and node namespaces), replacing a leftover one."""
+    ctx.state["provisioned_at"] = now()
+    ctx.provider.provision()
+    ctx.state["provisioned"] = True
+    ctx.save()
+
+
+def install_cni(ctx: CellContext) -> None:
+    """Install the CNI mode and read back its MTU; a datapath the kernel lacks is recorded as unsupported."""
+    cm = ctx.cell.cni_info
+    try:
+        readback = ctx.provider.install_cni(cm)
+    except Unsupported as exc:
+        ctx.state.update(supported=False, reason=str(exc))
+        ctx.log(f"{cm.key}: {exc}")
+    else:
+        ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
+                         cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
+                         distribution_version=readback.get("distribution_version"))
+    ctx.save()
+
+
+def _cannot(ctx: CellContext, exc: Unsupported) -> None:
+    """The substrate lacks a capability the cell asks for: the cell's runs are recorded as unsupported."""
+    ctx.state.update(supported=False, reason=f"unsupported: {exc}")
+
+
+def tune_nodes(ctx: CellContext) -> None:
+    """Apply the cell's tuning profile where the substrate can carry it, read back what is in force, and record
+    what cannot be applied (e.g. a global sysctl inside a network namespace) as unsupported. A readback that does
+    not match the request makes the cell's runs invalid (kept, but out of the comparisons)."""
+    from edgebench.plan import tuning
+
+    profile = ctx.cell.tuning_profile
+    if ctx.state.get("supported") is False:
+        return
+    try:
+        ctx.state["tuning"] = ctx.provider.apply_tuning(profile)
+    except Unsupported as exc:
+        if profile != "default_settings":
+            _cannot(ctx, exc)
+        ctx.state["tuning"] = {"profile": profile, "requested": {}, "readback": {}, "unsupported": {},
+                               "mtu": ctx.state.get("mtu")}
+    valid, reason = tuning.validate(ctx.state["tuning"])
+    ctx.state.update(is_valid=valid, invalid_reason=reason)
+    ctx.save()
+
+
+def apply_netem(ctx: CellContext) -> None:
+    """Apply the cell's link condition (tc netem where the kernel has it, else the userspace NFQUEUE emulator on
+    the testbed; rate limits with htb/tbf) on every node's uplink and record the mechanism and readback."""
+    from edgebench.plan import netem
+
+    if ctx.state.get("supported") is False:
+        return
+    v = ctx.sweep.values
+    scenario = netem.resolve(ctx.cell.netem_scenario, custom=v["netem-custom"].get(ctx.cell.netem_scenario),
+                             scope=v["netem-scope"])
+    try:
+        ctx.state["netem"] = ctx.provider.apply_netem(scenario)
+    except Unsupported as exc:
+        if not scenario.untouched:
+            _cannot(ctx, exc)
+        ctx.state["netem"] = netem.manifest_object(scenario, "none", "")
+    ctx.save()
+
+
+def _unsupported_cell(ctx: CellContext, run: Run, attempt: int, env: dict[str, Any]) -> bool:
+    """Record the run as unsupported if the cell's datapath could not be built; True if it was."""
+    if ctx.state.get("supported") is False:
+        ctx.store(run, manifest(run, "unsupported", now(), error=ctx.state["reason"], attempt=attempt, env=env), {})
+        return True
+    if not ctx.state.get("supported"):
+        raise EdgebenchError("the CNI is not installed in this cell: run install-cni first")
+    return False
+
+
+Measurement = workloads.Measurement
+
+
+def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measurement]) -> None:
+    """The loop every run-* phase shares: skip what the cell cannot run, measure, store one manifest per run.
+    `measure` returns (raw files, metrics, error, params to record instead of the run's own); an error starting
+    with "unsupported:" records the run as unsupported, any other error as failed."""
+    env = {**environment(workload, (ctx.state.get("netem") or {}).get("mechanism")), "cni_version": ctx.state.get("cni_version"),
+           "distribution_version": ctx.state.get("distribution_version")}
+    for run in ctx.runs(workload):
+        attempt = ctx.attempts.get(run.run_id, 1)
+        if _unsupported_cell(ctx, run, attempt, env):
+            continue
+        started = now()
+        sampler = _sampler(ctx)
+        try:
+            raw, metrics, error, params = measure(run)
+        except Exception as exc:  # a setup command failed: record the run as failed, keep going
+            raw, metrics, error, params = {}, None, str(exc), None
+        finally:
+            samples = sampler.stop() if sampler else None
+        if samples:
+            raw["resources.json"] = json.dumps(samples).encode()
+        status = "ok" if error is None else "unsupported" if error.startswith("unsupported:") else "failed"
+        ctx.store(run, manifest(run, status, started, error=error, metrics=metrics, raw_files=sorted(raw),
+                                mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params,
+                                conditions=_conditions(ctx)), raw)
+
+
+IDLE_S = 0.5  # idle baseline sampled before every run (knb style)
+SAMPLE_INTERVAL_S = 0.25
+
+
+def _sampler(ctx: CellContext):
+    """Start CPU/memory sampling of the workload processes and the system: an idle phase, then the run."""
+    try:
+        ctx.provider.workload_pids()
+    except Unsupported:
+        return None
+    from edgebench.substrates.local import resources
+
+    sampler = resources.Sampler(ctx.provider.workload_pids, interval_s=SAMPLE_INTERVAL_S)
+    sampler.start()
+    time.sleep(IDLE_S)
+    sampler.mark_run()
+    return sampler
+
+
+def _conditions(ctx: CellContext) -> dict[str, Any]:
+    """netem, tuning and validity as in force after the run (the link condition is read back again)."""
+    netem_obj = dict(ctx.state.get("netem") or {})
+    valid, reason = ctx.state.get("is_valid", True), ctx.state.get("invalid_reason")
+    if netem_obj and netem_obj.get("mechanism") != "none":
+        netem_obj["readback"] = ctx.provider.netem_readback()
+        problem = ctx.provider.conditions_problem()
+        if problem:
+            valid, reason = False, f"link condition not in force: {problem}"
+    return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
+            "invalid_reason": reason}
+
+
+def run_workload(ctx: CellContext, name: str) -> None:
+    """Run the cell's runs of one workload (workloads/<name>.py), one manifest and the raw outputs each."""
+    _run_all(ctx, name, lambda run: workloads.REGISTRY[name].measure(ctx, run))
+
+
+def run_workloads(ctx: CellContext) -> None:
+    """Run the cell's runs of every workload it has, in registry order (iperf3, dds, http, ...); one manifest and
+    the raw tool outputs per run. A failed run is recorded, not repeated."""
+    for name in workloads.REGISTRY:
+        run_workload(ctx, name)
+
+
+def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
+    """Make sure every expected run has a manifest (a run that never finished gets a `failed` one with `reason`);
+    return the run ids. Uploading is the caller's (local: the spool flush; Argo: the output artifact)."""
+    stored = set(ctx.state.get("stored", []))
+    expected = [r for r in runs_for(ctx.sweep, ctx.cell) if ctx.only is None or r.run_id in ctx.only]
+    for run in expected:
+        if run.run_id not in stored:
+            ctx.store(run, manifest(run, "failed", now(), attempt=ctx.attempts.get(run.run_id, 1),
+                                    error=reason or "the run did not complete (no manifest was written)"), {})
+    return [r.run_id for r in expected]
+
+
+def merge_results(ctx: CellContext, sources: list[Path]) -> None:
+    """Copy the run directories of this cell from other result trees (the run-* steps' artifacts on Argo) into
+    ctx.results and note them as stored. Missing sources are skipped (a step that never ran has no artifact)."""
+    for src in sources:
+        cell_dir = src / "runs" / ctx.cell.sweep_id / ctx.cell.cell_id
+        if not cell_dir.is_dir():
+            continue
+        for run_dir in sorted(p for p in cell_dir.iterdir() if (p / "manifest.json").exists()):
+            dest = ctx.results / "runs" / ctx.cell.sweep_id / ctx.cell.cell_id / run_dir.name
+            shutil.copytree(run_dir, dest, dirs_exist_ok=True)
+            ctx.state.setdefault("stored", [])
+            if run_dir.name not in ctx.state["stored"]:
+                ctx.state["stored"].append(run_dir.name)
+    ctx.save()
+
+
+def teardown_cluster(ctx: CellContext) -> list[str]:
+    """Revert link conditions and tuning, then remove the cell's cluster and everything the CNI left behind.
+    Idempotent; runs on success and failure."""
+    try:
+        ctx.provider.revert_conditions()
+    except Exception as exc:  # the cluster goes away next anyway; say so and carry on
+        ctx.log(f"revert of tuning/netem failed ({exc}); removing the cluster anyway")
+    removed = ctx.provider.teardown()
+    ctx.state["torn_down_at"] = now()
+    ctx.save()
+    return removed
+
+
+FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
+    "provision-cluster": provision_cluster,
+    "install-cni": install_cni,
+    "tune-nodes": tune_nodes,
+    "apply-netem": apply_netem,
+    "run-workloads": run_workloads,
+    "collect-results": collect_results,
+    "teardown-cluster": teardown_cluster,
+}
+PHASES = tuple(FUNCTIONS)
+
+
+def run_cell(ctx: CellContext) -> None:
+    """All phases in order; teardown always runs, also on failure or interrupt."""
+    try:
+        for phase in PHASES[:-1]:
+            FUNCTIONS[phase](ctx)
+    finally:
+        teardown_cluster(ctx)

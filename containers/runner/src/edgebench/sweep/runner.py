@@ -1,0 +1,102 @@
+"""The local step runner: runs a sweep's cells through the phases (phases.PHASES), the order the Argo DAG uses.
+
+Every run ends in a manifest (ok, failed or unsupported) that is spooled and uploaded at once, so a failure or an
+interrupt mid-sweep loses nothing already measured; teardown always runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from edgebench import sh, workloads
+from edgebench.sweep import phases
+from edgebench import substrates
+from edgebench.plan.cells import Run, expand, runs_for
+from edgebench.results.runstore import now
+from edgebench.plan.spec import Sweep
+from edgebench.results.store import ResultStore, state_dir
+from edgebench.substrates.local.testbed import Testbed, require_root
+
+PHASES = phases.PHASES
+
+
+@dataclass
+class SweepReport:
+    sweep_id: str
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0, "unsupported": 0, "skipped": 0})
+    failures: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+Log = Callable[[str], None]
+
+
+def headline(doc: dict[str, Any]) -> str:
+    """The one figure a progress line shows for an ok run (the workload says which)."""
+    return workloads.REGISTRY[doc["workload"]].headline(doc["metrics"] or {})
+
+
+def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
+              testbed: Testbed | None = None) -> SweepReport:
+    require_root()
+    sh.require("ip", "bridge", "nft", "ss")
+    for name in dict.fromkeys(tool for tool, _ in sweep.values["workloads"]):
+        sh.require(*workloads.REGISTRY[name].tools)
+    store.check()
+    leftover = store.flush()
+    if leftover:
+        log(f"uploaded {leftover} object(s) left in the spool by an earlier run")
+    cells = expand(sweep)
+    report = SweepReport(sweep.sweep_id)
+    previous = {} if rerun else store.run_statuses(sweep.sweep_id)
+    store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", {
+        "sweep_id": sweep.sweep_id, "source": sweep.source, "parameters": sweep.raw, "written_at": now(),
+        "cells": [c.to_json() for c in cells],
+    })
+    total = sum(len(runs_for(sweep, c)) for c in cells)
+    progress = {"done": 0}
+    reasons: set[tuple[str, str]] = set()
+
+    def sink(run: Run, doc: dict[str, Any]) -> None:
+        store.flush()  # upload at once: nothing measured is lost if the sweep dies later
+        progress["done"] += 1
+        report.counts[doc["status"]] += 1
+        report.results.append(doc)
+        head = f"[{progress['done']}/{total}] {run.label}"
+        if doc["status"] == "ok":
+            log(f"{head}: {headline(doc)}")
+        elif doc["status"] == "failed":
+            report.failures.append(f"{run.label}: {doc['error']}")
+            log(f"{head}: FAILED {doc['error']}")
+        elif (run.cell.cell_id, doc["error"]) not in reasons:  # unsupported: each reason once per cell
+            reasons.add((run.cell.cell_id, doc["error"]))
+            log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
+
+    for cell in cells:
+        runs = runs_for(sweep, cell)
+        todo = {r.run_id for r in runs if previous.get(r.run_id, {}).get("status") != "ok"}
+        report.counts["skipped"] += len(runs) - len(todo)
+        progress["done"] += len(runs) - len(todo)
+        if not todo:
+            log(f"[{progress['done']}/{total}] {cell.cni}:{cell.cni_mode}: all {len(runs)} runs already stored, skipped")
+            continue
+        log(f"{cell.cni}:{cell.cni_mode}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
+        workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
+        shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
+        ctx = phases.CellContext(
+            sweep, cell, workdir=workdir, results=store.spool,
+            provider=substrates.get(cell.substrate, testbed), log=log, sink=sink, only=todo,
+            attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
+        )
+        try:
+            phases.run_cell(ctx)
+        except Exception as exc:  # a phase failed outright: the runs it left without a manifest are failed
+            log(f"{cell.cni}:{cell.cni_mode}: FAILED {exc}")
+            phases.collect_results(ctx, reason=f"{cell.cni}:{cell.cni_mode}: {exc}")
+        if ctx.state.get("supported") is False:
+            log(f"{cell.cni}:{cell.cni_mode}: {len(todo)} runs recorded as {ctx.state['reason']}")
+        shutil.rmtree(workdir, ignore_errors=True)
+    store.flush()
+    return report
