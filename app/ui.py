@@ -54,6 +54,27 @@ def query(fn: str, **kwargs):
         st.stop()
 
 
+def choose(prefix: str, substrates_fn: str, values_fn: str, filters: dict[str, str], empty: str
+           ) -> tuple[str, dict]:
+    """The selection every comparison page starts with: one substrate (never mixed), then the conditions it holds
+    fixed, each offering only values that exist given the ones to its left. Stops the page with `empty` when the
+    warehouse has nothing for it. Widget keys: <prefix>_substrate, <prefix>_<column> (no prefix: bare names)."""
+    require_warehouse()
+    substrates = query(substrates_fn)
+    if not substrates:
+        st.info(empty)
+        st.stop()
+    key = (lambda name: f"{prefix}_{name}") if prefix else (lambda name: name)
+    substrate = st.selectbox("Substrate", substrates, key=key("substrate"),
+                             help="Results of different substrates are never compared with each other.")
+    local_banner(substrate)
+    chosen: dict = {}
+    for col, (name, label) in zip(st.columns(len(filters)), filters.items()):
+        values = query(values_fn, substrate=substrate, column=name, **chosen)
+        chosen[name] = col.selectbox(label, values, key=key(name)) if values else None
+    return substrate, chosen
+
+
 def local_banner(substrate: str) -> None:
     if substrate == "local":
         st.warning(data.LOCAL_BANNER, icon=":material/lan:")

@@ -7,21 +7,8 @@ st.title("CNI datapaths")
 st.caption("iperf3 throughput of each CNI / mode against the host-network baseline measured under the same "
            "conditions. overhead % = (host - CNI) / host x 100: positive means slower than host.")
 
-ui.require_warehouse()
-substrates = ui.query("substrates")
-if not substrates:
-    st.info("The warehouse holds no iperf3 runs yet. Run `make sweep`.")
-    st.stop()
-
-# one substrate at a time: local-testbed and cluster results are never mixed
-substrate = st.selectbox("Substrate", substrates, key="substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}  # each filter offers only values that exist given the ones to its left
-for col, (name, label) in zip(st.columns(len(data.FILTERS)), data.FILTERS.items()):
-    values = ui.query("filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=name) if values else None
+substrate, filters = ui.choose("", "substrates", "filter_values", data.FILTERS,
+                               "The warehouse holds no iperf3 runs yet. Run `make sweep`.")
 
 df = ui.query("overhead", substrate=substrate, **filters)
 if df.empty:

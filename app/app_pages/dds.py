@@ -9,20 +9,8 @@ st.caption("Cyclone DDS ddsperf between pods: latency (ping/pong, RTT/2, 90th pe
            "% = (CNI - host) / host x 100, throughput overhead % = (host - CNI) / host x 100: positive = worse "
            "than host.")
 
-ui.require_warehouse()
-substrates = ui.query("dds_substrates")
-if not substrates:
-    st.info("The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
-    st.stop()
-
-substrate = st.selectbox("Substrate", substrates, key="dds_substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}
-for col, (name, label) in zip(st.columns(len(data.DDS_FILTERS)), data.DDS_FILTERS.items()):
-    values = ui.query("dds_filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=f"dds_{name}") if values else None
+substrate, filters = ui.choose("dds", "dds_substrates", "dds_filter_values", data.DDS_FILTERS,
+                               "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
 
 df = ui.query("dds_overhead", substrate=substrate, **filters)
 lat = df[df["dds_mode"] == "latency"]

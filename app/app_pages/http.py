@@ -8,20 +8,8 @@ st.caption("Sequential HTTP requests over one kept-alive connection to three ser
            "static-reply). Response times per request against the KPI boundaries each run carries "
            "(params.kpis_ms); an error response counts as beyond every KPI.")
 
-ui.require_warehouse()
-substrates = ui.query("http_substrates")
-if not substrates:
-    st.info("The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
-    st.stop()
-
-substrate = st.selectbox("Substrate", substrates, key="http_substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}
-for col, (name, label) in zip(st.columns(len(data.HTTP_FILTERS)), data.HTTP_FILTERS.items()):
-    values = ui.query("http_filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=f"http_{name}") if values else None
+substrate, filters = ui.choose("http", "http_substrates", "http_filter_values", data.HTTP_FILTERS,
+                               "The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
 
 requests = ui.query("http_requests", substrate=substrate, **filters)
 kpis = ui.query("http_kpis", substrate=substrate, **filters)

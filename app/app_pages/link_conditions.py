@@ -8,20 +8,8 @@ st.caption("Any metric against the emulated link condition (netem scenario) in f
            "mode: iperf3 throughput and RTT, DDS latency p50 / p90, HTTP response p50 / p90. Means over successful, "
            "valid runs; the scenario parameters are the ones read back from the system.")
 
-ui.require_warehouse()
-substrates = ui.query("netem_substrates")
-if not substrates:
-    st.info("The warehouse holds no runs yet. Run `make sweep`.")
-    st.stop()
-
-substrate = st.selectbox("Substrate", substrates, key="netem_substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}
-for col, (name, label) in zip(st.columns(len(data.NETEM_FILTERS)), data.NETEM_FILTERS.items()):
-    values = ui.query("netem_filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=f"netem_{name}") if values else None
+substrate, filters = ui.choose("netem", "netem_substrates", "netem_filter_values", data.NETEM_FILTERS,
+                               "The warehouse holds no runs yet. Run `make sweep`.")
 
 scenarios = ui.query("netem_scenarios", substrate=substrate, **filters)
 st.subheader("Scenarios")

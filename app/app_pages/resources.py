@@ -8,21 +8,9 @@ st.caption("CPU and RAM per CNI / mode while idle (before the workload starts) a
            "throughput of the same runs (after Fig. 1-2 of the knb-based CNI study). A component's figure is the sum "
            "over its processes per run, averaged over successful, valid runs. CPU in percent of one CPU.")
 
-ui.require_warehouse()
-substrates = ui.query("resource_substrates")
-if not substrates:
-    st.info("The warehouse holds no resource samples yet (resources.json is written by newer runs). "
-            "Run `make sweep`.")
-    st.stop()
-
-substrate = st.selectbox("Substrate", substrates, key="res_substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}
-for col, (name, label) in zip(st.columns(len(data.RESOURCE_FILTERS)), data.RESOURCE_FILTERS.items()):
-    values = ui.query("resource_filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=f"res_{name}") if values else None
+substrate, filters = ui.choose("res", "resource_substrates", "resource_filter_values", data.RESOURCE_FILTERS,
+                               "The warehouse holds no resource samples yet (resources.json is written by newer "
+                               "runs). Run `make sweep`.")
 
 df = ui.query("resource_usage", substrate=substrate, **filters)
 if df.empty:

@@ -8,20 +8,8 @@ st.caption("Each CNI / mode as a percentage of the host (physical) baseline meas
            "MTU and packet size: throughput efficiency = CNI / host x 100, DDS latency efficiency = host p50 / CNI "
            "p50 x 100. 100 % = as good as the host. Successful, valid runs only.")
 
-ui.require_warehouse()
-substrates = ui.query("tuning_substrates")
-if not substrates:
-    st.info("The warehouse holds no successful iperf3 or DDS runs yet. Run `make sweep`.")
-    st.stop()
-
-substrate = st.selectbox("Substrate", substrates, key="tuning_substrate",
-                         help="Results of different substrates are never compared with each other.")
-ui.local_banner(substrate)
-
-filters = {}
-for col, (name, label) in zip(st.columns(len(data.TUNING_FILTERS)), data.TUNING_FILTERS.items()):
-    values = ui.query("tuning_filter_values", substrate=substrate, column=name, **filters)
-    filters[name] = col.selectbox(label, values, key=f"tuning_{name}") if values else None
+substrate, filters = ui.choose("tuning", "tuning_substrates", "tuning_filter_values", data.TUNING_FILTERS,
+                               "The warehouse holds no successful iperf3 or DDS runs yet. Run `make sweep`.")
 
 c1, c2 = st.columns(2)
 mtus = ui.query("tuning_filter_values", substrate=substrate, column="tuning_mtu", **filters)

@@ -35,15 +35,7 @@ def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def _where(substrate: str, filters: dict) -> tuple[str, list]:
-    unknown = set(filters) - set(FILTERS)
-    if unknown:
-        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
-    clauses, params = ["substrate = ?"], [substrate]
-    for col, value in filters.items():
-        if value is not None:
-            clauses.append(f"{col} = ?")
-            params.append(value)
-    return " and ".join(clauses), params
+    return _where_in(substrate, filters, FILTERS)
 
 
 _BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3"}

@@ -4,19 +4,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _substrates, _values_of, _where_in
+from .common import FILTERS, _substrates, _values_of, _where_in
 
 
-RESOURCE_FILTERS = {
-    "workload": "Workload",
-    "protocol": "Protocol",
-    "path": "Path",
-    "placement": "Placement",
-    "length_bytes": "Length (bytes)",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-}
+RESOURCE_FILTERS = {"workload": "Workload", **FILTERS}
 
 
 def resource_substrates(con) -> list[str]:
