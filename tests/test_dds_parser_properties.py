@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.drivers import ddsperf as d
+from edgebench.drivers import ddsperf_parse as dp
 from edgebench.drivers import perftest as p
 
 DATA = Path(__file__).parent / "data"
@@ -66,11 +66,11 @@ def check_ordered(row: dict) -> None:
 def check_samples(rows) -> None:
     assert isinstance(rows, list)
     for r in rows:
-        assert list(r) == list(d.SAMPLE_KEYS)
+        assert list(r) == list(dp.SAMPLE_KEYS)
         assert r["role"] in ("ping", "sub")
         assert r["subscriber"] is None or (isinstance(r["subscriber"], int) and r["subscriber"] >= 1)
         assert r["peer"] is None or isinstance(r["peer"], str)
-        for k in d.SAMPLE_KEYS:
+        for k in dp.SAMPLE_KEYS:
             if k not in ("role", "subscriber", "peer"):
                 check_number(k, r[k])
         check_ordered(r)
@@ -153,20 +153,20 @@ def test_ddsperf_mutated_outputs(data):
     for call in ("normalize", "normalize_role", "parse", "parse_stats"):
         try:
             if call == "normalize":
-                out = d.normalize(text)
+                out = dp.normalize(text)
             elif call == "normalize_role":
-                out = d.normalize(text, role=role)
+                out = dp.normalize(text, role=role)
             elif call == "parse":
-                out = d.parse(text, role, 1)
+                out = dp.parse(text, role, 1)
             else:
-                out = d.parse_stats(text)
-        except d.DdsperfError:
+                out = dp.parse_stats(text)
+        except dp.DdsperfError:
             continue
         if call.startswith("normalize"):
             assert out["tool"] == "ddsperf"
             check_samples(out["samples"])
             check_metrics(out["metrics"])
-            got_role = role if call == "normalize_role" else d.detect_role(text)
+            got_role = role if call == "normalize_role" else dp.detect_role(text)
             if got_role == "ping":
                 assert out["samples"] and out["metrics"]["latency_count"] > 0
             elif got_role == "sub":
@@ -208,7 +208,7 @@ def test_perftest_mutated_outputs(data):
 
 @pytest.mark.parametrize("name, text, role", DDS, ids=[n for n, _, _ in DDS])
 def test_ddsperf_fixtures_unmutated(name, text, role):
-    out = d.normalize(text, role=role)
+    out = dp.normalize(text, role=role)
     check_samples(out["samples"])
     check_metrics(out["metrics"])
 
@@ -223,7 +223,7 @@ def test_perftest_fixtures_unmutated(name, text):
 @PROPERTY
 @given(text=st.text(max_size=300))
 def test_arbitrary_text(text):
-    for fn, err in ((d.normalize, d.DdsperfError), (p.normalize, p.PerftestParseError)):
+    for fn, err in ((dp.normalize, dp.DdsperfError), (p.normalize, p.PerftestParseError)):
         try:
             out = fn(text)
         except err:

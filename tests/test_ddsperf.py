@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from edgebench.drivers import dds_security as sec
 from edgebench.drivers import ddsperf as d
+from edgebench.drivers import ddsperf_parse as dp
 from edgebench.substrates.local.testbed import Endpoint
 
 DATA = Path(__file__).parent / "data"
@@ -31,9 +33,9 @@ def read(name: str) -> str:
 # --- parse ------------------------------------------------------------------------------------------
 
 def test_parse_latency_ping_exact():
-    s = d.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
+    s = dp.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
     assert [x["t_s"] for x in s] == [2.0, 3.0]
-    assert set(s[0]) == set(d.SAMPLE_KEYS)
+    assert set(s[0]) == set(dp.SAMPLE_KEYS)
     assert s[0] == {
         "t_s": 2.0, "role": "ping", "subscriber": 1, "peer": "vm:27587",
         "latency_mean_us": 24.965, "latency_min_us": 7.631, "latency_p50_us": 28.482, "latency_p90_us": 30.625,
@@ -43,14 +45,14 @@ def test_parse_latency_ping_exact():
 
 
 def test_parse_latency_16k_and_pong_has_no_samples():
-    s = d.parse(read("ddsperf-lat16k-reliable-ping.log"), "ping")
+    s = dp.parse(read("ddsperf-lat16k-reliable-ping.log"), "ping")
     assert s and all(x["latency_p50_us"] > 0 and x["subscriber"] is None for x in s)
-    assert d.parse(read("ddsperf-lat64-reliable-pong.log"), "pong") == []
-    assert d.parse(read("ddsperf-tp1k-reliable-1sub-pub.log"), "pub") == []
+    assert dp.parse(read("ddsperf-lat64-reliable-pong.log"), "pong") == []
+    assert dp.parse(read("ddsperf-tp1k-reliable-1sub-pub.log"), "pub") == []
 
 
 def test_parse_sub_exact():
-    s = d.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
+    s = dp.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
     assert [(x["t_s"], x["samples_per_s"], x["throughput_mbps"], x["lost_samples"]) for x in s] == [
         (1.0, 254340.0, 2083.59, 2392), (2.0, 431490.0, 3534.73, 1092),
         (3.001, 426050.0, 3490.23, 624), (4.0, 181340.0, 1485.55, 0)]
@@ -59,7 +61,7 @@ def test_parse_sub_exact():
 
 
 def test_parse_stats_own_and_peers():
-    st = d.parse_stats(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"))
+    st = dp.parse_stats(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"))
     # own lines: recvUC 20+6, 34+11, 31+15, 13+6
     assert st["lines"] == 4 and st["pid"] == 27761
     assert st["cpu_pct"] == pytest.approx((26 + 45 + 46 + 19) / 4)
@@ -72,7 +74,7 @@ def test_parse_stats_skips_stale_and_kb():
     text = ("[1] 1.000  rss:900kB vcsw:1 ivcsw:2 recvUC:1%+2% tev:0%+1%\n"
             "[1] 1.000  (stale) @h:2 rss:7.0MB vcsw:1 ivcsw:2 recvUC:50%+50%\n"
             "[1] 2.000  rss:1.0MB vcsw:1 ivcsw:2\n")
-    st = d.parse_stats(text)
+    st = dp.parse_stats(text)
     assert st["lines"] == 2 and st["cpu_pct"] == pytest.approx(2.0)
     assert st["rss_mb"] == pytest.approx((900 / 1024 + 1.0) / 2)
     assert st["peers"] == {}
@@ -81,21 +83,21 @@ def test_parse_stats_skips_stale_and_kb():
 # --- summarize --------------------------------------------------------------------------------------
 
 def _lat(t, mean, mn, p50, p90, p99, mx, cnt):
-    s = dict.fromkeys(d.SAMPLE_KEYS)
+    s = dict.fromkeys(dp.SAMPLE_KEYS)
     s.update(t_s=t, role="ping", subscriber=1, peer="h:1", latency_mean_us=mean, latency_min_us=mn,
              latency_p50_us=p50, latency_p90_us=p90, latency_p99_us=p99, latency_max_us=mx, latency_count=cnt)
     return s
 
 
 def _tp(sub, t, sps, mbps, lost=0):
-    s = dict.fromkeys(d.SAMPLE_KEYS)
+    s = dict.fromkeys(dp.SAMPLE_KEYS)
     s.update(t_s=t, role="sub", subscriber=sub, samples_per_s=sps, throughput_mbps=mbps, lost_samples=lost)
     return s
 
 
 def test_summarize_latency_count_weighted():
     samples = [_lat(1, 10, 5, 9, 12, 20, 100, 100), _lat(2, 40, 3, 30, 50, 80, 90, 300)]
-    m = d.summarize("latency", samples, {"ping": {"cpu_pct": 40.0, "rss_mb": 8.0},
+    m = dp.summarize("latency", samples, {"ping": {"cpu_pct": 40.0, "rss_mb": 8.0},
                                          "pong": {"cpu_pct": 30.0, "rss_mb": 7.0}})
     assert m["latency_count"] == 400
     assert m["latency_mean_us"] == pytest.approx((10 * 100 + 40 * 300) / 400)
@@ -114,7 +116,7 @@ def test_summarize_throughput_sum_over_subscribers():
         _tp(1, 6, 0, 0),
         # sub 2: only two data seconds -> nothing trimmed
         _tp(2, 1, 200, 20), _tp(2, 2, 100, 10, 4)]
-    m = d.summarize("throughput", samples, {"pub": {"cpu_pct": 90.0, "rss_mb": 11.0},
+    m = dp.summarize("throughput", samples, {"pub": {"cpu_pct": 90.0, "rss_mb": 11.0},
                                             "sub": [{"cpu_pct": 10.0, "rss_mb": 7.0},
                                                     {"cpu_pct": 20.0, "rss_mb": 8.0}]})
     assert m["samples_per_s"] == pytest.approx(110 + 150)
@@ -126,26 +128,26 @@ def test_summarize_throughput_sum_over_subscribers():
 
 
 def test_summarize_real_captures():
-    samples = d.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
-    m = d.summarize("throughput", samples, {})
+    samples = dp.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
+    m = dp.summarize("throughput", samples, {})
     assert m["samples_per_s"] == pytest.approx((431490 + 426050) / 2)
     assert m["throughput_mbps"] == pytest.approx((3534.73 + 3490.23) / 2)
     assert m["lost_samples"] == 4108
-    four = [x for i in range(1, 5) for x in d.parse(read(f"ddsperf-tp1k-reliable-4sub-sub-{i}.log"), "sub", i)]
-    m4 = d.summarize("throughput", four, {})
+    four = [x for i in range(1, 5) for x in dp.parse(read(f"ddsperf-tp1k-reliable-4sub-sub-{i}.log"), "sub", i)]
+    m4 = dp.summarize("throughput", four, {})
     assert m4["lost_samples"] == 0
     assert m4["throughput_mbps"] == pytest.approx(4 * m4["per_subscriber_mbps"])
-    lat = d.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
-    ml = d.summarize("latency", lat, {})
+    lat = dp.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
+    ml = dp.summarize("latency", lat, {})
     assert ml["latency_count"] == 19970 + 17172
     assert ml["latency_p50_us"] == pytest.approx((28.482 * 19970 + 29.143 * 17172) / 37142)
     assert ml["latency_min_us"] == 7.631 and ml["latency_max_us"] == 1177.345
 
 
 def test_loopback_capture():
-    s = d.parse(read("ddsperf-loopback-tp1k-sub-1.log"), "sub", 1)
+    s = dp.parse(read("ddsperf-loopback-tp1k-sub-1.log"), "sub", 1)
     assert s and max(x["throughput_mbps"] for x in s) > 0
-    assert d.parse_stats(read("ddsperf-loopback-tp1k-pub.log"))["cpu_pct"] > 0
+    assert dp.parse_stats(read("ddsperf-loopback-tp1k-pub.log"))["cpu_pct"] > 0
 
 
 # --- captures made with tests/data/ddsperf/capture.sh: expected values read with str.split() ---------------
@@ -190,7 +192,7 @@ def own_cpu(text: str) -> list[tuple[float, float]]:
 def test_capture_ping(name):
     text = cap(name)
     lines = lat_lines(text)
-    rec = d.normalize(text)  # role detected: latency lines
+    rec = dp.normalize(text)  # role detected: latency lines
     m, rows = rec["metrics"], rec["samples"]
     n = sum(x["cnt"] for x in lines)
     assert m["latency_count"] == n
@@ -202,30 +204,30 @@ def test_capture_ping(name):
     assert m["rss_pub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
     assert m["throughput_mbps"] is None and m["cpu_sub_pct"] is None
     assert [(r["t_s"], r["peer"], r["latency_p50_us"]) for r in rows] == [(x["t"], x["peer"], x["50%"]) for x in lines]
-    assert all(r["role"] == "ping" and r["subscriber"] == 1 and list(r) == list(d.SAMPLE_KEYS) for r in rows)
+    assert all(r["role"] == "ping" and r["subscriber"] == 1 and list(r) == list(dp.SAMPLE_KEYS) for r in rows)
 
 
 @pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-lat64-reliable-pong.log",
                                   "ddsperf-0.10.2-lo-lat1k-besteffort-200hz-pong.log"])
 def test_capture_pong_needs_its_role(name):
     text = cap(name)
-    with pytest.raises(d.DdsperfError, match="cannot tell the ddsperf role"):
-        d.normalize(text)
-    rec = d.normalize(text, role="pong")
+    with pytest.raises(dp.DdsperfError, match="cannot tell the ddsperf role"):
+        dp.normalize(text)
+    rec = dp.normalize(text, role="pong")
     cpu = own_cpu(text.split(": gone\n")[0])  # measure() counts a responder up to the first peer leaving
     assert rec["samples"] == []
     assert rec["metrics"]["cpu_sub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
     assert rec["metrics"]["rss_sub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
     assert rec["metrics"]["latency_count"] is None and rec["metrics"]["cpu_pub_pct"] is None
-    assert d.parse(text, "pong") == []
+    assert dp.parse(text, "pong") == []
 
 
 @pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-tp1k-reliable-2sub-pub.log",
                                   "ddsperf-0.10.2-lo-tp16k-besteffort-2000hz-sublat-pub.log"])
 def test_capture_pub(name):
     text = cap(name)
-    assert d.detect_role(text) == "pub"  # rate histogram lines ("190k/s ... |@--_...|")
-    rec = d.normalize(text)
+    assert dp.detect_role(text) == "pub"  # rate histogram lines ("190k/s ... |@--_...|")
+    rec = dp.normalize(text)
     cpu = own_cpu(text)
     assert rec["samples"] == [] and rec["metrics"]["samples_per_s"] is None
     assert rec["metrics"]["cpu_pub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
@@ -248,7 +250,7 @@ def active_mean(rows: list[tuple[float, float]]) -> float:
 def test_capture_sub(name):
     text = cap(name)
     tp = [ln for ln in text.splitlines() if " total " in ln]
-    rec = d.normalize(text, subscriber=2)
+    rec = dp.normalize(text, subscriber=2)
     m = rec["metrics"]
     sps = [(float(ln.split()[1]), float(tok(ln, "rate")) * 1000) for ln in tp]
     mbps = [(float(ln.split()[1]), float(ln.split()[ln.split().index("kS/s") + 1])) for ln in tp]
@@ -269,9 +271,9 @@ def test_capture_sub(name):
 
 
 def test_capture_two_subscribers_summarized_like_measure():
-    subs = [d.parse(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), "sub", i) for i in (1, 2)]
-    m = d.summarize("throughput", subs[0] + subs[1], {})
-    one = [d.normalize(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), subscriber=i)["metrics"]
+    subs = [dp.parse(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), "sub", i) for i in (1, 2)]
+    m = dp.summarize("throughput", subs[0] + subs[1], {})
+    one = [dp.normalize(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), subscriber=i)["metrics"]
            for i in (1, 2)]
     assert m["throughput_mbps"] == pytest.approx(one[0]["throughput_mbps"] + one[1]["throughput_mbps"])
     assert m["per_subscriber_mbps"] == pytest.approx(m["throughput_mbps"] / 2)
@@ -282,30 +284,30 @@ def test_capture_two_subscribers_summarized_like_measure():
 @pytest.mark.parametrize("text", ["", "garbage\x00 lines\nmore garbage\n",
                                   "[27467] participant vm:27467: new (self)\n"])
 def test_ping_without_latency_lines_is_an_error_with_the_output(text):
-    with pytest.raises(d.DdsperfError) as e:
-        d.parse(text, "ping")
+    with pytest.raises(dp.DdsperfError) as e:
+        dp.parse(text, "ping")
     msg = str(e.value)
     assert msg.startswith("ddsperf printed no latency samples (role ping): ")
     assert (json.dumps(text[:200]) if text else "(empty output)") in msg
-    with pytest.raises(d.DdsperfError, match="no throughput samples \\(role sub, subscriber 3\\)"):
-        d.parse(text, "sub", 3)
-    with pytest.raises(d.DdsperfError):
-        d.normalize(text)
+    with pytest.raises(dp.DdsperfError, match="no throughput samples \\(role sub, subscriber 3\\)"):
+        dp.parse(text, "sub", 3)
+    with pytest.raises(dp.DdsperfError):
+        dp.normalize(text)
 
 
 def test_summarize_refuses_nothing():
-    with pytest.raises(d.DdsperfError, match="no latency samples"):
-        d.summarize("latency", [], {})
-    with pytest.raises(d.DdsperfError, match="no subscriber throughput samples"):
-        d.summarize("throughput", [], {})
-    with pytest.raises(d.DdsperfError, match="no subscriber received any data"):
-        d.summarize("throughput", [_tp(1, 1, 0, 0), _tp(1, 2, 0, 0)], {})
-    with pytest.raises(d.DdsperfError, match="latency_p50_us is None"):
-        d.summarize("latency", [_lat(1, 10, 5, None, 12, 20, 100, 100)], {})
-    with pytest.raises(d.DdsperfError, match="NaN"):
-        d.summarize("latency", [_lat(1, float("nan"), 5, 9, 12, 20, 100, 100)], {})
-    with pytest.raises(d.DdsperfError, match="negative"):
-        d.summarize("throughput", [_tp(1, 1, -5.0, 1.0)], {})
+    with pytest.raises(dp.DdsperfError, match="no latency samples"):
+        dp.summarize("latency", [], {})
+    with pytest.raises(dp.DdsperfError, match="no subscriber throughput samples"):
+        dp.summarize("throughput", [], {})
+    with pytest.raises(dp.DdsperfError, match="no subscriber received any data"):
+        dp.summarize("throughput", [_tp(1, 1, 0, 0), _tp(1, 2, 0, 0)], {})
+    with pytest.raises(dp.DdsperfError, match="latency_p50_us is None"):
+        dp.summarize("latency", [_lat(1, 10, 5, None, 12, 20, 100, 100)], {})
+    with pytest.raises(dp.DdsperfError, match="NaN"):
+        dp.summarize("latency", [_lat(1, float("nan"), 5, 9, 12, 20, 100, 100)], {})
+    with pytest.raises(dp.DdsperfError, match="negative"):
+        dp.summarize("throughput", [_tp(1, 1, -5.0, 1.0)], {})
 
 
 PING = cap("ddsperf-0.10.2-lo-lat64-reliable-ping.log")
@@ -324,50 +326,50 @@ LAT_LINE = next(ln for ln in PING.splitlines() if " mean " in ln)
 ])
 def test_malformed_latency_lines_name_the_field(old, new, words):
     assert old in LAT_LINE
-    with pytest.raises(d.DdsperfError) as e:
-        d.parse(PING.replace(LAT_LINE, LAT_LINE.replace(old, new)), "ping")
+    with pytest.raises(dp.DdsperfError) as e:
+        dp.parse(PING.replace(LAT_LINE, LAT_LINE.replace(old, new)), "ping")
     assert words in str(e.value) and "line 3" in str(e.value)
 
 
 def test_malformed_stats_and_throughput_lines():
     sub = cap("ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-1.log")
-    with pytest.raises(d.DdsperfError, match="rss \\(MB\\) is 'x7.4'"):
-        d.parse_stats(sub.replace("rss:7.4MB vcsw:2766", "rss:x7.4MB vcsw:2766"))
-    with pytest.raises(d.DdsperfError, match="malformed thread CPU"):
-        d.parse_stats(sub.replace("recvUC:11%+1%", "recvUC:11%"))
-    with pytest.raises(d.DdsperfError, match="exceed the run's totals"):
-        d.parse(sub.replace("delta 202243", "delta 9202243"), "sub", 1)
-    with pytest.raises(d.DdsperfError, match="rate \\(Mb/s\\) is NaN"):
-        d.parse(sub.replace("1653.87 Mb/s", "NaN Mb/s"), "sub", 1)
+    with pytest.raises(dp.DdsperfError, match="rss \\(MB\\) is 'x7.4'"):
+        dp.parse_stats(sub.replace("rss:7.4MB vcsw:2766", "rss:x7.4MB vcsw:2766"))
+    with pytest.raises(dp.DdsperfError, match="malformed thread CPU"):
+        dp.parse_stats(sub.replace("recvUC:11%+1%", "recvUC:11%"))
+    with pytest.raises(dp.DdsperfError, match="exceed the run's totals"):
+        dp.parse(sub.replace("delta 202243", "delta 9202243"), "sub", 1)
+    with pytest.raises(dp.DdsperfError, match="rate \\(Mb/s\\) is NaN"):
+        dp.parse(sub.replace("1653.87 Mb/s", "NaN Mb/s"), "sub", 1)
 
 
 def test_two_outputs_in_one_are_rejected():
     sub1, sub2 = (cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log") for i in (1, 2))
-    with pytest.raises(d.DdsperfError, match="more than one ddsperf process"):
-        d.parse(sub1 + sub2, "sub", 1)
+    with pytest.raises(dp.DdsperfError, match="more than one ddsperf process"):
+        dp.parse(sub1 + sub2, "sub", 1)
     line = next(ln for ln in sub1.splitlines() if " total " in ln) + "\n"
-    with pytest.raises(d.DdsperfError, match="same second reported twice"):
-        d.parse(sub1 + line, "sub", 1)
+    with pytest.raises(dp.DdsperfError, match="same second reported twice"):
+        dp.parse(sub1 + line, "sub", 1)
 
 
 def test_cut_off_last_line_is_ignored():
     cut = PING[: PING.index("cnt 33857") + len("cnt 33")]  # the last latency line, cut inside its count
-    rows = d.parse(cut, "ping", 1)
+    rows = dp.parse(cut, "ping", 1)
     assert [r["latency_count"] for r in rows] == [22983, 34257]  # not 33
-    with pytest.raises(d.DdsperfError, match="no newline"):
-        d.parse(LAT_LINE, "ping")
+    with pytest.raises(dp.DdsperfError, match="no newline"):
+        dp.parse(LAT_LINE, "ping")
 
 
 def test_normalize_options_and_shape():
-    rec = d.normalize(PING)
+    rec = dp.normalize(PING)
     assert set(rec) == {"tool", "metrics", "samples"} and rec["tool"] == "ddsperf"
-    assert list(rec["metrics"]) == list(d._metrics())
-    with pytest.raises(d.DdsperfError, match="role must be"):
-        d.normalize(PING, role="observer")
-    with pytest.raises(d.DdsperfError, match="unknown option"):
-        d.normalize(PING, mode="latency")
-    with pytest.raises(d.DdsperfError, match="no throughput samples"):
-        d.normalize(PING, role="sub")
+    assert list(rec["metrics"]) == list(dp._metrics())
+    with pytest.raises(dp.DdsperfError, match="role must be"):
+        dp.normalize(PING, role="observer")
+    with pytest.raises(dp.DdsperfError, match="unknown option"):
+        dp.normalize(PING, mode="latency")
+    with pytest.raises(dp.DdsperfError, match="no throughput samples"):
+        dp.normalize(PING, role="sub")
 
 
 # --- measure(): a parse failure is a failed run with the parser's reason -------------------------------------------
@@ -437,9 +439,9 @@ def test_measure_good_fake_run(monkeypatch):
     raw, metrics, err = fake_run(monkeypatch, {"ping": ping, "pong": pong}, mode="latency")
     assert err is None
     assert metrics["latency_count"] == sum(x["cnt"] for x in lat_lines(ping))
-    assert metrics == {**d.normalize(ping)["metrics"], "cpu_sub_pct": d.normalize(pong, role="pong")["metrics"][
-        "cpu_sub_pct"], "rss_sub_mb": d.normalize(pong, role="pong")["metrics"]["rss_sub_mb"]}
-    assert json.loads(raw["dds-samples.json"]) == d.normalize(ping)["samples"]
+    assert metrics == {**dp.normalize(ping)["metrics"], "cpu_sub_pct": dp.normalize(pong, role="pong")["metrics"][
+        "cpu_sub_pct"], "rss_sub_mb": dp.normalize(pong, role="pong")["metrics"]["rss_sub_mb"]}
+    assert json.loads(raw["dds-samples.json"]) == dp.normalize(ping)["samples"]
 
 
 # --- commands and config ----------------------------------------------------------------------------
@@ -507,9 +509,9 @@ def test_cyclone_config_security_block():
 
 def test_governance_rejects_unknown_kinds():
     with pytest.raises(ValueError):
-        d.governance_xml({"rtps_protection_kind": "SCRAMBLE"})
+        sec.governance_xml({"rtps_protection_kind": "SCRAMBLE"})
     with pytest.raises(ValueError):
-        d.governance_xml({"payload_kind": "ENCRYPT"})
+        sec.governance_xml({"payload_kind": "ENCRYPT"})
 
 
 # --- DDS Security material -----------------------------------------------------------------------------
@@ -520,7 +522,7 @@ needs_openssl = pytest.mark.skipif(not shutil.which("openssl"), reason="needs op
 @pytest.fixture(scope="module")
 def material():
     with tempfile.TemporaryDirectory(prefix="ebs-test-") as tmp:
-        yield d.make_security_material(tmp)
+        yield sec.make_security_material(tmp)
 
 
 def _openssl(*argv):
@@ -554,11 +556,11 @@ def test_security_material_documents(material):
     assert rule.find("rtps_protection_kind").text == "SIGN_WITH_ORIGIN_AUTHENTICATION"
     assert rule.find("discovery_protection_kind").text == "ENCRYPT"
     assert (rule.find("domains/id_range/min").text, rule.find("domains/id_range/max").text) == (
-        "0", str(d.DOMAIN_ID_MAX))
+        "0", str(sec.DOMAIN_ID_MAX))
     topic = rule.find("topic_access_rules/topic_rule")
     assert topic.find("topic_expression").text == "*"
     assert topic.find("metadata_protection_kind").text == "ENCRYPT"
-    assert material["kinds"] == d.PROTECTION_KINDS
+    assert material["kinds"] == sec.PROTECTION_KINDS
     perm = ET.parse(f["permissions.xml"]).getroot().find("permissions/grant")
     subject = _openssl("x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in", f["identity.pem"]).stdout
     assert perm.find("subject_name").text == subject.split("=", 1)[1].strip() == material["subject"]
@@ -570,11 +572,11 @@ def test_security_material_documents(material):
     assert [t.text for t in allow.findall("publish/topics/topic")] == ["*"]
     assert [t.text for t in allow.findall("subscribe/topics/topic")] == ["*"]
     assert perm.find("default").text == "DENY"
-    rec = d.security_record(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
-    assert rec["governance"]["metadata_protection_kind"] == "ENCRYPT" and rec["seed_setting"] == d.SEED_SETTING
+    rec = sec.security_record(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
+    assert rec["governance"]["metadata_protection_kind"] == "ENCRYPT" and rec["seed_setting"] == sec.SEED_SETTING
     assert "PRIVATE KEY" not in json.dumps(rec)
-    sec = d.security_config(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
-    assert sec["private_key"] == "file:" + f["identity.key"] and sec["governance"].endswith("governance.p7s")
+    config = sec.security_config(material, {"auth": "/a", "ac": "/b", "crypto": "/c"})
+    assert config["private_key"] == "file:" + f["identity.key"] and config["governance"].endswith("governance.p7s")
 
 
 def test_cyclone_config_rejects():
@@ -586,9 +588,9 @@ def test_cyclone_config_rejects():
 
 def test_version_and_security_support():
     assert d.version()
-    reason = d.security_support()
+    reason = sec.security_support()
     assert reason is None or isinstance(reason, str)
-    if len(d._find_security_libs()) == 3 and shutil.which("openssl"):
+    if len(sec._find_security_libs()) == 3 and shutil.which("openssl"):
         assert reason is None
 
 
@@ -640,7 +642,7 @@ def pair():
 
 def _check_samples(raw):
     samples = json.loads(raw["dds-samples.json"])
-    assert samples and all(list(s) == list(d.SAMPLE_KEYS) for s in samples)
+    assert samples and all(list(s) == list(dp.SAMPLE_KEYS) for s in samples)
     return samples
 
 
@@ -683,7 +685,7 @@ def test_measure_unreachable_peer_is_clear_error(pair):
 
 # --- real runs with DDS Security --------------------------------------------------------------------------
 
-needs_security = pytest.mark.skipif(d.security_support() is not None, reason=f"{d.security_support()}")
+needs_security = pytest.mark.skipif(sec.security_support() is not None, reason=f"{sec.security_support()}")
 
 
 def _leftover_material():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.drivers import perftest as p
-from edgebench.drivers.ddsperf import SAMPLE_KEYS
+from edgebench.drivers.ddsperf_parse import SAMPLE_KEYS
 from edgebench.errors import EdgebenchError
 
 DATA = Path(__file__).parent / "data"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from edgebench.drivers import ddsperf, http, iperf3, perftest
+from edgebench.drivers import ddsperf_parse, http, iperf3, perftest
 from edgebench.errors import EdgebenchError, SpecError
 
 MAX_BYTES = 256 * 1024 * 1024  # a tool output bigger than this is not one run's output
@@ -33,7 +33,7 @@ TOOLS: dict[str, ToolFormat] = {
     for f in [
         ToolFormat("iperf3", "iperf3", iperf3.normalize, "iperf3-client.json", None,
                    "iperf3 client JSON (-J / --json), TCP or UDP, 3.x"),
-        ToolFormat("ddsperf", "dds", ddsperf.normalize, "ddsperf.log", "dds-samples.json",
+        ToolFormat("ddsperf", "dds", ddsperf_parse.normalize, "ddsperf.log", "dds-samples.json",
                    "Cyclone DDS ddsperf output of one process (ping, pong, pub or sub)"),
         ToolFormat("perftest", "dds", perftest.normalize, "perftest.txt", "dds-samples.json",
                    "RTI Perftest output (legacy text, CSV, -noPrint CSV or JSON)"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgebench.plan.cells import Run
+from edgebench.drivers import dds_security
 from edgebench.drivers import ddsperf as driver
 from edgebench.plan.params import Param, integer, integers, json_default, sizes, subset
 from edgebench.workloads.base import Measurement, Workload
@@ -60,7 +61,7 @@ class Dds(Workload):
         if p["transport"] == "multicast" and no_multicast:
             return {}, None, f"unsupported: multicast transport: {no_multicast}", params
         if p["security"] != "none":
-            why = driver.security_support()
+            why = dds_security.security_support()
             if why:
                 return {}, None, f"unsupported: DDS Security: {why}", params
         raw, metrics, error = driver.measure(

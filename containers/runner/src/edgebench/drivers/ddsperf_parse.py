@@ -1,0 +1,484 @@
+"""Parsing ddsperf's output (see ddsperf.py for the formats): scan one process's output once, per-second samples,
+summaries, role detection and the `edgebench parse` record. Pure functions; DdsperfError for anything ddsperf
+cannot have printed."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Sequence
+
+from edgebench.errors import EdgebenchError
+
+MODES = ("latency", "throughput")
+RELIABILITIES = ("reliable", "best-effort")
+TRANSPORTS = ("unicast", "multicast")
+DISCOVERIES = ("multicast", "static-peers")
+SECURITIES = ("none", "auth-encrypt")
+
+
+SAMPLE_KEYS = ("t_s", "role", "subscriber", "peer", "latency_mean_us", "latency_min_us", "latency_p50_us",
+               "latency_p90_us", "latency_p99_us", "latency_max_us", "latency_count", "samples_per_s",
+               "throughput_mbps", "lost_samples")
+
+# Lines of one ddsperf process (0.10.x and master print them with the same formats, src/tools/ddsperf/ddsperf.c
+# print_stats/latencystat_print, cputime.c print_cputime): "[pid] " then, for the per-second lines, "%.3f " seconds
+# since the process started, then one of the bodies below. Values are captured loosely (\S+) and checked by
+# _checknum, so a malformed number gives an error naming the field instead of a silently skipped line.
+_PREFIX = r"^\[(?P<pid>\d+)\]\s+(?P<t>\S+)\s+"
+_LAT_BODY = (r"(?P<sublat>sublat\s+)?(?P<peer>\S+)\s+size\s+(?P<size>\S+)\s+mean\s+(?P<mean>\S+?)us\s+"
+             r"min\s+(?P<min>\S+?)us\s+50%\s+(?P<p50>\S+?)us\s+90%\s+(?P<p90>\S+?)us\s+99%\s+(?P<p99>\S+?)us\s+"
+             r"max\s+(?P<max>\S+?)us\s+cnt\s+(?P<cnt>\S+)\s*$")
+_SUB_BODY = (r"size\s+(?P<size>\S+)\s+total\s+(?P<total>\S+)\s+lost\s+(?P<totlost>\S+)\s+delta\s+(?P<delta>\S+)\s+"
+             r"lost\s+(?P<lost>\S+)\s+rate\s+(?P<ksps>\S+)\s+kS/s\s+(?P<mbps>\S+)\s+Mb/s"
+             r"(?:\s+\((?P<ksps10>\S+)\s+kS/s\s+(?P<mbps10>\S+)\s+Mb/s\))?\s*$")
+_CPU_BODY = (r"(?P<stale>\(stale\)\s+)?(?:@(?P<peer>\S+)\s+)?(?:rss:(?P<rss>\S+?)(?P<unit>[kMG]B)\s+)?"
+             r"vcsw:(?P<vcsw>\S+)\s+ivcsw:(?P<ivcsw>\S+)(?P<threads>(?:\s+\S+)*)\s*$")
+LAT_RE = re.compile(_PREFIX + _LAT_BODY)
+SUB_RE = re.compile(_PREFIX + _SUB_BODY)
+CPU_RE = re.compile(_PREFIX + _CPU_BODY)
+THREAD_RE = re.compile(r"^(?P<name>\S+):(?P<u>[^%\s]+)%\+(?P<s>[^%\s]+)%$")
+# the publisher's rate histogram (hist_print, "pub" with any rate): "[pid] 1.000  190k/s   0n |@--_...|   0%   7m"
+_HIST_BODY = re.compile(r"^\s*\S+/s\s+.*\|.*\|\s+\d+%")
+
+
+class DdsperfError(EdgebenchError):
+    """ddsperf could not run or its output could not be interpreted."""
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+# --- parsing --------------------------------------------------------------------------------------
+#
+# One process's output is scanned once (_scan): every per-second latency, throughput and CPU/RSS line must be
+# well formed, hold finite, non-negative values within LIMITS and be consistent the way ddsperf's own arithmetic
+# guarantees (min <= percentiles <= max, delta <= total); no second may be reported twice; all lines come from one
+# pid. Anything else raises DdsperfError: a run never yields numbers from output ddsperf cannot have printed. A final
+# line without its newline is taken as cut off (ddsperf ends every line with one) and ignored.
+
+ROLES = ("ping", "pong", "pub", "sub")
+
+# field -> (lowest, highest, what it is)
+LIMITS: dict[str, tuple[float, float, str]] = {
+    "t": (0, 1e7, "time (s)"),
+    "size": (0, 2 ** 32, "size (bytes)"),
+    "mean": (0, 1e9, "mean latency (us)"),
+    "min": (0, 1e9, "min latency (us)"),
+    "p50": (0, 1e9, "50% latency (us)"),
+    "p90": (0, 1e9, "90% latency (us)"),
+    "p99": (0, 1e9, "99% latency (us)"),
+    "max": (0, 1e9, "max latency (us)"),
+    "cnt": (1, 1e10, "latency count"),
+    "total": (0, 1e15, "total samples"),
+    "totlost": (0, 1e15, "total lost samples"),
+    "delta": (0, 1e12, "samples in the second"),
+    "lost": (0, 1e12, "lost samples in the second"),
+    "ksps": (0, 1e6, "rate (kS/s)"),
+    "mbps": (0, 1e7, "rate (Mb/s)"),
+    "ksps10": (0, 1e6, "10 s rate (kS/s)"),
+    "mbps10": (0, 1e7, "10 s rate (Mb/s)"),
+    "rss": (0, 1e7, "rss (MB)"),
+    "vcsw": (0, 2 ** 32, "vcsw"),
+    "ivcsw": (0, 2 ** 32, "ivcsw"),
+    "thread": (0, 1e4, "thread CPU (%)"),
+    "cpu": (0, 1e5, "process CPU (%)"),
+}
+_INTS = {"size", "cnt", "total", "totlost", "delta", "lost", "vcsw", "ivcsw", "thread"}
+_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
+
+
+def _snippet(text: str) -> str:
+    return json.dumps(text[:200], ensure_ascii=False) if text else "(empty output)"
+
+
+def _checknum(field: str, tok: Any, where: str, scale: float = 1.0) -> float:
+    """One checked number: finite, not negative, a whole number for counts, within LIMITS[field] (after scale)."""
+    what = LIMITS[field][2]
+    if isinstance(tok, bool) or not isinstance(tok, (str, int, float)):
+        raise DdsperfError(f"{where}: {what} is {tok!r}, not a number")
+    if isinstance(tok, str):
+        if not _NUMBER.fullmatch(tok):
+            raise DdsperfError(f"{where}: {what} is {tok[:40]!r}, not a number")
+        x = float(tok)
+    else:
+        try:
+            x = float(tok)
+        except OverflowError:
+            raise DdsperfError(f"{where}: {what} is too large") from None
+    if math.isnan(x):
+        raise DdsperfError(f"{where}: {what} is NaN")
+    if math.isinf(x):
+        raise DdsperfError(f"{where}: {what} is infinite")
+    if x < 0:
+        raise DdsperfError(f"{where}: {what} is negative ({x:g})")
+    if field in _INTS and x != int(x):
+        raise DdsperfError(f"{where}: {what} is {x:g}, not a whole number")
+    x *= scale
+    lo, hi, _ = LIMITS[field]
+    if not lo <= x <= hi:
+        raise DdsperfError(f"{where}: {what} {x:g} is outside {lo:g}..{hi:g}")
+    return x
+
+
+class _Scan:
+    """The checked contents of one process's output."""
+
+    def __init__(self) -> None:
+        self.lat: list[dict[str, Any]] = []      # latency lines (ping: "peer size ..."; sub -l: "sublat peer ...")
+        self.tp: list[dict[str, Any]] = []       # throughput lines (sub)
+        self.own: list[tuple[float, float, float | None, list[str]]] = []   # (t, cpu %, rss MB, thread names)
+        self.peers: dict[str, list[tuple[float, float | None]]] = {}        # host:pid -> [(cpu %, rss MB)]
+        self.hist = 0                             # publisher rate histogram lines
+        self.ping_timeouts = 0
+        self.pid: int | None = None
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    lines = text.split("\n")
+    lines.pop()  # "" after the final newline, or a cut off last line
+    return [(i, ln.rstrip("\r")) for i, ln in enumerate(lines, 1)]
+
+
+def _scan(text: str) -> _Scan:
+    if not isinstance(text, str):
+        raise DdsperfError(f"ddsperf output must be text, not {type(text).__name__}")
+    sc = _Scan()
+    pids: set[int] = set()
+    seen: dict[tuple, int] = {}
+
+    def once(key: tuple, n: int) -> None:
+        if key in seen:
+            raise DdsperfError(f"line {n} repeats line {seen[key]} (the same second reported twice: two outputs "
+                               "in one?)")
+        seen[key] = n
+
+    for n, line in _lines(text):
+        m = re.match(r"^\[(\d+)\]\s", line)
+        if not m:
+            continue
+        if len(m.group(1)) > 10:
+            raise DdsperfError(f"line {n}: pid {m.group(1)[:20]} is not a process id")
+        pids.add(int(m.group(1)))
+        if len(pids) > 1:
+            raise DdsperfError(f"line {n}: output of more than one ddsperf process (pids "
+                               f"{', '.join(map(str, sorted(pids)))})")
+        parts = line.split(None, 2)
+        if len(parts) < 3:
+            continue
+        tok, rest = parts[1], parts[2]
+        if "ping timed out" in line:
+            sc.ping_timeouts += 1
+        if not re.match(r"^([-+.\d]|nan|inf)", tok, re.I):
+            continue  # "[pid] participant ...", "[pid] error: ...", "[pid] ping timed out ..."
+        where = f"line {n}"
+        if re.search(r"(^|\s)size\s+\S+\s+mean\s", rest):
+            lm = re.match(_LAT_BODY, rest)
+            if not lm:
+                raise DdsperfError(f"{where}: malformed ddsperf latency line: {line[:160]!r}")
+            t = _checknum("t", tok, where)
+            g = lm.groupdict()
+            v = {f: _checknum(f, g[f], where) for f in ("size", "mean", "min", "p50", "p90", "p99", "max", "cnt")}
+            for a, b in (("min", "p50"), ("p50", "p90"), ("p90", "p99"), ("p99", "max"), ("min", "mean"),
+                         ("mean", "max")):
+                if v[a] > v[b] + 0.0015 + 1e-9 * v[b]:
+                    raise DdsperfError(f"{where}: {LIMITS[a][2]} {v[a]:g} is above {LIMITS[b][2]} {v[b]:g}")
+            once(("lat", bool(g["sublat"]), g["peer"], t), n)
+            sc.lat.append({"t": t, "sublat": bool(g["sublat"]), "peer": g["peer"], **v})
+        elif re.match(r"size\s", rest) and re.search(r"\stotal\s", rest):
+            tm = re.match(_SUB_BODY, rest)
+            if not tm:
+                raise DdsperfError(f"{where}: malformed ddsperf throughput line: {line[:160]!r}")
+            t = _checknum("t", tok, where)
+            g = tm.groupdict()
+            v = {f: _checknum(f, g[f], where) for f in ("size", "total", "totlost", "delta", "lost", "ksps", "mbps")}
+            for f in ("ksps10", "mbps10"):
+                if g[f] is not None:
+                    _checknum(f, g[f], where)
+            if v["delta"] > v["total"] or v["lost"] > v["totlost"]:
+                raise DdsperfError(f"{where}: the second's counts exceed the run's totals")
+            once(("tp", t), n)
+            sc.tp.append({"t": t, **v})
+        elif re.search(r"(^|\s)vcsw:", rest):
+            cm = re.match(_CPU_BODY, rest)
+            if not cm:
+                raise DdsperfError(f"{where}: malformed ddsperf CPU/RSS line: {line[:160]!r}")
+            t = _checknum("t", tok, where)
+            g = cm.groupdict()
+            _checknum("vcsw", g["vcsw"], where)
+            _checknum("ivcsw", g["ivcsw"], where)
+            rss = None
+            if g["rss"] is not None:
+                rss = _checknum("rss", g["rss"], where, {"kB": 1 / 1024, "MB": 1.0, "GB": 1024.0}[g["unit"]])
+            cpu, names = 0.0, []
+            for th in (g["threads"] or "").split():
+                tm2 = THREAD_RE.match(th)
+                if not tm2:
+                    raise DdsperfError(f"{where}: malformed thread CPU {th[:40]!r} (expected name:U%+S%)")
+                cpu += _checknum("thread", tm2.group("u"), where) + _checknum("thread", tm2.group("s"), where)
+                names.append(tm2.group("name"))
+            if g["peer"]:
+                if not g["stale"]:
+                    sc.peers.setdefault(g["peer"], []).append((cpu, rss))
+            else:
+                once(("own", t), n)
+                sc.own.append((t, cpu, rss, names))
+        elif _HIST_BODY.match(rest):
+            _checknum("t", tok, where)
+            sc.hist += 1
+    sc.pid = pids.pop() if pids else None
+    return sc
+
+
+def _sample(t: float | None, role: str, subscriber: int | None, peer: str | None) -> dict[str, Any]:
+    s: dict[str, Any] = dict.fromkeys(SAMPLE_KEYS)
+    s.update(t_s=t, role=role, subscriber=subscriber, peer=peer)
+    return s
+
+
+def _samples(sc: _Scan, text: str, role: str, subscriber: int | None) -> list[dict[str, Any]]:
+    if role not in ROLES:
+        raise DdsperfError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    out: list[dict[str, Any]] = []
+    if role in ("ping", "sub"):
+        for x in sc.lat:
+            if (role == "ping") != x["sublat"]:
+                s = _sample(x["t"], role, subscriber, x["peer"])
+                s.update(latency_mean_us=x["mean"], latency_min_us=x["min"], latency_p50_us=x["p50"],
+                         latency_p90_us=x["p90"], latency_p99_us=x["p99"], latency_max_us=x["max"],
+                         latency_count=int(x["cnt"]))
+                out.append(s)
+    if role == "sub":
+        for x in sc.tp:
+            s = _sample(x["t"], role, subscriber, None)
+            s.update(samples_per_s=x["ksps"] * 1000.0, throughput_mbps=x["mbps"], lost_samples=int(x["lost"]))
+            out.append(s)
+    who = f"role {role}" + (f", subscriber {subscriber}" if role == "sub" and subscriber is not None else "")
+    cut = " (the last line has no newline and was taken as cut off)" if text and not text.endswith("\n") else ""
+    if role == "ping" and not out:
+        raise DdsperfError(f"ddsperf printed no latency samples ({who}){cut}: {_snippet(text)}")
+    if role == "sub" and not sc.tp:
+        raise DdsperfError(f"ddsperf printed no throughput samples ({who}){cut}: {_snippet(text)}")
+    return out
+
+
+def parse(text: str, role: str, subscriber: int | None = None) -> list[dict[str, Any]]:
+    """dds-samples.json objects from one process's output: latency lines of `ping` (one per pong peer and
+    second; `peer` = "host:pid", or the publication handle in hex once the peer is gone) and throughput lines of
+    `sub` (`subscriber` = the caller's 1-based number; `sublat` lines of `sub -l` carry latency instead).
+    `pong`/`pub` output yields no samples. Raises DdsperfError for malformed output (see _scan) and for a ping
+    without latency lines or a sub without throughput lines: such a process measured nothing."""
+    return _samples(_scan(text), text, role, subscriber)
+
+
+def _agg(rows: list[tuple[float, float | None]]) -> dict[str, Any]:
+    cpus = [c for c, _ in rows]
+    rss = [r for _, r in rows if r is not None]
+    return {"cpu_pct": sum(cpus) / len(cpus) if cpus else None,
+            "rss_mb": sum(rss) / len(rss) if rss else None,
+            "cpu_max_pct": max(cpus) if cpus else None,
+            "rss_max_mb": max(rss) if rss else None,
+            "lines": len(rows)}
+
+
+def _stats(sc: _Scan) -> dict[str, Any]:
+    return {**_agg([(c, r) for _, c, r, _ in sc.own]), "pid": sc.pid if sc.own else None,
+            "peers": {k: _agg(v) for k, v in sc.peers.items()}}
+
+
+def parse_stats(text: str) -> dict[str, Any]:
+    """The process's own CPU/RSS lines: {"cpu_pct": mean over lines of the sum of all threads' user+system %,
+    "rss_mb": mean peak RSS, "cpu_max_pct", "rss_max_mb", "lines": n, "pid": int|None,
+    "peers": {"host:pid": {"cpu_pct", "rss_mb", "lines"}}} (the peers' lines only appear with -c).
+    Seconds in which no thread used >= 0.5% CPU print no line and are not counted (no line at all: None values).
+    Raises DdsperfError for malformed output (see _scan)."""
+    return _stats(_scan(text))
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-second throughput lines of one subscriber inside its active window: leading/trailing seconds with
+    no data are dropped, and so are the first and last data seconds (partial: the publisher started/stopped
+    within them) when at least 3 data seconds remain."""
+    rows = sorted(rows, key=lambda s: s["t_s"])
+    idx = [i for i, s in enumerate(rows) if s["samples_per_s"]]
+    if not idx:
+        return []
+    rows = rows[idx[0]:idx[-1] + 1]
+    return rows[1:-1] if len(rows) >= 3 else rows
+
+
+def _metrics() -> dict[str, Any]:
+    return {k: None for k in (
+        "latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
+        "latency_max_us", "latency_count", "samples_per_s", "throughput_mbps", "per_subscriber_mbps",
+        "lost_samples", "cpu_pub_pct", "rss_pub_mb", "cpu_sub_pct", "rss_sub_mb")}
+
+
+_SAMPLE_LIMITS = {"t_s": "t", "latency_mean_us": "mean", "latency_min_us": "min", "latency_p50_us": "p50",
+                  "latency_p90_us": "p90", "latency_p99_us": "p99", "latency_max_us": "max", "latency_count": "cnt",
+                  "throughput_mbps": "mbps", "lost_samples": "lost"}
+
+
+def _val(field: str, v: Any, where: str, scale: float = 1.0) -> float:
+    """A number that is already a number (int or float, not bool), checked like _checknum."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise DdsperfError(f"{where} is {v!r}, not a number")
+    return _checknum(field, v, where, scale)
+
+
+def _checked(samples: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
+    for i, s in enumerate(samples):
+        for k in keys:
+            if k == "samples_per_s":
+                _val("ksps", s.get(k), f"sample {i} {k}", 1e-3)
+            else:
+                _val(_SAMPLE_LIMITS[k], s.get(k), f"sample {i} {k}")
+
+
+def summarize(mode: str, samples: Sequence[dict[str, Any]],
+              stats_by_role: dict[str, dict[str, Any] | Sequence[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The manifest `metrics` of a DDS run.
+
+    latency: over all latency samples (ping lines, all peers): mean = count-weighted mean of the per-second
+    means, min of mins, max of maxes, each percentile = count-weighted mean of the per-second percentiles,
+    count = sum. throughput: per subscriber the mean over its active seconds (see _active) of samples/s and
+    Mb/s; samples_per_s and throughput_mbps = sums over subscribers, per_subscriber_mbps = their mean,
+    lost_samples = sum of all per-second lost counts. CPU/RSS: `stats_by_role` maps role ("ping", "pong",
+    "pub", "sub") to parse_stats() results (or a list of them for several subs); pub side = ping/pub,
+    sub side = pong/sub (mean over processes).
+
+    Raises DdsperfError when there is nothing to summarize (latency: no sample with a count; throughput: no
+    subscriber sample, or no subscriber received anything) or a sample holds an impossible value."""
+    if mode not in MODES:
+        raise DdsperfError(f"mode must be one of {MODES}, not {mode!r}")
+    m = _metrics()
+    if mode == "latency":
+        lat = [s for s in samples if isinstance(s, dict) and s.get("latency_count")]
+        if not lat:
+            raise DdsperfError("no latency samples to summarize (no ping line with a count: no pong answered?)")
+        _checked(lat, ("latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
+                       "latency_max_us", "latency_count"))
+        n = sum(s["latency_count"] for s in lat)
+
+        def w(key: str) -> float:
+            return sum(s[key] * s["latency_count"] for s in lat) / n
+        m.update(latency_mean_us=w("latency_mean_us"), latency_p50_us=w("latency_p50_us"),
+                 latency_p90_us=w("latency_p90_us"), latency_p99_us=w("latency_p99_us"),
+                 latency_min_us=min(s["latency_min_us"] for s in lat),
+                 latency_max_us=max(s["latency_max_us"] for s in lat), latency_count=int(n))
+    else:
+        by_sub: dict[Any, list[dict[str, Any]]] = {}
+        for s in samples:
+            if isinstance(s, dict) and s.get("role") == "sub" and s.get("samples_per_s") is not None:
+                by_sub.setdefault(s.get("subscriber"), []).append(s)
+        if not by_sub:
+            raise DdsperfError("no subscriber throughput samples to summarize")
+        rows_all = [s for rows in by_sub.values() for s in rows]
+        _checked(rows_all, ("t_s", "samples_per_s", "throughput_mbps"))
+        for i, s in enumerate(rows_all):
+            if s.get("lost_samples") is not None:
+                _val("lost", s["lost_samples"], f"sample {i} lost_samples")
+        if not any(s["samples_per_s"] for s in rows_all):
+            raise DdsperfError(f"no subscriber received any data ({len(by_sub)} subscriber(s), every per-second "
+                               "rate is 0)")
+        sps, mbps = [], []
+        for rows in by_sub.values():
+            act = _active(rows)
+            sps.append(_mean([r["samples_per_s"] for r in act]) or 0.0)
+            mbps.append(_mean([r["throughput_mbps"] for r in act]) or 0.0)
+        m.update(samples_per_s=sum(sps), throughput_mbps=sum(mbps), per_subscriber_mbps=sum(mbps) / len(mbps),
+                 lost_samples=int(sum(s["lost_samples"] or 0 for s in rows_all)))
+    _add_stats(m, stats_by_role or {})
+    return m
+
+
+def _add_stats(m: dict[str, Any], stats_by_role: dict[str, Any]) -> None:
+    def side(roles: Sequence[str], key: str) -> float | None:
+        vals = []
+        for r in roles:
+            st = stats_by_role.get(r)
+            for one in ([st] if isinstance(st, dict) else list(st or [])):
+                if one is None:
+                    continue
+                if not isinstance(one, dict):
+                    raise DdsperfError(f"{r} stats must be parse_stats() results, not {type(one).__name__}")
+                if one.get(key) is not None:
+                    vals.append(_val("rss" if key == "rss_mb" else "cpu", one[key], f"{r} stats {key}"))
+        return _mean(vals)
+
+    m.update(cpu_pub_pct=side(("ping", "pub"), "cpu_pct"), rss_pub_mb=side(("ping", "pub"), "rss_mb"),
+             cpu_sub_pct=side(("pong", "sub"), "cpu_pct"), rss_sub_mb=side(("pong", "sub"), "rss_mb"))
+
+
+def _responder_text(text: str) -> str:
+    """A responder's (pong/sub) output up to the first peer leaving: the idle seconds after the initiator left are
+    not part of the run (what measure() counts for CPU/RSS)."""
+    return text.split(": gone\n", 1)[0]
+
+
+def detect_role(text: str) -> str:
+    """ping (latency lines), sub (throughput or sublat lines), pub (rate histogram lines or a busy "pub" thread),
+    ping (ping time-outs), pong (a busy "pong" thread); else DdsperfError. A pong normally prints only CPU/RSS lines,
+    exactly like a ping or sub that measured nothing, so its role must usually be given."""
+    return _detect(_scan(text), text)
+
+
+def _detect(sc: _Scan, text: str) -> str:
+    ping = any(not x["sublat"] for x in sc.lat)
+    sub = bool(sc.tp) or any(x["sublat"] for x in sc.lat)
+    threads = {name for *_, names in sc.own for name in names}
+    if ping and sub:
+        raise DdsperfError("the output holds both ping latency and subscriber lines: pass role=ping or role=sub")
+    if ping:
+        return "ping"
+    if sub:
+        return "sub"
+    if sc.hist or "pub" in threads:
+        return "pub"
+    if sc.ping_timeouts:
+        return "ping"
+    if "pong" in threads:
+        return "pong"
+    raise DdsperfError("cannot tell the ddsperf role: no latency, throughput or publisher lines (a pong prints "
+                       "only CPU/RSS lines, and so does a ping or sub that measured nothing); pass role=ping, pong, "
+                       f"pub or sub: {_snippet(text)}")
+
+
+def normalize(text: str, **options: Any) -> dict[str, Any]:
+    """{"tool": "ddsperf", "metrics", "samples"} of one ddsperf process's output, as measure() would record it.
+
+    Options: role = ping | pong | pub | sub (detected from the output when not given, see detect_role);
+    subscriber = the number for the rows' `subscriber` (default 1: measure() numbers a ping's rows 1 and the subs
+    1..n). metrics: the 15 DDS run metrics (docs/results-layout.md). ping: the latency metrics (summarize) and
+    cpu/rss_pub; sub: this one subscriber's throughput (samples_per_s = throughput over its active seconds,
+    per_subscriber_mbps = throughput_mbps) and cpu/rss_sub; pong / pub: only cpu/rss of their side, which need at
+    least one CPU/RSS line. CPU/RSS of pong and sub count up to the first peer leaving, as in measure(); peers'
+    lines (-c) are not used. samples: parse()'s rows, sorted as in dds-samples.json."""
+    unknown = set(options) - {"role", "subscriber"}
+    if unknown:
+        raise DdsperfError(f"unknown option(s) {', '.join(sorted(unknown))} (known: role, subscriber)")
+    subscriber = options.get("subscriber", 1)
+    if subscriber is not None and (isinstance(subscriber, bool) or not isinstance(subscriber, int) or subscriber < 1):
+        raise DdsperfError(f"subscriber must be a positive integer, not {subscriber!r}")
+    sc = _scan(text)
+    role = options.get("role")
+    if role is None:
+        role = _detect(sc, text)
+    elif role not in ROLES:
+        raise DdsperfError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    samples = _samples(sc, text, role, subscriber if role in ("ping", "sub") else None)
+    st = _stats(sc) if role in ("ping", "pub") else _stats(_scan(_responder_text(text)))
+    if role in ("ping", "sub"):
+        metrics = summarize("latency" if role == "ping" else "throughput", samples,
+                            {role: st if role == "ping" else [st]})
+    else:
+        if not st["lines"]:
+            raise DdsperfError(f"ddsperf printed no CPU/RSS lines (role {role}): nothing measured: {_snippet(text)}")
+        metrics = _metrics()
+        _add_stats(metrics, {role: st})
+    samples.sort(key=lambda s: (s["role"], s["subscriber"] or 0, s["t_s"]))
+    return {"tool": "ddsperf", "metrics": metrics, "samples": samples}
