@@ -77,6 +77,13 @@ def test_iperf3_summary(fixture_warehouse):
     ipip = by[("local", "calico", "ipip", "tcp")]
     assert (ipip["n_ok"], ipip["n_unsupported"], ipip["throughput_mbps"]) == (0, 1, None)
     assert by[("kind", "flannel", "vxlan", "tcp")]["overhead_pct"] is None
+    # every comparison carries a verdict: the host is the baseline; flannel (7000 +- 497 vs 9000 +- 497 Mbit/s,
+    # intervals apart) is worse; kind has no host run under the same conditions
+    assert by[("local", "host", "host", "tcp")]["verdict"] == "baseline"
+    flannel = by[("local", "flannel", "vxlan", "tcp")]
+    expected = "worse" if flannel["is_significant"] else "indistinguishable"
+    assert flannel["verdict"] == expected and flannel["throughput_mbps"] < flannel["host_throughput_mbps"]
+    assert by[("kind", "flannel", "vxlan", "tcp")]["verdict"] == "no baseline"
 
 
 def test_broken_fixture_fails_build_and_keeps_old_warehouse(tmp_path, fixture_warehouse):
@@ -137,6 +144,9 @@ def test_dds_and_http_summaries_come_from_the_overhead_marts(fixture_warehouse):
     assert all(r["latency_p50_us"] <= r["latency_p99_us"] for r in dds if r["latency_p50_us"] is not None)
     assert all(r["response_p50_ms"] <= r["response_p90_ms"] for r in http if r["response_p50_ms"] is not None)
     assert {r["service"] for r in http} <= {"payload-echo", "payload-recv", "static-reply"}
+    assert all(r["verdict"] == "baseline" for r in dds + http if r["cni"] == "host")
+    assert {r["verdict"] for r in dds + http} <= {"baseline", "better", "worse", "indistinguishable", "n < 2",
+                                                  "no baseline", "below resolution"}
 
 
 # ------------------------------------------------------------------ httpfs on a machine that never saw the project

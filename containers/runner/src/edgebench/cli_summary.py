@@ -41,16 +41,18 @@ def _print_summary(rows: list[dict]) -> None:
                         f"(substrate={substrate}, distribution={dist}, netem={netem}, tuning={tuning})",
                   title_justify="left")
         for col, right in (("CNI:mode", False), ("runs", True), ("Mbit/s", True), ("±95% CI", True),
-                           ("overhead vs host %", True), ("note", False)):
+                           ("overhead vs host %", True), ("verdict", False), ("note", False)):
             t.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
         for r in group:
             runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
-            note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ("significant" if r.get("is_significant") else "")
+            note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ""
             t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),
-                      num(r["throughput_ci95_mbps"]), num(r["overhead_pct"], "{:+.1f}"), note)
+                      num(r["throughput_ci95_mbps"]), num(r["overhead_pct"], "{:+.1f}"),
+                      r["verdict"] if r["n_ok"] else "-", note)
         out.print(t)
-    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. "
-              "substrate=local measures the kernel datapath each CNI configures, not the CNI itself.")
+    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. verdict: better / "
+              "worse when the 95% intervals of CNI and host do not overlap, else indistinguishable. substrate=local "
+              "measures the kernel datapath each CNI configures, not the CNI itself.")
 
 
 def summary():
@@ -85,10 +87,12 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
                       f" security={k['security']} (substrate={k['substrate']}, netem={k['netem_scenario']}, "
                       f"tuning={k['tuning_profile']})"),
            [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
-            ("p99 us", "latency_p99_us", "{:.1f}"), ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}")])
+            ("±95% CI", "latency_p90_ci95_us", "{:.1f}"), ("p99 us", "latency_p99_us", "{:.1f}"),
+            ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}"), ("verdict", "verdict", "{}")])
     tables(http, common + ["service", "path", "placement", "length_bytes"],
            lambda k: (f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} (substrate="
                       f"{k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']})"),
            [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
-            ("p50 ms", "response_p50_ms", "{:.2f}"), ("p90 ms", "response_p90_ms", "{:.2f}"),
-            ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}")])
+            ("p50 ms", "response_p50_ms", "{:.3f}"), ("±95% CI", "response_p50_ci95_ms", "{:.3f}"),
+            ("p90 ms", "response_p90_ms", "{:.3f}"), ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}"),
+            ("verdict (p50)", "verdict", "{}")])

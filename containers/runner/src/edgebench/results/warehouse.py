@@ -184,6 +184,15 @@ _SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile"
                  "length_bytes", "cni", "cni_mode")
 
 # Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
+def _verdict(significant: str, better: str, is_host: str, host_value: str) -> str:
+    """SQL for a comparison's verdict from the mart's significance flag (95% intervals of CNI and host do not
+    overlap): baseline / better / worse / indistinguishable; 'no baseline' without a host run under the same
+    conditions, 'n < 2' when either side has no interval."""
+    return (f"case when {is_host} then 'baseline' when {host_value} is null then 'no baseline' "
+            f"when {significant} is null then 'n < 2' "
+            f"when not {significant} then 'indistinguishable' when {better} then 'better' else 'worse' end as verdict")
+
+
 _SUMMARY_SQL = f"""
 with status as (
     select {', '.join(_SUMMARY_KEYS)},
@@ -195,7 +204,9 @@ with status as (
     group by all
 )
 select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
-       o.is_significant
+       o.is_significant,
+       {_verdict("o.is_significant", "o.throughput_mbps > o.host_throughput_mbps", "status.cni = 'host'",
+                "o.host_throughput_mbps")}
 from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
 order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
          cni = 'host' desc, cni, cni_mode
@@ -241,10 +252,11 @@ def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
     host, Table II of seed 000), for the table printed after a sweep."""
-    return _query("""
+    return _query(f"""
         select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
-               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p99_us,
-               latency_p90_overhead_pct
+               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
+               latency_p99_us, latency_p90_overhead_pct,
+               {_verdict("is_significant", "latency_p90_us < host_latency_p90_us", "cni = 'host'", "host_latency_p90_us")}
         from cmp_dds_vs_host where dds_mode = 'latency'
         order by all""", warehouse_path)
 
@@ -253,7 +265,9 @@ def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
     return _query("""
         select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
-               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p90_ms,
-               response_p50_overhead_pct
+               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
+               response_p50_overhead_pct,
+               coalesce(response_p50_verdict, case when host_response_p50_ms is null then 'no baseline'
+                                                   else 'n < 2' end) as verdict
         from cmp_http_vs_host
         order by all""", warehouse_path)
