@@ -217,6 +217,10 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
     """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
     unsupported) and, from the cmp_iperf3_vs_host mart, mean throughput, its 95% CI, the host baseline and
     overhead_pct. For the table printed after a sweep."""
+    return _query(_SUMMARY_SQL, warehouse_path)
+
+
+def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
     path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
@@ -224,21 +228,6 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-    try:
-        cur = con.execute(_SUMMARY_SQL)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read iperf3 summary from {path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
-    con = duckdb.connect(str(path), read_only=True)
     try:
         cur = con.execute(sql)
         cols = [d[0] for d in cur.description]
