@@ -29,11 +29,16 @@ class Cell:
     cni_mode: str
     tuning_profile: str = "default_settings"
     netem_scenario: str = "none"
+    intercluster: str = "none"  # the inter-cluster tool entry (tool:mode); none = both ends in one cluster
 
     @property
     def env(self) -> dict[str, str]:
+        """The cell's identity. The baseline `intercluster: none` is left out, so that cells and keys stored before
+        the dimension existed keep their ids."""
         d = asdict(self)
         d.pop("sweep_id")
+        if d["intercluster"] == "none":
+            d.pop("intercluster")
         return d
 
     @property
@@ -44,8 +49,12 @@ class Cell:
     def cni_info(self) -> catalog.CniMode:
         return catalog.resolve_cni(f"{self.cni}:{self.cni_mode}")
 
+    @property
+    def intercluster_info(self) -> catalog.InterclusterTool:
+        return catalog.resolve_intercluster(self.intercluster)
+
     def to_json(self) -> dict[str, Any]:
-        return {"cell_id": self.cell_id, "sweep_id": self.sweep_id, **self.env}
+        return {"cell_id": self.cell_id, "sweep_id": self.sweep_id, **self.env, "intercluster": self.intercluster}
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,9 @@ class Run:
         from edgebench.workloads import REGISTRY
 
         extra = REGISTRY[self.workload].describe(self) if self.workload in REGISTRY else ""
+        across = "" if self.cell.intercluster == "none" else f" via {self.cell.intercluster}"
         return (
-            f"{self.cell.cni}:{self.cell.cni_mode} {self.workload}/{self.variant}{extra} {self.path} {self.placement} "
+            f"{self.cell.cni}:{self.cell.cni_mode}{across} {self.workload}/{self.variant}{extra} {self.path} {self.placement} "
             f"len={self.length_bytes} rep={self.repetition}"
         )
 
@@ -116,7 +126,8 @@ def from_json(doc: dict[str, Any] | str) -> tuple["Sweep", Cell]:
         raise SpecError("--cell must be a cell object from `edgebench cells` (cni, cni_mode, sweep_id, parameters)")
     params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"]),
               "tuning": json.dumps([doc.get("tuning_profile", "default_settings")]),
-              "netem": json.dumps([doc.get("netem_scenario", "none")])}
+              "netem": json.dumps([doc.get("netem_scenario", "none")]),
+              "intercluster": json.dumps([doc.get("intercluster", "none")])}
     sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
     cell = expand(sweep)[0]
     if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
@@ -128,22 +139,24 @@ def expand(sweep: "Sweep") -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]
     return [
-        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario)
-        for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario, tool.key)
+        for tool in v["intercluster"] for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
     ]
 
 
 def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
     """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
     returned with the reason so they can be reported as skipped before anything is installed."""
-    cells = expand(sweep)
-    if sweep.values["substrate"] == "local":
-        return cells, []
-    from edgebench.substrates.clusters.matrix import compatibility
-
     ok, skipped = [], []
-    for c in cells:
-        reason = compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
+    for c in expand(sweep):
+        reason = None
+        if c.intercluster != "none" and c.cni_info.is_host:
+            reason = (f"{c.intercluster} joins the pod networks of two clusters; the host-network baseline has none "
+                      "(inter-cluster cells need a pod-network CNI)")
+        elif sweep.values["substrate"] != "local":
+            from edgebench.substrates.clusters.matrix import compatibility
+
+            reason = compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
         (skipped.append((c, reason)) if reason else ok.append(c))
     return ok, skipped
 

@@ -34,6 +34,15 @@ def _cnis(name: str, value: str) -> list[catalog.CniMode]:
     return modes
 
 
+def _intercluster(name: str, value: str) -> list[catalog.InterclusterTool]:
+    tools = [catalog.resolve_intercluster(e) for e in json_list(name, value)]
+    keys = [t.key for t in tools]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a tool without mode means its default mode)")
+    return tools
+
+
 def _workloads(name: str, value: str) -> list[tuple[str, str]]:
     known = workloads.REGISTRY
     out = []
@@ -118,6 +127,10 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "custom link conditions: JSON object name -> {delay_ms, jitter_ms, loss_pct, rate_mbit}"),
     Param("netem-scope", lambda n, v: choice(n, v, ("all", "inter-group")), "all",
           "all traffic leaving each node, or inter-group: only traffic between node groups (clusters)"),
+    Param("intercluster", _intercluster, json_default(["none"]),
+          "inter-cluster tools (a cell dimension): none (both ends in one cluster, the baseline), submariner"
+          "[:libreswan|wireguard|vxlan] (the cable driver), skupper, clusterlink; a tool cell builds two clusters "
+          "and runs the client in cluster 2 against the server's service exported from cluster 1"),
     Param("sweep-id", _sweep_id, "",
           "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally"),
     Param("target", _target, "lab",
@@ -127,6 +140,8 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
 PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(), *LATE_PARAMS)}
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
+# dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
+NEUTRAL_AT_DEFAULT = frozenset({"intercluster"})
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,8 @@ class Sweep:
         used = {tool for tool, _ in self.values["workloads"]}
         counted = CORE_NAMES | {p.name for w in used for p in workloads.REGISTRY[w].params}
         digest = hashlib.sha256(
-            json.dumps({k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted},
+            json.dumps({k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted
+                        and not (k in NEUTRAL_AT_DEFAULT and PARAMS[k].parse(k, v) == PARAMS[k].parse(k, DEFAULTS[k]))},
                        sort_keys=True).encode()
         ).hexdigest()
         return f"{self.values['substrate']}-{digest[:10]}"
@@ -247,4 +263,10 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
         raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
                         f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
+    if values["substrate"] != "local":
+        for tool in values["intercluster"]:
+            reason = tool.unsupported_distribution(values["distribution"])
+            if reason:
+                raise SpecError(f"{source}: inter-cluster tool {tool.key} does not run on {values['distribution']}: "
+                                f"{reason}")
     return Sweep(source=source, raw=raw, values=values)

@@ -30,7 +30,12 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
              raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
              env: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
              conditions: dict[str, Any] | None = None) -> dict[str, Any]:
-    cell, cm = run.cell, run.cell.cni_info
+    cell, cm, tool = run.cell, run.cell.cni_info, run.cell.intercluster_info
+    detail = (conditions or {}).get("intercluster")
+    if detail is None and not tool.is_none:  # nothing read back (e.g. the cell never connected): what was asked
+        detail = {"tool": tool.tool, "mode": tool.mode, "version": tool.version, "implementation": tool.implementation,
+                  "model": tool.local.get("model"), "tool_version": None, "cable_driver": tool.info.get("cable_driver"),
+                  "gateways": []}
     return {
         "schema_version": 1,
         "sweep_id": cell.sweep_id,
@@ -44,6 +49,11 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "mtu": mtu,
         "netem_scenario": cell.netem_scenario,
         "tuning_profile": cell.tuning_profile,
+        "intercluster": cell.intercluster,
+        "intercluster_tool": tool.tool,
+        "intercluster_mode": tool.mode,
+        "intercluster_implementation": (detail or {}).get("implementation", tool.implementation),
+        "intercluster_detail": detail,
         "workload": run.workload,
         "protocol": run.protocol,
         "path": run.path,

@@ -73,6 +73,20 @@ class Provider(ABC):
     @abstractmethod
     def flush_services(self) -> None: ...
 
+    # ---- inter-cluster tools: optional capabilities ----------------------------------------------------------
+    def connect_clusters(self, tool: Any) -> dict[str, Any]:
+        """Join the cell's two clusters with the tool (catalog.InterclusterTool); the manifest's
+        `intercluster_detail` read back. Unsupported where the substrate or kernel cannot."""
+        raise Unsupported(f"inter-cluster tool {tool.key} is not available on {self.name} substrates in this version "
+                          "of edgebench")
+
+    def export_service(self, port: int, backend: Any, path: str) -> str:
+        """Export backend:port from cluster 1; the address a client in cluster 2 dials."""
+        raise Unsupported(f"no inter-cluster tool is connected on {self.name}")
+
+    def disconnect_clusters(self) -> None:
+        """Undo connect_clusters; idempotent (a no-op when nothing is connected)."""
+
     # ---- conditions: optional capabilities -------------------------------------------------------------------
     def apply_tuning(self, profile: str) -> dict[str, Any]:
         """Apply a tuning profile; the manifest's `tuning` object (requested, readback, unsupported, mtu)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgebench import workloads
+from edgebench.plan import intercluster
 from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.errors import EdgebenchError
 from edgebench.results.provenance import environment
@@ -94,6 +95,28 @@ def install_cni(ctx: CellContext) -> None:
     ctx.save()
 
 
+def connect_clusters(ctx: CellContext) -> None:
+    """Join the cell's two clusters with its inter-cluster tool (a no-op for `none`) and read back what is in force;
+    a tool the substrate or kernel cannot carry is recorded as unsupported on the cell's runs."""
+    tool = ctx.cell.intercluster_info
+    if tool.is_none or ctx.state.get("supported") is False:
+        return
+    try:
+        ctx.state["intercluster"] = ctx.provider.connect_clusters(tool)
+    except Unsupported as exc:
+        _cannot(ctx, exc)
+        ctx.log(f"{tool.key}: {exc}")
+    ctx.save()
+
+
+def disconnect_clusters(ctx: CellContext) -> None:
+    """Undo connect-clusters (unexport, remove the tool from both clusters). Idempotent; teardown runs it too."""
+    if ctx.cell.intercluster != "none":
+        ctx.provider.disconnect_clusters()
+        ctx.state["disconnected_at"] = now()
+        ctx.save()
+
+
 def _cannot(ctx: CellContext, exc: Unsupported) -> None:
     """The substrate lacks a capability the cell asks for: the cell's runs are recorded as unsupported."""
     ctx.state.update(supported=False, reason=f"unsupported: {exc}")
@@ -162,10 +185,17 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
         attempt = ctx.attempts.get(run.run_id, 1)
         if _unsupported_cell(ctx, run, attempt, env):
             continue
+        across = intercluster.run_reason(run)
+        if across:  # the tool cannot carry this run: recorded, not measured
+            ctx.store(run, manifest(run, "unsupported", now(), error=f"unsupported: {across}", attempt=attempt,
+                                    env=env, conditions=_conditions(ctx)), {})
+            continue
         started = now()
         sampler = _sampler(ctx)
         try:
             raw, metrics, error, params = measure(run)
+        except Unsupported as exc:  # the substrate cannot do what this run needs
+            raw, metrics, error, params = {}, None, f"unsupported: {exc}", None
         except Exception as exc:  # a setup command failed: record the run as failed, keep going
             raw, metrics, error, params = {}, None, str(exc), None
         finally:
@@ -207,7 +237,7 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
         if problem:
             valid, reason = False, f"link condition not in force: {problem}"
     return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
-            "invalid_reason": reason}
+            "invalid_reason": reason, "intercluster": ctx.state.get("intercluster")}
 
 
 def run_workload(ctx: CellContext, name: str) -> None:
@@ -251,8 +281,12 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 
 
 def teardown_cluster(ctx: CellContext) -> list[str]:
-    """Revert link conditions and tuning, then remove the cell's cluster and everything the CNI left behind.
-    Idempotent; runs on success and failure."""
+    """Disconnect the clusters, revert link conditions and tuning, then remove the cell's cluster(s) and everything
+    the CNI left behind. Idempotent; runs on success and failure."""
+    try:
+        disconnect_clusters(ctx)
+    except Exception as exc:  # the clusters go away next anyway; say so and carry on
+        ctx.log(f"disconnecting the clusters failed ({exc}); removing the clusters anyway")
     try:
         ctx.provider.revert_conditions()
     except Exception as exc:  # the cluster goes away next anyway; say so and carry on
@@ -266,17 +300,19 @@ def teardown_cluster(ctx: CellContext) -> list[str]:
 FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
     "provision-cluster": provision_cluster,
     "install-cni": install_cni,
+    "connect-clusters": connect_clusters,
     "tune-nodes": tune_nodes,
     "apply-netem": apply_netem,
     "run-workloads": run_workloads,
     "collect-results": collect_results,
+    "disconnect-clusters": disconnect_clusters,
     "teardown-cluster": teardown_cluster,
 }
 PHASES = tuple(FUNCTIONS)
 
 
 def run_cell(ctx: CellContext) -> None:
-    """All phases in order; teardown always runs, also on failure or interrupt."""
+    """All phases in order; teardown (which disconnects too) always runs, also on failure or interrupt."""
     try:
         for phase in PHASES[:-1]:
             FUNCTIONS[phase](ctx)

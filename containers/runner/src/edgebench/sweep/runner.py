@@ -87,7 +87,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
         ctx = phases.CellContext(
             sweep, cell, workdir=workdir, results=store.spool,
-            provider=substrates.get(cell.substrate, testbed), log=log, sink=sink, only=todo,
+            provider=substrates.get(cell.substrate, testbed, cell=cell), log=log, sink=sink, only=todo,
             attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
         )
         try:

@@ -58,9 +58,12 @@ class Workload:
 
 def endpoints(ctx: "CellContext", run: "Run", port: int):
     """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
-    pod-to-service."""
+    pod-to-service; in an inter-cluster cell the address the tool gives a cluster-2 client for the exported
+    service (or, over a layer-3 tool, the pod IP)."""
     client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
     ctx.provider.flush_services()
+    if run.cell.intercluster != "none":  # the server's service exported from cluster 1, dialled from cluster 2
+        return client, server, ctx.provider.export_service(port, server, run.path)
     if run.path == "pod-to-service":  # clusters choose the ClusterIP themselves and return it
         return client, server, ctx.provider.add_service(SERVICE_IP, port, server) or SERVICE_IP
     return client, server, server.ip

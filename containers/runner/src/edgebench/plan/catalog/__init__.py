@@ -112,3 +112,61 @@ def rows() -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def intercluster_tools() -> dict[str, Any]:
+    return _load("intercluster.yaml")["tools"]
+
+
+@dataclass(frozen=True)
+class InterclusterTool:
+    """One inter-cluster tool in one mode (catalog/intercluster.yaml); `none` is the one-cluster baseline."""
+
+    tool: str
+    mode: str
+    version: str | None
+    layer: int
+    encryption: str
+    protocols: tuple[str, ...]
+    local: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)  # the mode's catalog entry as written
+
+    @property
+    def key(self) -> str:
+        return "none" if self.is_none else f"{self.tool}:{self.mode}"
+
+    @property
+    def is_none(self) -> bool:
+        return self.tool == "none"
+
+    @property
+    def implementation(self) -> str:
+        """baseline, kernel (the tool's data path as kernel state) or emulated (a model of its data plane)."""
+        return str(self.local.get("implementation", "baseline"))
+
+    def unsupported_distribution(self, distribution: str) -> str | None:
+        """Why the tool does not run on the distribution, or None."""
+        table = intercluster_tools()[self.tool].get("distributions")
+        if table is None or distribution == "none":
+            return None
+        if distribution not in table:
+            return f"{self.tool} is not known to run on {distribution} (supported: {', '.join(sorted(table))})"
+        return table[distribution]
+
+
+def resolve_intercluster(entry: str) -> InterclusterTool:
+    """`tool` or `tool:mode` (or `none`) -> InterclusterTool; unknown names raise SpecError naming the choices."""
+    name, _, mode = str(entry).partition(":")
+    name, mode = name.strip(), mode.strip()
+    table = intercluster_tools()
+    if name not in table:
+        raise SpecError(f"unknown inter-cluster tool {name!r} in {entry!r}; known tools: {', '.join(table)}")
+    info = table[name]
+    mode = mode or info["default_mode"]
+    if mode not in info["modes"]:
+        what = "cable driver" if name == "submariner" else "mode"
+        raise SpecError(f"unknown {what} {mode!r} for {name}; choices: {', '.join(info['modes'])}")
+    m = info["modes"][mode]
+    return InterclusterTool(tool=name, mode=mode, version=info.get("version"), layer=int(m["layer"]),
+                            encryption=str(m["encryption"]), protocols=tuple(m["protocols"]),
+                            local=dict(m.get("local") or {}), info=dict(m))

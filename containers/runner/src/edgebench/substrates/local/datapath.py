@@ -15,9 +15,18 @@ from edgebench.plan.catalog import CniMode
 
 # the address plan
 LAN = ipaddress.ip_network("10.77.0.0/24")
-SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")  # cluster 1; cluster c gets 10.(95+c).0.0/16 (no overlap)
 PODS_PER_NODE = 4  # pod 1 of node 1 is the client; the others host servers and DDS subscribers
 SVC_TABLE = "edgebench_svc"
+
+
+def service_cidr(cluster: int = 1) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"10.{95 + cluster}.0.0/16")
+
+
+def service_ip(cluster: int = 1) -> str:
+    """The ClusterIP pod-to-service runs use in a cluster (10.96.0.10 in cluster 1)."""
+    return str(service_cidr(cluster).network_address + 10)
 
 
 def node_ip(i: int) -> str:
@@ -59,7 +68,7 @@ class Datapath:
             self._ip(ns, "link", "set", "lo", "up")
             # nodes route the service CIDR to their uplink (a real node's default route) so that host-network
             # clients get past the routing decision to the output DNAT rule
-            self._ip(ns, "route", "add", str(SERVICE_CIDR), "dev", "eth0")
+            self._ip(ns, "route", "add", str(service_cidr(self.cluster_of(i))), "dev", "eth0")
             self._ip(ns, "route", "add", "224.0.0.0/4", "dev", "eth0")  # multicast (DDS discovery) on the LAN
             for key in ("net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0",
                         "net.ipv4.conf.default.rp_filter=0"):
@@ -81,7 +90,7 @@ class Datapath:
                 self._ptp_pods(i, mtu)
         keys = _Keys()
         for i in range(1, self.nodes + 1):
-            for j in range(1, self.nodes + 1):
+            for j in self.cluster_nodes(self.cluster_of(i)):  # a CNI connects the nodes of its own cluster only
                 if i != j:
                     getattr(self, f"_transport_{transport}")(i, j, cm, keys)
         keys.cleanup()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgebench.plan.catalog import CniMode
-from edgebench.substrates.base import Provider
+from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.local.testbed import Endpoint, Testbed
 
 
@@ -20,8 +20,11 @@ class LocalProvider(Provider):
 
     def __init__(self, testbed: Testbed | None = None, cell: Any = None):
         self.testbed = testbed or Testbed()
+        if getattr(cell, "intercluster", "none") != "none":  # two clusters of two nodes: gateway + worker each
+            self.testbed = Testbed(self.testbed.prefix, nodes=4, runner=self.testbed._run, clusters=2)
         self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
         self._netem_on = False
+        self._joiner = None
 
     # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
     def provision(self) -> None:
@@ -33,6 +36,25 @@ class LocalProvider(Provider):
         from edgebench.plan import tuning
 
         return self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
+
+    def connect_clusters(self, tool) -> dict:
+        from edgebench.plan import tuning
+        from edgebench.substrates.local.intercluster import Joiner
+
+        if self.testbed.clusters != 2:
+            raise Unsupported(f"{tool.key}: this testbed has one cluster (the cell was not provisioned as two)")
+        self._joiner = Joiner(self.testbed, tool, tuning.lan_mtu_for(self.tuning_profile) or 1500)
+        return self._joiner.connect()
+
+    def export_service(self, port: int, backend: Endpoint, path: str) -> str:
+        if self._joiner is None:
+            raise Unsupported("the clusters are not connected (connect-clusters did not run or failed)")
+        return self._joiner.export(port, backend, path)
+
+    def disconnect_clusters(self) -> None:
+        if self._joiner is not None:
+            self._joiner.disconnect()
+            self._joiner = None
 
     def _nodes(self) -> list[str]:
         return [self.testbed.node_ns(i) for i in range(1, self.testbed.nodes + 1)]
@@ -52,11 +74,15 @@ class LocalProvider(Provider):
         from edgebench.substrates.local import netem as netem_local
 
         peers = None
-        if scenario.scope == "inter-group":  # on one testbed the groups are the nodes: shape node-to-node only
+        if scenario.scope == "inter-group":  # groups: the clusters (two), else the nodes: shape only between them
             from edgebench.substrates.local.datapath import node_ip, pod_cidr
 
-            n = self.testbed.nodes
-            peers = {self.testbed.node_ns(i): [x for j in range(1, n + 1) if j != i for x in (node_ip(j), str(pod_cidr(j)))]
+            tb, n = self.testbed, self.testbed.nodes
+
+            def other(i: int, j: int) -> bool:
+                return tb.cluster_of(i) != tb.cluster_of(j) if tb.clusters > 1 else i != j
+
+            peers = {tb.node_ns(i): [x for j in range(1, n + 1) if other(i, j) for x in (node_ip(j), str(pod_cidr(j)))]
                      for i in range(1, n + 1)}
         obj = netem_local.apply_local(self._nodes(), "eth0", scenario, scope_peers=peers)
         self._netem_on = obj.get("mechanism") != "none" or scenario.rate_mbit is not None
@@ -130,7 +156,10 @@ class LocalProvider(Provider):
         return None
 
     def flush_services(self) -> None:
+        if self._joiner is not None:
+            self._joiner.unexport()
         self.testbed.flush_services()
 
     def teardown(self) -> list[str]:
+        self.disconnect_clusters()
         return self.testbed.down()

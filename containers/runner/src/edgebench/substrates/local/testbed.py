@@ -4,6 +4,10 @@
   <prefix>-n<i>       node i: eth0 = 10.77.0.(10+i)/24 on the LAN, pod CIDR 10.244.<i>.0/24, forwarding on
   <prefix>-n<i>-p<j>  pod j on node i, attached the way the CNI mode attaches pods (bridge or ptp)
 
+With clusters=2 (inter-cluster cells) the nodes form two clusters of nodes/2 each on the same LAN: the first node of
+each cluster is its gateway (head node), the others its workers; the CNI connects the nodes of one cluster only,
+cluster c has the service CIDR 10.(95+c).0.0/16, and substrates/local/intercluster.py joins the clusters.
+
 Inter-node pod traffic crosses the LAN the way the mode's datapath carries it (routes, VXLAN, Geneve, IPIP,
 WireGuard, IPsec). ClusterIP services are nftables DNAT rules in every node, as kube-proxy's iptables rules.
 Every name carries the prefix; `down` deletes every namespace with it (and kills what runs inside), so it also
@@ -54,12 +58,28 @@ class Endpoint:
 
 class Testbed(Datapath):
     __test__ = False  # not a pytest class
-    def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run):
+    def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run,
+                 clusters: int = 1):
         self.prefix = prefix or default_prefix()
         if not self.prefix.replace("-", "").isalnum() or len(self.prefix) > 12:
             raise EdgebenchError(f"testbed prefix {self.prefix!r} must be short (<=12) letters/digits/'-'")
+        if clusters < 1 or nodes % clusters or nodes // clusters < 2 - (clusters == 1):
+            raise EdgebenchError(f"a testbed of {nodes} nodes cannot form {clusters} clusters of two or more nodes")
         self.nodes = nodes
+        self.clusters = clusters
         self._run = runner
+
+    # clusters ------------------------------------------------------------------------------------
+    def cluster_of(self, i: int) -> int:
+        return (i - 1) // (self.nodes // self.clusters) + 1
+
+    def cluster_nodes(self, c: int) -> list[int]:
+        per = self.nodes // self.clusters
+        return list(range((c - 1) * per + 1, c * per + 1))
+
+    def gateway(self, c: int) -> int:
+        """The gateway (head) node of cluster c: its first node."""
+        return self.cluster_nodes(c)[0]
 
     # names ---------------------------------------------------------------------------------------
     @property
@@ -163,7 +183,7 @@ class Testbed(Datapath):
         except BaseException:
             self.down()
             raise
-        state = {"prefix": self.prefix, "nodes": self.nodes, "cni": cm.cni, "mode": cm.mode,
+        state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
                  "datapath": cm.datapath, "mtu": self.read_mtu(self.client()), "pid": os.getpid()}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
@@ -206,18 +226,23 @@ class Testbed(Datapath):
             return Endpoint(self.node_ns(node), node_ip(node), node)
         return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node)
 
+    def _client_node(self) -> int:
+        """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
+        return 1 if self.clusters == 1 else self.nodes
+
     def client(self) -> Endpoint:
-        return self.endpoint(1, 1)
+        return self.endpoint(self._client_node(), 1)
 
     def server(self, placement: str) -> Endpoint:
-        return self.endpoint(1, 2) if placement == "same-node" else self.endpoint(2, 1)
+        """Cross-node: node 2 (with two clusters a worker of cluster 1); same-node: pod 2 of the client's node."""
+        return self.endpoint(self._client_node(), 2) if placement == "same-node" else self.endpoint(2, 1)
 
     def pods(self, node: int) -> list[Endpoint]:
         return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
 
     def peers(self, placement: str) -> list[Endpoint]:
-        """Where subscribers go: the other node's pods (cross-node) or node 1's pods after the client."""
-        return self.pods(2) if placement == "cross-node" else self.pods(1)[1:]
+        """Where subscribers go: node 2's pods (cross-node) or the client node's pods after the client."""
+        return self.pods(2) if placement == "cross-node" else self.pods(self._client_node())[1:]
 
     def multicast_reason(self, placement: str) -> str | None:
         """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
@@ -226,6 +251,8 @@ class Testbed(Datapath):
         bridge. It routes no multicast between nodes and its tunnels carry no BUM traffic."""
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         datapath = state.get("datapath", "?")
+        if self.clusters > 1 and placement == "cross-node":
+            return "multicast does not cross clusters (no inter-cluster tool forwards it)"
         if self._is_host() or (placement == "same-node" and datapath.startswith("bridge-")):
             return None
         where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
@@ -236,9 +263,10 @@ class Testbed(Datapath):
         info = json.loads(self._run(["ip", "-n", ep.ns, "-j", "link", "show", "dev", dev]))
         return int(info[0]["mtu"])
 
-    def add_service(self, cluster_ip: str, port: int, backend: Endpoint) -> None:
-        """ClusterIP -> backend for TCP and UDP, in every node (prerouting for pods, output for host pods)."""
-        for i in range(1, self.nodes + 1):
+    def add_service(self, cluster_ip: str, port: int, backend: Endpoint, cluster: int | None = None) -> None:
+        """ClusterIP -> backend for TCP and UDP, in every node of `cluster` (default: all; prerouting for pods,
+        output for host pods)."""
+        for i in (self.cluster_nodes(cluster) if cluster else range(1, self.nodes + 1)):
             ns = self.node_ns(i)
             for proto in ("tcp", "udp"):
                 for chain in ("prerouting", "output"):
