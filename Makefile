@@ -55,7 +55,7 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  (make up/submit; \`make mgmt-tools\` downloads it there). Nothing here downloads from outside the package registries."
 
 tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) $(TOOLS)/fortio-$(FORTIO_VERSION) \
-       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu ## build MinIO, mc, fortio, kustomize, the netem emulator (Go, pinned; ~4 min once)
+       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu $(TOOLS)/edgebench-relay ## build MinIO, mc, fortio, kustomize, the netem emulator, the Skupper/ClusterLink relay (Go, pinned; ~4 min once)
 
 $(TOOLS)/minio-$(MINIO_VERSION):
 	@echo "minio: go install github.com/minio/minio@$(MINIO_VERSION) (a few minutes, once)"
@@ -83,6 +83,12 @@ $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION):
 $(TOOLS)/edgebench-netem-emu: containers/netem-emulator/main.go containers/netem-emulator/go.mod containers/netem-emulator/go.sum
 	@echo "netem emulator: go build ./containers/netem-emulator"
 	@mkdir -p $(TOOLS) && cd containers/netem-emulator && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-netem-emu .
+
+# the data-plane models of Skupper and ClusterLink for the local testbed (standard library only); rebuilt when its
+# sources change
+$(TOOLS)/edgebench-relay: $(wildcard containers/relay/*.go) containers/relay/go.mod
+	@echo "relay: go build ./containers/relay"
+	@mkdir -p $(TOOLS) && cd containers/relay && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-relay .
 
 venv: $(VENV)/.stamp ## create the Python virtualenv with edgebench, dbt-duckdb, Streamlit
 

@@ -26,7 +26,7 @@ TOOL_PROVIDERS = {
     "ping": ("apt", "iputils-ping"), "sysctl": ("apt", "procps"), "curl": ("apt", "curl"),
     "fortio": ("bin", "fortio"), "kubectl": ("bin", "kubectl"), "helm": ("bin", "helm"), "hey": ("apt", "hey"),
     "iptables": ("apt", "iptables"), "ethtool": ("apt", "ethtool"), "openssl": ("apt", "openssl"),
-    "edgebench-netem-emu": ("bin", "edgebench-netem-emu"),
+    "edgebench-netem-emu": ("bin", "edgebench-netem-emu"), "edgebench-relay": ("bin", "edgebench-relay"),
 }
 ALWAYS_NEEDED = ("iperf3", "ddsperf", "fortio", "kubectl", "helm", "ssh")
 

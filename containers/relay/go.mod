@@ -1,0 +1,3 @@
+module github.com/edgebench/relay
+
+go 1.24.0
