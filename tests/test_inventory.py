@@ -145,3 +145,67 @@ def test_key_inside_the_repository_is_refused(tmp_path):
 def test_lab_example_yaml_is_what_the_docs_say():
     doc = yaml.safe_load(LAB.read_text())
     assert set(doc) == {"target", "nodes"}
+
+
+# ---------------------------------------------------------------------------------------------- member clusters
+TWO = REPO / "tests" / "data" / "intercluster" / "inventory-two-clusters.yaml"
+
+
+def test_inventory_without_cluster_fields_is_one_cluster():
+    inv = inventory.parse(GOOD)
+    assert inv.clusters == [1] and all(n.cluster == 1 and n.gateway is False for n in inv.nodes)
+    assert inv.member(1).nodes == inv.nodes and list(inv.members()) == [1]
+    assert inv.gateway_node(1).name == "pi-agent-1"  # no gateway marked: the first agent
+    with pytest.raises(SpecError, match="cluster 2 has no server.*`cluster: 2`"):
+        inv.require_two_clusters()
+    with pytest.raises(SpecError, match="no node belongs to cluster 2"):
+        inv.member(2)
+
+
+def test_two_cluster_inventory():
+    inv = inventory.load(TWO)
+    inv.require_two_clusters()
+    assert inv.clusters == [1, 2]
+    m1, m2 = inv.member(1), inv.member(2)
+    assert [n.name for n in m1.nodes] == ["c1-server", "c1-worker"] and m1.server.name == "c1-server"
+    assert [n.name for n in m2.nodes] == ["c2-server", "c2-worker"] and m2.server.name == "c2-server"
+    assert m2.agents == [inv.node("c2-worker")]
+    assert inv.server.name == "c1-server"  # the whole inventory's server is cluster 1's
+    assert inv.gateway_node(1).name == "c1-worker" and inv.gateway_node(2).address == "192.0.2.41"
+    assert {c: [n.name for n in i.nodes] for c, i in inv.members().items()} == {
+        1: ["c1-server", "c1-worker"], 2: ["c2-server", "c2-worker"]}
+
+
+def test_gateway_flag_overrides_the_first_agent():
+    doc = _mutate(lambda d: d["nodes"][2].update(gateway=True))
+    assert inventory.parse(doc).gateway_node(1).name == "x86-agent-1"
+    server_only = {"target": "x", "nodes": [dict(GOOD["nodes"][0])]}
+    assert inventory.parse(server_only).gateway_node(1).name == "pi-server-1"
+
+
+def _two(fn=None):
+    doc = yaml.safe_load(TWO.read_text())
+    if fn:
+        fn(doc)
+    return doc
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["nodes"][2].update(cluster=3), r"node 'c2-server'.*`cluster` 3 must be 1 or 2"),
+    (lambda d: d["nodes"][2].update(cluster="2"), r"node 'c2-server'.*`cluster` '2' must be 1 or 2"),
+    (lambda d: d["nodes"][2].update(cluster=True), r"node 'c2-server'.*`cluster` True must be 1 or 2"),
+    (lambda d: d["nodes"][1].update(gateway="yes"), r"node 'c1-worker'.*`gateway` 'yes' must be true or false"),
+    (lambda d: d["nodes"][2].update(role="agent"), r"no node of cluster 2 has role `server`"),
+    (lambda d: d["nodes"][3].update(role="server"), r"'c2-server', 'c2-worker' of cluster 2 all have role `server`"),
+    (lambda d: d["nodes"][3].update(address="192.0.2.21"), r"node 'c2-worker'.*duplicate address 192.0.2.21"),
+])
+def test_invalid_member_clusters(mutate, message):
+    with pytest.raises(SpecError, match=message):
+        inventory.parse(_two(mutate), "inv.yaml")
+
+
+def test_cluster_2_only_servers_are_checked_per_cluster():
+    """One server per member: a server in each cluster is fine, the old single-cluster messages are unchanged."""
+    inventory.parse(_two())
+    with pytest.raises(SpecError, match=r"^inv.yaml: no node has role `server` \(one node"):
+        inventory.parse(_mutate(lambda d: d["nodes"][0].update(role="agent")), "inv.yaml")

@@ -60,15 +60,36 @@ PREFLIGHT = "uname -r; uname -m; cat /proc/cmdline"
 
 
 def render(distribution: str, inv: Inventory, cni: CniPlan, workdir: str = "${WORKDIR}",
-           key_path: str = "${SSH_KEY}") -> DistributionPlan:
+           key_path: str = "${SSH_KEY}", pod_cidr: str | None = None, service_cidr: str | None = None
+           ) -> DistributionPlan:
+    """`pod_cidr`/`service_cidr` override the distribution's defaults (member 2 of an inter-cluster cell, see
+    intercluster.cidr_plan); the cluster DNS address moves with the service CIDR (its .10). Distributions whose
+    CIDRs the installer cannot set (`cidrs_configurable: false`) refuse an override."""
     fn = {"k3s": _k3s, "k0s": _k0s, "microk8s": _microk8s, "kubeadm": _kubeadm}.get(distribution)
     if fn is None:
         raise ValueError(f"distribution {distribution!r} is not installed over SSH (kind has its own provider)")
-    plan = fn(distributions()[distribution], inv, cni, workdir, key_path)
+    plan = fn(with_cidrs(distribution, pod_cidr, service_cidr), inv, cni, workdir, key_path)
     plan.install.insert(0, Step("all", PREFLIGHT, sudo=False, capture="preflight", note="kernel/arch/cmdline"))
     plan.teardown += [Step(n.name, cleanup_script(distribution, cni.leftovers, n), check=False,
                            note="CNI + distribution leftovers") for n in inv.nodes]
     return plan
+
+
+def with_cidrs(distribution: str, pod_cidr: str | None = None, service_cidr: str | None = None) -> dict[str, Any]:
+    """The distribution's catalog entry with the pod/service CIDRs (and cluster DNS) replaced where given."""
+    import ipaddress
+
+    d = dict(distributions()[distribution])
+    changed = (pod_cidr and pod_cidr != d["pod_cidr"]) or (service_cidr and service_cidr != d["service_cidr"])
+    if changed and not d.get("cidrs_configurable", True):
+        raise ValueError(f"{distribution}'s pod/service CIDRs are not set by its installer (keep "
+                         f"{d['pod_cidr']} and {d['service_cidr']})")
+    if pod_cidr:
+        d["pod_cidr"] = pod_cidr
+    if service_cidr and service_cidr != d["service_cidr"]:
+        d["service_cidr"] = service_cidr
+        d["cluster_dns"] = str(ipaddress.ip_network(service_cidr).network_address + 10)
+    return d
 
 
 def _q(s: str) -> str:

@@ -6,6 +6,15 @@ and the SSH key that reaches its nodes.
       - {name: pi-server-1, address: 192.0.2.11, arch: arm64, role: server, user: edgebench}
       - {name: x86-agent-1, address: 192.0.2.21, arch: amd64, role: agent, user: edgebench, port: 22}
 
+Inter-cluster cells (two clusters joined by a tool) mark each node's member cluster and the gateway node(s):
+
+      - {name: pi-server-2, address: 192.0.2.31, arch: arm64, role: server, user: edgebench, cluster: 2}
+      - {name: x86-agent-2, address: 192.0.2.41, arch: amd64, role: agent, user: edgebench, cluster: 2, gateway: true}
+
+`cluster` is 1 (default) or 2, each member cluster has exactly one server; `gateway` (default false) picks the node
+that carries the tool's tunnel/router (default: the member's first agent). Inventories without `cluster` are one
+cluster, as before.
+
 Everything is validated before anything connects: a bad inventory raises SpecError naming the node and field.
 The private key is never read from the repository: `--ssh-key`, else $EDGEBENCH_SSH_KEY, else the Secret mount
 /etc/edgebench/ssh/id_ed25519. Like ssh, a key that others can read is refused.
@@ -40,7 +49,8 @@ _NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 _TARGET = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_NODE_FIELDS = {"name", "address", "arch", "role", "user", "port"}
+_NODE_FIELDS = {"name", "address", "arch", "role", "user", "port", "cluster", "gateway"}
+CLUSTERS = (1, 2)
 _REPO_ROOT = Path(__file__).resolve().parents[6]  # containers/runner/src/edgebench/substrates/clusters/ -> repository root
 
 
@@ -52,6 +62,8 @@ class Node:
     role: str
     user: str
     port: int = 22
+    cluster: int = 1  # member cluster of an inter-cluster cell (1 exports the server, 2 runs the client)
+    gateway: bool = False  # carries the inter-cluster tool's tunnel / router
 
     @property
     def is_server(self) -> bool:
@@ -66,12 +78,42 @@ class Inventory:
 
     @property
     def server(self) -> Node:
-        """The first server: the control plane every other node joins."""
-        return next(n for n in self.nodes if n.is_server)
+        """The server of the first member cluster: the control plane every other node of that cluster joins."""
+        first = min(n.cluster for n in self.nodes)
+        return next(n for n in self.nodes if n.is_server and n.cluster == first)
 
     @property
     def agents(self) -> list[Node]:
         return [n for n in self.nodes if not n.is_server]
+
+    @property
+    def clusters(self) -> list[int]:
+        """The member clusters the nodes belong to ([1] for an inventory without `cluster` fields)."""
+        return sorted({n.cluster for n in self.nodes})
+
+    def member(self, cluster: int) -> "Inventory":
+        """The nodes of one member cluster as an inventory of its own (what a ClusterProvider installs)."""
+        nodes = tuple(n for n in self.nodes if n.cluster == cluster)
+        if not nodes:
+            raise SpecError(f"{self.source}: no node belongs to cluster {cluster} (clusters: "
+                            f"{', '.join(map(str, self.clusters))})")
+        return Inventory(self.target, nodes, f"{self.source} (cluster {cluster})")
+
+    def members(self) -> dict[int, "Inventory"]:
+        return {c: self.member(c) for c in self.clusters}
+
+    def gateway_node(self, cluster: int = 1) -> Node:
+        """The member's gateway: its first node marked `gateway: true`, else its first agent, else its server."""
+        inv = self.member(cluster)
+        return next((n for n in inv.nodes if n.gateway), inv.agents[0] if inv.agents else inv.server)
+
+    def require_two_clusters(self) -> None:
+        """SpecError unless clusters 1 and 2 both have a server (an inter-cluster cell needs two clusters)."""
+        missing = [c for c in CLUSTERS if not any(n.is_server and n.cluster == c for n in self.nodes)]
+        if missing:
+            raise SpecError(f"{self.source}: an inter-cluster cell needs two clusters, but cluster "
+                            f"{' and '.join(map(str, missing))} has no server; mark the nodes of the second cluster "
+                            "with `cluster: 2` (one of them `role: server`)")
 
     @property
     def arches(self) -> set[str]:
@@ -151,13 +193,23 @@ def parse(doc: Any, source: str = "<inventory>") -> Inventory:
         port = raw.get("port", 22)
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             raise SpecError(f"{where}: `port` {port!r} must be an integer between 1 and 65535")
-        nodes.append(Node(name, address, arch, role, user, port))
-    servers = [n for n in nodes if n.is_server]
-    if not servers:
-        raise SpecError(f"{source}: no node has role `server` (one node must run the control plane)")
-    if len(servers) > 1:
-        raise SpecError(f"{source}: nodes {', '.join(repr(n.name) for n in servers)} all have role `server`; "
-                        "edgebench installs one control plane: make the others `agent`")
+        cluster = raw.get("cluster", 1)
+        if isinstance(cluster, bool) or cluster not in CLUSTERS:
+            raise SpecError(f"{where}: `cluster` {cluster!r} must be 1 or 2 (the member cluster of an inter-cluster "
+                            "cell; default 1)")
+        gateway = raw.get("gateway", False)
+        if not isinstance(gateway, bool):
+            raise SpecError(f"{where}: `gateway` {gateway!r} must be true or false")
+        nodes.append(Node(name, address, arch, role, user, port, cluster, gateway))
+    several = len({n.cluster for n in nodes}) > 1
+    for c in sorted({n.cluster for n in nodes}):
+        of = f" of cluster {c}" if several or c != 1 else ""
+        servers = [n for n in nodes if n.is_server and n.cluster == c]
+        if not servers:
+            raise SpecError(f"{source}: no node{of} has role `server` (one node must run the control plane)")
+        if len(servers) > 1:
+            raise SpecError(f"{source}: nodes {', '.join(repr(n.name) for n in servers)}{of} all have role `server`; "
+                            "edgebench installs one control plane per cluster: make the others `agent`")
     return Inventory(target, tuple(nodes), source)
 
 

@@ -78,7 +78,8 @@ class ClusterProvider(Provider):
                  inventory: Inventory | None = None, transport: Transport | None = None,
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
                  key_path: str | None = None, cell_id: str = "c-local", token: Callable[[int], str] | None = None,
-                 kind_workers: int = 2, host_arch: str = "amd64"):
+                 kind_workers: int = 2, host_arch: str = "amd64", pod_cidr: str | None = None,
+                 service_cidr: str | None = None):
         if substrate not in ("ssh", "kind"):
             raise EdgebenchError(f"ClusterProvider serves substrates ssh and kind, not {substrate!r}")
         if (substrate == "kind") != (distribution == "kind"):
@@ -86,6 +87,8 @@ class ClusterProvider(Provider):
                                  "(kind runs on substrate kind; k3s/k0s/microk8s/kubeadm on ssh)")
         if substrate == "ssh" and (inventory is None or transport is None):
             raise EdgebenchError("the ssh substrate needs an inventory and a transport")
+        if inventory is not None and len(inventory.clusters) > 1:
+            inventory = inventory.member(1)  # a one-cluster cell on a two-cluster inventory uses cluster 1
         self.name = substrate
         self.distribution, self.cni, self.mode = distribution, cni, mode
         self.workdir = Path(workdir)
@@ -100,8 +103,10 @@ class ClusterProvider(Provider):
                                                 for i, n in enumerate(names)), "kind")
             self.pod_cidr, self.service_cidr = kind_mod.subnets(cell_id)
         else:
-            d = distributions()[distribution]
+            d = dist_mod.with_cidrs(distribution, pod_cidr, service_cidr)
             self.pod_cidr, self.service_cidr = d["pod_cidr"], d["service_cidr"]
+        if substrate == "kind" and (pod_cidr or service_cidr):  # inter-cluster members: planned CIDRs
+            self.pod_cidr, self.service_cidr = pod_cidr or self.pod_cidr, service_cidr or self.service_cidr
         self.inventory = inventory
         reason = compatibility(distribution, cni, mode, inventory.arches)
         if reason:
@@ -127,7 +132,8 @@ class ClusterProvider(Provider):
         return cni_mod.render(self.distribution, self.cni, self.mode, self.params())
 
     def dist_plan(self) -> dist_mod.DistributionPlan:
-        return dist_mod.render(self.distribution, self.inventory, self.cni_plan(), str(self.workdir), self.key_path)
+        return dist_mod.render(self.distribution, self.inventory, self.cni_plan(), str(self.workdir), self.key_path,
+                               self.pod_cidr, self.service_cidr)
 
     def kind_config(self) -> dict[str, Any]:
         return kind_mod.config(self.cni_plan(), self.kind_workers, self.pod_cidr, self.service_cidr)
