@@ -56,7 +56,7 @@ def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
 
 def _print_skipped(skipped, console) -> None:
     for c, reason in skipped:
-        console.print(f"  skipped {c.cni}:{c.cni_mode} on {c.distribution}: {reason}")
+        console.print(f"  skipped {c.label} on {c.distribution}: {reason}")
 
 
 def _on_sigterm(signum, frame):  # turn `kill` into KeyboardInterrupt so that teardown (finally) runs
@@ -84,7 +84,7 @@ def sweep(
               f"{s.values['duration']}s each (substrate={s.values['substrate']})")
     if dry_run:
         for c in cells:
-            out.print(f"  {c.cell_id}  {c.cni}:{c.cni_mode}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
+            out.print(f"  {c.cell_id}  {c.label}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
         _print_skipped(skipped, out)
         return
     if s.values["substrate"] != "local":
@@ -183,7 +183,7 @@ def _phase_command(phase: str) -> None:
                 store.check()
                 out.print(f"uploaded {store.flush()} object(s)")
         else:
-            out.print(f"{phase}: done for cell {c.cell_id} ({c.cni}:{c.cni_mode})")
+            out.print(f"{phase}: done for cell {c.cell_id} ({c.label})")
 
     command.__doc__ = f"Phase {phase} of one cell. {doc}"
     app.command(phase, rich_help_panel="Phases of a cell (what the Argo templates run)")(command)
@@ -227,7 +227,7 @@ def run_cell(
     wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
     ph.run_cell(ph.CellContext(s, c, workdir=wd, results=results or state_dir() / "spool",
                                provider=_provider(c, wd, inventory, ssh_key), log=out.print))
-    out.print(f"cell {c.cell_id} ({c.cni}:{c.cni_mode}) done")
+    out.print(f"cell {c.cell_id} ({c.label}) done")
 
 
 @app.command()

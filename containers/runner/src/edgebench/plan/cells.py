@@ -50,6 +50,18 @@ class Cell:
         return catalog.resolve_cni(f"{self.cni}:{self.cni_mode}")
 
     @property
+    def label(self) -> str:
+        """The cell in progress lines: its CNI mode, then what differs from the defaults."""
+        parts = [f"{self.cni}:{self.cni_mode}"]
+        if self.intercluster != "none":
+            parts.append(f"via {self.intercluster}")
+        if self.tuning_profile != "default_settings":
+            parts.append(f"tuning={self.tuning_profile}")
+        if self.netem_scenario != "none":
+            parts.append(f"netem={self.netem_scenario}")
+        return " ".join(parts)
+
+    @property
     def intercluster_info(self) -> catalog.InterclusterTool:
         return catalog.resolve_intercluster(self.intercluster)
 

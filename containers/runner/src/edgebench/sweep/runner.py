@@ -13,7 +13,7 @@ from typing import Any, Callable
 from edgebench import sh, workloads
 from edgebench.sweep import phases
 from edgebench import substrates
-from edgebench.plan.cells import Run, expand, runs_for
+from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
 from edgebench.results.store import ResultStore, state_dir
@@ -48,7 +48,9 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     leftover = store.flush()
     if leftover:
         log(f"uploaded {leftover} object(s) left in the spool by an earlier run")
-    cells = expand(sweep)
+    cells, skipped = expand_checked(sweep)
+    for cell, reason in skipped:
+        log(f"skipped {cell.label}: {reason}")
     report = SweepReport(sweep.sweep_id)
     previous = {} if rerun else store.run_statuses(sweep.sweep_id)
     store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", {
@@ -80,9 +82,9 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         report.counts["skipped"] += len(runs) - len(todo)
         progress["done"] += len(runs) - len(todo)
         if not todo:
-            log(f"[{progress['done']}/{total}] {cell.cni}:{cell.cni_mode}: all {len(runs)} runs already stored, skipped")
+            log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
             continue
-        log(f"{cell.cni}:{cell.cni_mode}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
+        log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
         workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
         shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
         ctx = phases.CellContext(
@@ -93,10 +95,10 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         try:
             phases.run_cell(ctx)
         except Exception as exc:  # a phase failed outright: the runs it left without a manifest are failed
-            log(f"{cell.cni}:{cell.cni_mode}: FAILED {exc}")
-            phases.collect_results(ctx, reason=f"{cell.cni}:{cell.cni_mode}: {exc}")
+            log(f"{cell.label}: FAILED {exc}")
+            phases.collect_results(ctx, reason=f"{cell.label}: {exc}")
         if ctx.state.get("supported") is False:
-            log(f"{cell.cni}:{cell.cni_mode}: {len(todo)} runs recorded as {ctx.state['reason']}")
+            log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
         shutil.rmtree(workdir, ignore_errors=True)
     store.flush()
     return report
