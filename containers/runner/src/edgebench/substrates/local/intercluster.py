@@ -7,8 +7,8 @@ Submariner (implementation `kernel`): its data path is kernel state, built here 
 engine build it, without its control plane (no broker, no Lighthouse, no pluto/IKE):
   * every node has `vx-submariner` (VXLAN, VNI 100, UDP 4800, VTEP 240.<node IP's last three octets>/8); a worker
     routes the remote cluster's pod and service CIDRs via its gateway's VTEP;
-  * the gateways are joined by the cable: `vxlan` (device vxlan-tunnel, VNI 1000, UDP 4500, VTEP 241.x/8),
-    `wireguard` (device submariner, UDP 4500) or `libreswan` (ESP tunnel-mode SAs and policies between the gateway
+  * the gateways are joined by the cable: `vxlan` (device vxlan-tunnel, VNI 1000, UDP 4500, VTEP 241.x/8, remote
+    CIDRs in table 100 behind an ip rule), `wireguard` (device submariner, UDP 4500, the kernel's default MTU) or `libreswan` (ESP tunnel-mode SAs and policies between the gateway
     addresses for every local x remote CIDR pair, static keys in place of IKE). A cable the kernel cannot build is
     Unsupported with the kernel's reason, never replaced by another;
   * the exported service is the exporting cluster's ClusterIP (what Lighthouse resolves
@@ -23,12 +23,12 @@ records the model (catalog `model`) in its manifest; nothing calls it the tool.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,13 +38,16 @@ from edgebench.errors import EdgebenchError
 from edgebench.plan.catalog import InterclusterTool
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local.datapath import node_ip, pod_cidr, service_cidr, service_ip
-from edgebench.substrates.local.testbed import Endpoint, Testbed
+from edgebench.substrates.local.testbed import STATE_DIR, Endpoint, Testbed
 
 # Submariner's kernel constants (see docs/reference/intercluster.md)
 VX_DEVICE, VX_VNI, VX_PORT, VX_PREFIX = "vx-submariner", 100, 4800, 240
 CABLE_VXLAN_DEVICE, CABLE_VXLAN_VNI, CABLE_PORT, CABLE_VXLAN_PREFIX = "vxlan-tunnel", 1000, 4500, 241
 CABLE_WG_DEVICE = "submariner"
+CABLE_TABLE = 100  # the vxlan cable's routing table
+WG_DEFAULT_MTU = 1420  # Submariner sets no MTU on its WireGuard device: the kernel's default applies
 VXLAN_OVERHEAD = 50
+NFT_TABLE = "submariner"  # the MSS clamping rules
 RELAY = "edgebench-relay"
 RELAY_READY_S = 10.0
 
@@ -99,10 +102,12 @@ class Joiner:
                 self._submariner()
             else:
                 self._relays_up()
+            detail = self.readback()
+            self._marker.write_text(json.dumps(detail))
         except BaseException:
             self.disconnect()
             raise
-        return self.readback()
+        return detail
 
     def _submariner(self) -> None:
         tb = self.tb
@@ -122,7 +127,19 @@ class Joiner:
                 if i != gw:  # workers send the remote cluster's traffic to their gateway
                     for cidr in self._remote(c):
                         tb._ip(ns, "route", "add", cidr, "via", _vtep(VX_PREFIX, gw), "dev", VX_DEVICE, "onlink")
+                self._clamp_mss(ns, c)
             getattr(self, f"_cable_{self.tool.local['transport']}")(c, gw, tb.gateway(3 - c))
+
+    def _clamp_mss(self, ns: str, c: int) -> None:
+        """TCP MSS clamped to the route's MTU between local and remote CIDRs, as Submariner's SUBMARINER-POSTROUTING
+        mangle chain does: a pod MTU above the tunnels' (a routed CNI's 1500) still gets TCP through."""
+        local, remote = ", ".join(self._local(c)), ", ".join(self._remote(c))
+        rules = [f"add table ip {NFT_TABLE}",
+                 f"add chain ip {NFT_TABLE} postrouting {{ type filter hook postrouting priority mangle; }}"]
+        for src, dst in ((local, remote), (remote, local)):
+            rules.append(f"add rule ip {NFT_TABLE} postrouting ip saddr {{ {src} }} ip daddr {{ {dst} }} "
+                         "tcp flags & (syn | rst) == syn tcp option maxseg size set rt mtu")
+        self.tb._ns(ns, "nft", "-f", "-", input="\n".join(rules) + "\n")
 
     def _cable_vxlan(self, c: int, gw: int, remote_gw: int) -> None:
         tb, ns = self.tb, self.tb.node_ns(gw)
@@ -134,9 +151,10 @@ class Joiner:
                  node_ip(remote_gw)])
         tb._ip(ns, "neigh", "add", _vtep(CABLE_VXLAN_PREFIX, remote_gw), "lladdr", _mac(0x5C, remote_gw), "dev",
                CABLE_VXLAN_DEVICE, "nud", "permanent")
-        for cidr in self._remote(c):
+        for cidr in self._remote(c):  # in Submariner's table 100, looked up by an ip rule, as its vxlan driver does
             tb._ip(ns, "route", "add", cidr, "via", _vtep(CABLE_VXLAN_PREFIX, remote_gw), "dev", CABLE_VXLAN_DEVICE,
-                   "onlink")
+                   "onlink", "table", str(CABLE_TABLE))
+        tb._ip(ns, "rule", "add", "pref", str(CABLE_TABLE), "lookup", str(CABLE_TABLE))
 
     def _cable_wireguard(self, c: int, gw: int, remote_gw: int) -> None:
         tb, ns = self.tb, self.tb.node_ns(gw)
@@ -148,7 +166,7 @@ class Joiner:
         tb._ns(ns, "wg", "set", CABLE_WG_DEVICE, "listen-port", str(CABLE_PORT), "private-key", str(key_file),
                "peer", keys[3 - c][1], "endpoint", f"{node_ip(remote_gw)}:{CABLE_PORT}",
                "allowed-ips", ",".join(self._remote(c)))
-        tb._ip(ns, "link", "set", CABLE_WG_DEVICE, "mtu", str(self.mtu - 10), "up")
+        tb._ip(ns, "link", "set", CABLE_WG_DEVICE, "up")
         for cidr in self._remote(c):
             tb._ip(ns, "route", "add", cidr, "dev", CABLE_WG_DEVICE)
 
@@ -170,8 +188,23 @@ class Joiner:
             tb._ip(ns, "route", "add", cidr, "via", node_ip(remote_gw), "dev", "eth0")
 
     def _scratch(self) -> str:
-        self._certs = self._certs or tempfile.mkdtemp(prefix="edgebench-intercluster-")
+        """The join's state directory (relay certificates and logs, the `connected` marker): a fixed place per
+        testbed, so that a phase run as its own process (Argo steps, `edgebench <phase>`) finds the join again."""
+        d = STATE_DIR / f"intercluster-{self.tb.prefix}"
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._certs = str(d)
         return self._certs
+
+    @property
+    def _marker(self) -> Path:
+        return Path(self._scratch()) / "connected.json"
+
+    def connected(self) -> dict[str, Any] | None:
+        """The readback recorded by `connect`, if this testbed's clusters are joined (by this or another process)."""
+        try:
+            return json.loads(self._marker.read_text())
+        except (OSError, ValueError):
+            return None
 
     def _wg_keys(self) -> dict[int, tuple[str, str]]:
         if not hasattr(self, "_wg"):
@@ -239,6 +272,18 @@ class Joiner:
     def unexport(self) -> None:
         for key in [k for k in self._procs if k.startswith("ingress-")]:
             _stop(self._procs.pop(key))
+        self._kill_relays(self.tb.node_ns(self.tb.gateway(2)))  # ingress relays another process started
+
+    def _kill_relays(self, ns: str) -> None:
+        """Stop every relay in a namespace, also those a previous phase process left running."""
+        if ns not in self.tb.namespaces():
+            return
+        for pid in self.tb._run(["ip", "netns", "pids", ns], check=False).split():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == RELAY[:15]:
+                    os.kill(int(pid), signal.SIGTERM)
+            except (OSError, ValueError):
+                continue
 
     # ---- readback and disconnect --------------------------------------------------------------------------------
     def readback(self) -> dict[str, Any]:
@@ -252,8 +297,6 @@ class Joiner:
             devices = {}
             for ns in gateways:
                 out = tb._run(["ip", "-n", ns, "-d", "-j", "link", "show"], check=False)
-                import json
-
                 devices[ns] = sorted(d["ifname"] for d in json.loads(out or "[]")
                                      if d["ifname"] in (VX_DEVICE, CABLE_VXLAN_DEVICE, CABLE_WG_DEVICE))
             states = tb._run(["ip", "-n", gateways[0], "xfrm", "state", "count"], check=False).strip()
@@ -270,20 +313,23 @@ class Joiner:
             _stop(self._procs.pop(key))
         tb = self.tb
         for c in (1, 2):
+            self._kill_relays(tb.node_ns(tb.gateway(c)))
+        for c in (1, 2):
             for i in tb.cluster_nodes(c):
                 ns = tb.node_ns(i)
                 if ns not in tb.namespaces():
                     continue
                 for dev in (VX_DEVICE, CABLE_VXLAN_DEVICE, CABLE_WG_DEVICE):  # their routes go with them
                     sh.ok(["ip", "-n", ns, "link", "del", dev])
+                sh.ok(["ip", "-n", ns, "rule", "del", "pref", str(CABLE_TABLE)])
+                sh.ok(["ip", "netns", "exec", ns, "nft", "delete", "table", "ip", NFT_TABLE])
                 sh.ok(["ip", "netns", "exec", ns, "ip", "xfrm", "state", "flush"])
                 sh.ok(["ip", "netns", "exec", ns, "ip", "xfrm", "policy", "flush"])
                 if i == tb.gateway(c):
                     for cidr in self._remote(c):
                         sh.ok(["ip", "-n", ns, "route", "del", cidr])
-        if self._certs:
-            shutil.rmtree(self._certs, ignore_errors=True)
-            self._certs = None
+        shutil.rmtree(self._scratch(), ignore_errors=True)
+        self._certs = None
 
 
 def _stop(proc: subprocess.Popen) -> None:

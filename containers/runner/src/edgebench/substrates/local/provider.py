@@ -24,6 +24,7 @@ class LocalProvider(Provider):
             self.testbed = Testbed(self.testbed.prefix, nodes=4, runner=self.testbed._run, clusters=2)
         self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
         self._netem_on = False
+        self._tool = cell.intercluster_info if getattr(cell, "intercluster", "none") != "none" else None
         self._joiner = None
 
     # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
@@ -37,22 +38,33 @@ class LocalProvider(Provider):
 
         return self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
 
-    def connect_clusters(self, tool) -> dict:
+    def _join(self, tool):
         from edgebench.plan import tuning
         from edgebench.substrates.local.intercluster import Joiner
 
         if self.testbed.clusters != 2:
             raise Unsupported(f"{tool.key}: this testbed has one cluster (the cell was not provisioned as two)")
-        self._joiner = Joiner(self.testbed, tool, tuning.lan_mtu_for(self.tuning_profile) or 1500)
+        return Joiner(self.testbed, tool, tuning.lan_mtu_for(self.tuning_profile) or 1500)
+
+    def _joined(self):
+        """The join of this cell's clusters, also when an earlier phase process connected them."""
+        if self._joiner is None and self._tool is not None and self.testbed.clusters == 2:
+            joiner = self._join(self._tool)
+            if joiner.connected():
+                self._joiner = joiner
+        return self._joiner
+
+    def connect_clusters(self, tool) -> dict:
+        self._joiner = self._join(tool)
         return self._joiner.connect()
 
     def export_service(self, port: int, backend: Endpoint, path: str) -> str:
-        if self._joiner is None:
+        if self._joined() is None:
             raise Unsupported("the clusters are not connected (connect-clusters did not run or failed)")
         return self._joiner.export(port, backend, path)
 
     def disconnect_clusters(self) -> None:
-        if self._joiner is not None:
+        if self._joined() is not None:
             self._joiner.disconnect()
             self._joiner = None
 
@@ -156,7 +168,7 @@ class LocalProvider(Provider):
         return None
 
     def flush_services(self) -> None:
-        if self._joiner is not None:
+        if self._joined() is not None:
             self._joiner.unexport()
         self.testbed.flush_services()
 

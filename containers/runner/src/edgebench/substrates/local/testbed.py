@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +203,7 @@ class Testbed(Datapath):
             self._run(["ip", "netns", "del", ns], check=False)
             removed.append(ns)
         self.state_file.unlink(missing_ok=True)
+        shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
         return removed
 
     def status(self) -> dict:
