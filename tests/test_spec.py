@@ -121,7 +121,12 @@ def test_cells_command_prints_json_for_withparam():
 def test_catalog_command_lists_every_mode_with_its_facts():
     proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "catalog", "--json"],
                           capture_output=True, text=True, check=True)
-    rows = {f"{r['cni']}:{r['mode']}": r for r in json.loads(proc.stdout)}
+    doc = json.loads(proc.stdout)
+    rows = {f"{r['cni']}:{r['mode']}": r for r in doc["cnis"]}
+    tools = doc["intercluster"]
+    assert tools["submariner"]["version"] == "0.18.0" and set(tools["submariner"]["modes"]) == {
+        "libreswan", "wireguard", "vxlan"}
+    assert tools["skupper"]["modes"]["amqp"]["local"]["implementation"] == "emulated"
     assert rows["flannel:vxlan"]["udp_port"] == 8472 and rows["flannel:vxlan"]["mtu"] == 1450
     assert rows["calico:vxlan"]["udp_port"] == 4789 and rows["calico:ipip"]["mtu"] == 1480
     assert rows["cilium:geneve"]["udp_port"] == 6081
@@ -178,3 +183,26 @@ def test_malformed_sweep_files_are_spec_errors(tmp_path, text):
     p.write_bytes(b"\xff\xfe" + text.encode())
     with pytest.raises(SpecError):
         spec.load(p)
+
+
+def test_intercluster_parameter_bad_input_is_one_clear_message():
+    from edgebench.errors import SpecError
+
+    for value, words in [('["vpn"]', "unknown inter-cluster tool 'vpn'"),
+                         ('["submariner:gre"]', "unknown cable driver 'gre' for submariner; choices: libreswan"),
+                         ('["skupper","skupper:amqp"]', "names skupper:amqp twice"),
+                         ('not json', "intercluster")]:
+        with pytest.raises(SpecError) as exc:
+            spec.from_parameters({"substrate": "local", "intercluster": value}, source="t")
+        assert words in str(exc.value), str(exc.value)
+    with pytest.raises(SpecError) as exc:  # a tool on a distribution it does not support: before anything runs
+        spec.from_parameters({"substrate": "ssh", "distribution": "microk8s", "intercluster": '["submariner"]'},
+                             source="t")
+    assert "does not run on microk8s" in str(exc.value) and "Calico API server" in str(exc.value)
+
+
+def test_the_baseline_intercluster_value_keeps_sweep_ids():
+    base = spec.from_parameters({"substrate": "local"}, source="t")
+    same = spec.from_parameters({"substrate": "local", "intercluster": '[ "none" ]'}, source="t")
+    other = spec.from_parameters({"substrate": "local", "intercluster": '["none","skupper"]'}, source="t")
+    assert base.sweep_id == same.sweep_id != other.sweep_id

@@ -41,17 +41,31 @@ INVENTORY_HELP = "Node inventory (ssh substrate; default $EDGEBENCH_INVENTORY or
 def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
     """The node architectures that decide which cells are possible: the inventory's for ssh (when one is given or
     found), the workstation's for kind, none (no arch check) otherwise."""
-    from edgebench.substrates.clusters import inventory as inv
-
     if substrate == "kind":
         import platform
 
         return frozenset({"arm64" if platform.machine() in ("aarch64", "arm64") else "amd64"})
+    lab = _lab(substrate, inventory)
+    return frozenset(lab.arches) if lab else None
+
+
+def _lab(substrate: str, inventory: Optional[Path]):
+    """The ssh substrate's node inventory when one is given or found (else None: nothing is checked against it)."""
+    from edgebench.substrates.clusters import inventory as inv
+
     if substrate != "ssh":
         return None
     if inventory is None and not os.environ.get(inv.ENV_INVENTORY) and not inv.INVENTORY_MOUNT.exists():
         return None
-    return frozenset(inv.load(inventory).arches)
+    return inv.load(inventory)
+
+
+def _expand_checked(s: spec_mod.Sweep, inventory: Optional[Path]):
+    """The sweep's possible cells and the skipped ones with the reason (checked against the inventory if known)."""
+    from edgebench.plan.cells import expand_checked
+
+    substrate = s.values["substrate"]
+    return expand_checked(s, _arches(substrate, inventory), _lab(substrate, inventory))
 
 
 def _print_skipped(skipped, console) -> None:
@@ -75,10 +89,10 @@ def sweep(
     """Run a sweep: for every cell build the datapath, run the workloads, store raw output + manifests in MinIO.
 
     Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
-    from edgebench.plan.cells import expand_checked, runs_for
+    from edgebench.plan.cells import runs_for
 
     s = _load(file, param, local)
-    cells, skipped = expand_checked(s, _arches(s.values["substrate"], inventory))
+    cells, skipped = _expand_checked(s, inventory)
     n_runs = sum(len(runs_for(s, c)) for c in cells)
     out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {n_runs} runs, "
               f"{s.values['duration']}s each (substrate={s.values['substrate']})")
@@ -128,7 +142,7 @@ def cells(
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
     exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
-    from edgebench.plan.cells import cell_json, expand_checked
+    from edgebench.plan.cells import cell_json
 
     overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
     if default_sweep_id and not overrides.get("sweep-id"):
@@ -137,7 +151,7 @@ def cells(
         s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
     else:
         s = spec_mod.load(file, overrides, substrate="local" if local else None)
-    ok, skipped = expand_checked(s, _arches(s.values["substrate"], inventory))
+    ok, skipped = _expand_checked(s, inventory)
     _print_skipped(skipped, err)
     text = json.dumps([cell_json(s, c) for c in ok])
     if output:
@@ -254,10 +268,11 @@ def matrix(
 
 @app.command()
 def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
-    """Print the CNI catalog: every CNI mode, its datapath, encapsulation, port, MTU, multicast, encryption."""
+    """Print the catalog: every CNI mode (datapath, encapsulation, port, MTU, multicast, encryption) and every
+    inter-cluster tool mode (version, layer, what it carries, how the local testbed builds it)."""
     rows = catalog_mod.rows()
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps({"cnis": rows, "intercluster": catalog_mod.intercluster_tools()}, indent=2))
         return
     t = Table(title="edgebench CNI catalog (MTU on a 1500-byte underlay)")
     for col in ("cni", "mode", "version", "datapath", "encap", "udp", "mtu", "multicast", "encryption", "local testbed"):
@@ -268,6 +283,17 @@ def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON inste
                   r["local_testbed"])
     out.print(t)
     out.print("* default mode. Sources: `edgebench catalog --json` lists each CNI's source tags.")
+    t = Table(title="inter-cluster tools (-p intercluster=[...])")
+    for col in ("tool", "mode", "version", "layer", "carries", "encryption", "local testbed"):
+        t.add_column(col)
+    for name, info in catalog_mod.intercluster_tools().items():
+        for mode in info["modes"]:
+            tool = catalog_mod.resolve_intercluster(f"{name}:{mode}")
+            local = {"baseline": "baseline (one cluster)", "kernel": "kernel data path (no control plane)",
+                     "emulated": "emulated (edgebench-relay model)"}.get(tool.implementation, tool.implementation)
+            t.add_row(name, mode + (" *" if mode == info["default_mode"] else ""), tool.version or "-",
+                      str(tool.layer or "-"), "/".join(tool.protocols), tool.encryption, local)
+    out.print(t)
 
 
 @testbed_app.command("up")
