@@ -18,4 +18,6 @@ st.navigation([
             url_path="link_conditions"),
     st.Page("app_pages/tuning.py", title="Tuning efficiency", icon=":material/tune:", url_path="tuning"),
     st.Page("app_pages/resources.py", title="Resources", icon=":material/memory:", url_path="resources"),
+    st.Page("app_pages/intercluster.py", title="Inter-cluster tools", icon=":material/hub:",
+            url_path="intercluster"),
 ]).run()

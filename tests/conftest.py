@@ -60,6 +60,22 @@ def verdict_warehouse(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def intercluster_raw_root(tmp_path_factory) -> Path:
+    """HTTP runs across inter-cluster tools and their one-cluster `none` baseline (fixture_manifests IC_*)."""
+    return fixture_manifests.write_intercluster_tree(tmp_path_factory.mktemp("raw-intercluster"))
+
+
+@pytest.fixture(scope="session")
+def intercluster_warehouse(intercluster_raw_root, tmp_path_factory) -> Path:
+    """A warehouse built from the inter-cluster raw tree only."""
+    from edgebench.results import warehouse
+
+    path = tmp_path_factory.mktemp("wh-intercluster") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(intercluster_raw_root), quiet=True)
+    return path
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,7 +6,8 @@ import ui
 st.title("HTTP services")
 st.caption("Sequential HTTP requests over one kept-alive connection to three services (payload-echo, payload-recv, "
            "static-reply). Response times per request against the KPI boundaries each run carries "
-           "(params.kpis_ms); an error response counts as beyond every KPI.")
+           "(params.kpis_ms); an error response counts as beyond every KPI. Both ends in one cluster; runs across "
+           "two clusters joined by an inter-cluster tool are on the Inter-cluster tools page.")
 
 substrate, filters = ui.choose("http", "http_substrates", "http_filter_values", data.HTTP_FILTERS,
                                "The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")

@@ -6,7 +6,8 @@ import ui
 st.title("Link conditions")
 st.caption("Any metric against the emulated link condition (netem scenario) in force during the run, per CNI / "
            "mode: iperf3 throughput and RTT, DDS latency p50 / p90, HTTP response p50 / p90. Means over successful, "
-           "valid runs; the scenario parameters are the ones read back from the system.")
+           "valid runs in one cluster (runs across an inter-cluster tool: Inter-cluster tools page); the scenario "
+           "parameters are the ones read back from the system.")
 
 substrate, filters = ui.choose("netem", "netem_substrates", "netem_filter_values", data.NETEM_FILTERS,
                                "The warehouse holds no runs yet. Run `make sweep`.")

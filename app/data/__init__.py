@@ -8,6 +8,7 @@ from .dds import *  # noqa: F401,F403
 from .dds import _DDS_RUNS  # noqa: F401
 from .http import *  # noqa: F401,F403
 from .http import _us  # noqa: F401
+from .intercluster import *  # noqa: F401,F403
 from .link_conditions import *  # noqa: F401,F403
 from .link_conditions import _NETEM_METRICS  # noqa: F401
 from .overview import *  # noqa: F401,F403

@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import FILTERS, _baseline_first, _where
+from .common import FILTERS, _baseline_first, _where, baseline_color
 
 
 def substrates(con) -> list[str]:
@@ -65,7 +65,7 @@ def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
                                         axis=alt.Axis(labelAngle=-30)))
     bars = base.mark_bar().encode(
         y=alt.Y("throughput_mbps:Q", title="mean throughput (Mbit/s)"),
-        color=alt.condition("datum.is_host_baseline", alt.value("#7f7f7f"), alt.value("#1f77b4")),
+        color=baseline_color("is_host_baseline", "#1f77b4"),
         tooltip=[alt.Tooltip("variant:N"), alt.Tooltip("datapath:N"), alt.Tooltip("n_runs:Q"),
                  alt.Tooltip("throughput_mbps:Q", format=".1f"), alt.Tooltip("throughput_ci95_mbps:Q", format=".1f"),
                  alt.Tooltip("overhead_pct:Q", format=".1f")],

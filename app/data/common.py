@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import altair as alt
 import duckdb
 import pandas as pd
 
@@ -24,6 +25,26 @@ FILTERS = {
     "netem_scenario": "Netem scenario",
     "tuning_profile": "Tuning profile",
 }
+
+
+# How a comparison's baseline looks on every page (the host network against CNIs, the one-cluster `none` against
+# inter-cluster tools): grey marks, listed first.
+BASELINE_COLOR = "#7f7f7f"
+# Vega's default categorical palette (tableau10) without its grey (the baseline's) and its red (limits and KPI
+# boundaries are drawn in red), for the series compared against the baseline
+_SERIES_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#ff9da6"]
+
+
+def baseline_color(flag_field: str, other: str) -> alt.condition:
+    """Color encoding for marks of one series: the baseline's (datum[flag_field] true) in BASELINE_COLOR."""
+    return alt.condition(f"datum.{flag_field}", alt.value(BASELINE_COLOR), alt.value(other))
+
+
+def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
+    """Color scale for several series: the baseline's label in BASELINE_COLOR, the others in palette order."""
+    others = iter(_SERIES_COLORS * (len(labels) // len(_SERIES_COLORS) + 1))
+    return alt.Scale(domain=labels, range=[BASELINE_COLOR if label == baseline_label else next(others)
+                                           for label in labels])
 
 
 def warehouse_path() -> Path:

@@ -1,4 +1,5 @@
-"""Queries and charts of the portal's HTTP page (marts only)."""
+"""Queries and charts of the portal's HTTP page (marts only): runs in one cluster (intercluster = 'none'); runs
+across an inter-cluster tool are on the inter-cluster page (intercluster.py)."""
 from __future__ import annotations
 
 import altair as alt
@@ -17,14 +18,17 @@ HTTP_FILTERS = {
 }
 
 
+_ONE_CLUSTER_RUNS = "(select * from fct_http_runs where intercluster = 'none')"
+
+
 def http_substrates(con) -> list[str]:
-    """Substrates with HTTP runs (any status), most runs first."""
-    return _substrates(con, "fct_http_runs")
+    """Substrates with one-cluster HTTP runs (any status), most runs first."""
+    return _substrates(con, _ONE_CLUSTER_RUNS)
 
 
 def http_filter_values(con, substrate: str, column: str, **chosen) -> list:
     """Values of one HTTP filter column on a substrate given the filters chosen before it (all statuses)."""
-    return _filter_values(con, "fct_http_runs", HTTP_FILTERS, substrate, column, chosen)
+    return _filter_values(con, _ONE_CLUSTER_RUNS, HTTP_FILTERS, substrate, column, chosen)
 
 
 def http_requests(con, substrate: str, **filters) -> pd.DataFrame:
@@ -32,7 +36,7 @@ def http_requests(con, substrate: str, **filters) -> pd.DataFrame:
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, length_bytes, response_ms, run_id, seq, repetition
-        from fct_http_requests where status = 'ok' and not is_error and {where}
+        from fct_http_requests where status = 'ok' and not is_error and intercluster = 'none' and {where}
         order by cni = 'host' desc, variant, length_bytes, run_id, seq""", params).df()
 
 
@@ -40,7 +44,8 @@ def http_kpis(con, substrate: str, **filters) -> pd.DataFrame:
     """The distinct KPI boundaries (from params.kpis_ms) of the selected runs: use_case, kpi_ms."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
-        select use_case, any_value(kpi_ms) as kpi_ms from fct_http_kpi_compliance where {where}
+        select use_case, any_value(kpi_ms) as kpi_ms from fct_http_kpi_compliance
+        where intercluster = 'none' and {where}
         group by use_case order by kpi_ms, use_case""", params).df()
 
 
@@ -53,7 +58,7 @@ def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
                count(*) as n_runs, sum(n_requests) as n_requests, sum(n_beyond_kpi) as n_beyond_kpi,
                sum(n_beyond_kpi) / sum(n_requests) * 100 as pct_beyond_kpi,
                count(*) filter (where is_p90_beyond_kpi) as n_runs_p90_beyond
-        from fct_http_kpi_compliance where {where}
+        from fct_http_kpi_compliance where intercluster = 'none' and {where}
         group by cni, cni_mode, length_bytes, use_case
         order by cni = 'host' desc, variant, length_bytes, kpi_ms, use_case""", params).df()
 
@@ -109,7 +114,7 @@ def http_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
     return con.execute(f"""
         select status, cni, cni_mode, service, length_bytes, repetition, n_requests, n_errors, error, attempt,
                sweep_id, run_id, started_at
-        from fct_http_runs where (status <> 'ok' or n_errors > 0) and {where}
+        from fct_http_runs where (status <> 'ok' or n_errors > 0) and intercluster = 'none' and {where}
         order by status, cni, cni_mode, length_bytes, repetition""", params).df()
 
 

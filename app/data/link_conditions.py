@@ -9,32 +9,33 @@ from .common import _substrates, _values_of, _where_in
 
 NETEM_FILTERS = {"distribution": "Distribution", "tuning_profile": "Tuning profile"}
 
-# metric -> (label, unit, SQL source producing: variant, cni, netem_scenario, detail, value)
+# metric -> (label, unit, SQL source producing: variant, cni, netem_scenario, detail, value); one-cluster runs only
+# (runs across an inter-cluster tool are compared on their own page)
 _NETEM_METRICS = {
     "iperf3_throughput": ("iperf3 throughput", "Mbit/s", """
         select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement
                as detail, throughput_mbps as value, substrate, distribution, tuning_profile
-        from fct_iperf3_runs where status = 'ok' and is_valid"""),
+        from fct_iperf3_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
     "iperf3_rtt": ("iperf3 TCP mean RTT", "ms", """
         select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
                mean_rtt_us / 1000, substrate, distribution, tuning_profile
-        from fct_iperf3_runs where status = 'ok' and is_valid and mean_rtt_us is not null"""),
+        from fct_iperf3_runs where status = 'ok' and is_valid and intercluster = 'none' and mean_rtt_us is not null"""),
     "dds_p50": ("DDS latency p50", "µs", """
         select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
                || security, latency_p50_us, substrate, distribution, tuning_profile
-        from fct_dds_latency where status = 'ok' and is_valid"""),
+        from fct_dds_latency where status = 'ok' and is_valid and intercluster = 'none'"""),
     "dds_p90": ("DDS latency p90", "µs", """
         select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
                || security, latency_p90_us, substrate, distribution, tuning_profile
-        from fct_dds_latency where status = 'ok' and is_valid"""),
+        from fct_dds_latency where status = 'ok' and is_valid and intercluster = 'none'"""),
     "http_p50": ("HTTP response p50", "ms", """
         select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
                response_p50_ms, substrate, distribution, tuning_profile
-        from fct_http_runs where status = 'ok' and is_valid"""),
+        from fct_http_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
     "http_p90": ("HTTP response p90", "ms", """
         select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
                response_p90_ms, substrate, distribution, tuning_profile
-        from fct_http_runs where status = 'ok' and is_valid"""),
+        from fct_http_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
 }
 NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRICS.items()}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import FILTERS, _substrates, _values_of, _where_in
+from .common import FILTERS, _substrates, _values_of, _where_in, baseline_color
 
 
 RESOURCE_FILTERS = {"workload": "Workload", **FILTERS}
@@ -53,6 +53,6 @@ def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Char
     return alt.Chart(one).mark_bar().encode(
         y=alt.Y("variant:N", sort=variants, title=None, axis=alt.Axis(labelLimit=200)),
         x=alt.X("throughput_mbps:Q", title="mean throughput (Mbit/s)"),
-        color=alt.condition("datum.is_host_baseline", alt.value("#7f7f7f"), alt.value("#2ca02c")),
+        color=baseline_color("is_host_baseline", "#2ca02c"),
         tooltip=["variant:N", alt.Tooltip("throughput_mbps:Q", format=".1f"), "n_runs:Q"],
     ).properties(height=alt.Step(32), title="Throughput of the same runs")

@@ -8,6 +8,7 @@ with runs as (
     from {{ ref('int_runs__deduplicated') }} as runs
     inner join {{ ref('int_http__run_stats') }} as stats using (run_id)
     where runs.workload = 'http' and runs.status = 'ok' and runs.is_valid  -- invalid runs stay out of comparisons
+      and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and stats.response_p90_ms is not null
 
 )

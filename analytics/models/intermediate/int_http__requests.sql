@@ -1,4 +1,4 @@
--- HTTP requests joined to their run's attributes. Only the file beside the manifest that won deduplication
+-- HTTP requests joined to their run's attributes (including the inter-cluster tool; 'none' = one cluster). Only the file beside the manifest that won deduplication
 -- counts (join on run_id and that manifest's sweep/cell). is_error: not a 2xx response (a transport error has
 -- status 0 or null).
 select
@@ -12,6 +12,12 @@ select
     runs.datapath,
     runs.netem_scenario,
     runs.tuning_profile,
+    runs.intercluster,
+    runs.intercluster_tool,
+    runs.intercluster_mode,
+    runs.intercluster_implementation,
+    runs.is_emulated,
+    runs.intercluster_model,
     runs.path,
     runs.placement,
     runs.length_bytes,

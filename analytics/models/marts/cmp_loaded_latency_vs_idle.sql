@@ -13,6 +13,7 @@ with runs as (
     from {{ ref('int_runs__deduplicated') }} as runs
     join {{ ref('stg_edgebench__loaded_latency') }} as probe using (raw_key)
     where runs.status = 'ok' and runs.is_valid
+      and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
 
 ),
 

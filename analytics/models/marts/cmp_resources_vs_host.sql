@@ -30,6 +30,7 @@ with per_run as (
         string_agg(distinct name, ', ' order by name) as names
     from {{ ref('fct_resource_usage') }}
     where status = 'ok' and is_valid
+      and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
     group by all
 
 )

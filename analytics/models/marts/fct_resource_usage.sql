@@ -41,6 +41,7 @@ select
     runs.datapath,
     runs.netem_scenario,
     runs.tuning_profile,
+    runs.intercluster,
     coalesce(runs.tuning_mtu, runs.mtu)               as tuning_mtu,
     runs.workload,
     runs.protocol,

@@ -53,6 +53,31 @@ renamed as (
         case when json_type(manifest->'tuning'->'unsupported') = 'OBJECT'
              then manifest->'tuning'->'unsupported' end            as tuning_unsupported,
         try_cast(manifest->'tuning'->>'mtu' as integer)            as tuning_mtu,
+        -- inter-cluster tool (docs/results-layout.md): manifests written before the dimension existed have none of
+        -- the keys and count as the one-cluster baseline (intercluster none, implementation baseline). The split
+        -- tool / mode fall back to the entry itself ("tool:mode") if only it was written.
+        coalesce(manifest->>'intercluster', 'none')                as intercluster,
+        coalesce(manifest->>'intercluster_tool',
+                 nullif(split_part(coalesce(manifest->>'intercluster', 'none'), ':', 1), ''))
+                                                                   as intercluster_tool,
+        coalesce(manifest->>'intercluster_mode',
+                 case when coalesce(manifest->>'intercluster', 'none') = 'none' then 'none'
+                      else nullif(split_part(manifest->>'intercluster', ':', 2), '') end)
+                                                                   as intercluster_mode,
+        coalesce(manifest->>'intercluster_implementation',
+                 manifest->'intercluster_detail'->>'implementation',
+                 case when coalesce(manifest->>'intercluster', 'none') = 'none' then 'baseline' end)
+                                                                   as intercluster_implementation,
+        -- emulated = a model of the tool's data plane, never the tool itself
+        coalesce(coalesce(manifest->>'intercluster_implementation',
+                          manifest->'intercluster_detail'->>'implementation') = 'emulated', false)
+                                                                   as is_emulated,
+        manifest->'intercluster_detail'->>'model'                  as intercluster_model,
+        manifest->'intercluster_detail'->>'version'                as intercluster_version,
+        manifest->'intercluster_detail'->>'tool_version'           as intercluster_tool_version,
+        manifest->'intercluster_detail'->>'cable_driver'           as intercluster_cable_driver,
+        case when json_type(manifest->'intercluster_detail') = 'OBJECT'
+             then manifest->'intercluster_detail' end              as intercluster_detail,
         -- absent (older manifests) or JSON null = valid; anything that is not a boolean becomes null and fails
         -- the not_null data test instead of silently counting as valid
         case when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true

@@ -21,6 +21,7 @@ def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help=
     if summary:
         _print_summary(wh.iperf3_summary())
         _print_latency_summaries(wh.dds_summary(), wh.http_summary())
+        _print_intercluster_summary(wh.intercluster_summary(), quiet_if_empty=True)
 
 
 def _print_summary(rows: list[dict]) -> None:
@@ -55,12 +56,79 @@ def _print_summary(rows: list[dict]) -> None:
               "measures the kernel datapath each CNI configures, not the CNI itself.")
 
 
-def summary():
-    """Print the throughput summary from the warehouse (no rebuild)."""
+SECTIONS = ("all", "iperf3", "dds", "http", "intercluster")
+
+
+def summary(section: str = typer.Argument(
+        "all", help=f"What to print: {' | '.join(SECTIONS)} (intercluster: HTTP across each inter-cluster tool "
+                    "against the same runs in one cluster)")):
+    """Print the warehouse's comparisons (no rebuild): iperf3 throughput, DDS and HTTP latency vs host, HTTP across
+    inter-cluster tools vs none."""
     from edgebench.results import warehouse as wh
 
-    _print_summary(wh.iperf3_summary())
-    _print_latency_summaries(wh.dds_summary(), wh.http_summary())
+    if section not in SECTIONS:
+        raise typer.BadParameter(f"unknown section {section!r}; choices: {', '.join(SECTIONS)}")
+    if section in ("all", "iperf3"):
+        _print_summary(wh.iperf3_summary())
+    if section in ("all", "dds", "http"):
+        _print_latency_summaries(wh.dds_summary() if section != "http" else [],
+                                 wh.http_summary() if section != "dds" else [])
+    if section in ("all", "intercluster"):
+        _print_intercluster_summary(wh.intercluster_summary(), quiet_if_empty=section == "all")
+
+
+def _print_intercluster_summary(rows: list[dict], quiet_if_empty: bool = False) -> None:
+    """One table per HTTP configuration measured across inter-cluster tools: rows per netem scenario and tool, the
+    none baseline first; n, mean of per-run medians with its 95% CI, the difference to none with its 95% CI, the
+    verdict, and the share of requests beyond the two limits. Emulated tools are labelled as such."""
+    from edgebench.results.labels import intercluster_label
+
+    if not rows:
+        if not quiet_if_empty:
+            out.print("the warehouse has no HTTP runs across an inter-cluster tool yet")
+        return
+
+    def fmt(v, f="{:.3f}"):
+        return "-" if v is None else f.format(v)
+
+    def pct(share):
+        return "-" if share is None else f"{share * 100:.1f} %"
+
+    keys = ("substrate", "distribution", "cni", "cni_mode", "tuning_profile", "service", "path", "placement",
+            "length_bytes")
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    models: dict[str, str] = {}
+    for k, group in groups.items():
+        c = dict(zip(keys, k))
+        t = Table(title=f"HTTP {c['service']} across clusters, {c['length_bytes']} B {c['path']} {c['placement']} "
+                        f"({c['cni']}:{c['cni_mode']}, substrate={c['substrate']}, distribution={c['distribution']}, "
+                        f"tuning={c['tuning_profile']})", title_justify="left")
+        for col, right in (("netem", False), ("inter-cluster", False), ("runs", True), ("run medians ms", True),
+                           ("±95% CI", True), ("p95 ms", True), ("vs none ms", True), ("±95% CI", True),
+                           ("vs none %", True), ("verdict", False),
+                           (f"> {group[0]['vehicle_assist_limit_ms']:g} ms", True),
+                           (f"> {group[0]['remote_maintenance_limit_ms']:g} ms", True)):
+            t.add_column(col, justify="right" if right else "left", no_wrap=not right or col.startswith("vs"))
+        for r in group:
+            label = intercluster_label(r["intercluster"], r["intercluster_implementation"])
+            if r["is_emulated"] and r["intercluster_model"]:
+                models[label] = r["intercluster_model"]
+            t.add_row(r["netem_scenario"], label, str(r["n_runs"]), fmt(r["response_p50_ms"]),
+                      fmt(r["response_p50_ci95_ms"]), fmt(r["request_p95_ms"]),
+                      fmt(r["response_p50_diff_ms"], "{:+.3f}"), fmt(r["response_p50_diff_ci95_ms"]),
+                      fmt(r["response_p50_diff_pct"], "{:+.1f}"), r["verdict"],
+                      pct(r["share_requests_over_vehicle_assist"]), pct(r["share_requests_over_remote_maintenance"]))
+        out.print(t)
+    out.print("run medians: mean over runs of each run's median; p95: over every request of the runs, pooled; "
+              "vs none = tool - none (positive = slower across the tool) with the 95% CI "
+              "of the difference (Welch). verdict: better / worse when the 95% intervals of tool and none do not "
+              "overlap, else indistinguishable; 'no baseline' without none runs under the same conditions, 'n < 2' "
+              "with fewer than 2 runs on a side. > limit: share of requests beyond the vehicle-assist / "
+              "remote-maintenance limit (errors count as beyond).")
+    for label, model in models.items():
+        out.print(f"{label}: a model of the tool's data plane, not the tool. {model}")
 
 
 def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:

@@ -73,6 +73,14 @@ def scenario_names() -> list[str]:
     return list(catalog()["scenarios"])
 
 
+def display_order(names) -> list[str]:
+    """Scenario names for a chart axis or a table: the catalog's in catalog order (none, lcl, edg2.5 ... edg20),
+    then any other (custom, or with a rate such as edg10@100mbit) by name."""
+    known = scenario_names()
+    present = list(dict.fromkeys(names))
+    return [n for n in known if n in present] + sorted(n for n in present if n not in known)
+
+
 def rate_presets() -> dict[str, float]:
     return {k: float(v["rate_mbit"]) for k, v in catalog()["rates"].items()}
 
