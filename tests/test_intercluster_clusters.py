@@ -79,7 +79,12 @@ def test_golden_plan(tool, mode, distribution):
     assert {s.phase for s in p.steps} <= set(ic.PHASES)
     assert [s.phase for s in p.steps if s.phase in ("install", "readback", "disconnect")][:1] == ["install"]
     assert all(s.phase == "disconnect" for s in p.steps[p.steps.index(p.phase("disconnect")[0]):])
-    assert all(not s.check for s in p.phase("disconnect"))  # idempotent: failures are ignored
+    # unexport (what flush_services runs between runs) comes right before disconnect and names the service
+    tail = p.steps[p.steps.index(p.phase("unexport")[0]):]
+    n_unexport, n_disconnect = len(p.phase("unexport")), len(p.phase("disconnect"))
+    assert n_unexport and [s.phase for s in tail] == ["unexport"] * n_unexport + ["disconnect"] * n_disconnect
+    assert all(SERVICE in s.argv or any(a.startswith(SERVICE + "-") for a in s.argv) for s in p.phase("unexport"))
+    assert all(not s.check for s in p.phase("unexport", "disconnect"))  # idempotent: failures are ignored
     assert p.phase("readback") and all(s.capture for s in p.phase("readback"))
     assert all(s.cluster in (None, 1, 2) for s in p.steps)
     for s in p.steps:  # every command names the cluster it acts on by its kubeconfig

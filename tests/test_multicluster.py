@@ -88,9 +88,13 @@ def test_submariner_connect_export_disconnect(tmp_path):
     run = FakeRunner()
     mc = _mc(tmp_path, run)
     detail = mc.connect_clusters(resolve_intercluster("submariner:vxlan"))
-    assert detail["connected"] is True and detail["tool_version"] == "0.18.0"
-    assert detail["gateway_nodes"] == ["c1-worker", "c2-worker"] and detail["cli_version"] == "subctl version: v0.18.0"
-    assert [m["pod_cidr"] for m in detail["members"]] == ["10.42.0.0/16", "10.44.0.0/16"]
+    assert detail["readback"]["connected"] is True and detail["tool_version"] == "0.18.0"
+    assert detail["implementation"] == "installed" and detail["model"] is None
+    assert detail["cable_driver"] == "libreswan"  # what the clusters report (the fixtures' cable), not the request
+    assert detail["gateways"] == ["c1-worker", "c2-worker"]
+    assert detail["readback"]["cli_version"] == "subctl version: v0.18.0"
+    assert [m["pod_cidr"] for m in detail["readback"]["members"]] == ["10.42.0.0/16", "10.44.0.0/16"]
+    assert [m["name"] for m in detail["readback"]["members"]] == ["eb-multi-c1", "eb-multi-c2"]  # from the cell
     texts = run.texts()
     wd = str(tmp_path / "intercluster")
     assert texts[0].startswith("sh -c set -eu") and f"mkdir -p {wd}/bin" in texts[0]
@@ -115,7 +119,7 @@ def test_submariner_connect_export_disconnect(tmp_path):
     assert len(run.calls) == n + 1 and run.calls[-1][-3:] == ["apply", "-f", "-"]
     state = json.loads((tmp_path / "intercluster" / "state.json").read_text())
     assert state == {"tool": "submariner", "mode": "vxlan", "service": "eb-ic-8080", "namespace": pl.NAMESPACE,
-                     "port": 8080}
+                     "port": 8080, "exported": {"eb-ic-8080": {"port": 8080, "address": address}}}
     # disconnect: unexport, uninstall cluster 2 before cluster 1; a second call is a no-op
     run.calls.clear()
     mc.disconnect_clusters()
@@ -151,9 +155,10 @@ def test_skupper_and_clusterlink_readback(tmp_path):
     for tool, version in (("skupper", "1.7.3"), ("clusterlink", "v0.4.0")):
         run = FakeRunner()
         detail = _mc(tmp_path / tool, run).connect_clusters(resolve_intercluster(tool))
-        assert detail["connected"] is True and detail["tool_version"] == version and detail["cable_driver"] is None
+        assert detail["readback"]["connected"] is True and detail["tool_version"] == version
+        assert detail["cable_driver"] is None and detail["implementation"] == "installed"
         if tool == "clusterlink":
-            assert detail["cli_version"].startswith("clusterlink version v0.4.0")
+            assert detail["readback"]["cli_version"].startswith("clusterlink version v0.4.0")
             assert (tmp_path / tool / "intercluster" / "clusterlink-c2.yaml").exists()
             peer = list(yaml.safe_load_all((tmp_path / tool / "intercluster" / "clusterlink-c2.yaml").read_text()))[1]
             assert peer["spec"]["gateways"] == [{"host": "192.0.2.21", "port": 30443}]

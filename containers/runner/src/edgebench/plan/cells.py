@@ -156,9 +156,12 @@ def expand(sweep: "Sweep") -> list[Cell]:
     ]
 
 
-def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None, inventory: Any = None
+                   ) -> tuple[list[Cell], list[tuple[Cell, str]]]:
     """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
-    returned with the reason so they can be reported as skipped before anything is installed."""
+    returned with the reason so they can be reported as skipped before anything is installed. On real clusters an
+    inter-cluster tool that is not run over the cell's CNI mode (catalog `cnis`) skips the cell too, and an ssh
+    `inventory` (clusters.inventory.Inventory, when known) without a cluster 2 is a SpecError if any cell needs two."""
     ok, skipped = [], []
     for c in expand(sweep):
         reason = None
@@ -168,8 +171,11 @@ def expand_checked(sweep: "Sweep", arches: frozenset[str] | None = None) -> tupl
         elif sweep.values["substrate"] != "local":
             from edgebench.substrates.clusters.matrix import compatibility
 
-            reason = compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
+            reason = (compatibility(c.distribution, c.cni, c.cni_mode, arches or frozenset())
+                      or c.intercluster_info.unsupported_cni(c.cni, c.cni_mode, c.distribution))
         (skipped.append((c, reason)) if reason else ok.append(c))
+    if inventory is not None and sweep.values["substrate"] == "ssh" and any(c.intercluster != "none" for c in ok):
+        inventory.require_two_clusters()
     return ok, skipped
 
 

@@ -33,9 +33,11 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
     cell, cm, tool = run.cell, run.cell.cni_info, run.cell.intercluster_info
     detail = (conditions or {}).get("intercluster")
     if detail is None and not tool.is_none:  # nothing read back (e.g. the cell never connected): what was asked
-        detail = {"tool": tool.tool, "mode": tool.mode, "version": tool.version, "implementation": tool.implementation,
-                  "model": tool.local.get("model"), "tool_version": None, "cable_driver": tool.info.get("cable_driver"),
-                  "gateways": []}
+        local = cell.substrate == "local"  # the testbed builds or models the tool; real clusters install it
+        detail = {"tool": tool.tool, "mode": tool.mode, "version": tool.version,
+                  "implementation": tool.implementation if local else "installed",
+                  "model": tool.local.get("model") if local else None, "tool_version": None,
+                  "cable_driver": tool.info.get("cable_driver"), "gateways": []}
     return {
         "schema_version": 1,
         "sweep_id": cell.sweep_id,

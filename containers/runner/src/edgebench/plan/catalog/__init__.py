@@ -153,6 +153,19 @@ class InterclusterTool:
             return f"{self.tool} is not known to run on {distribution} (supported: {', '.join(sorted(table))})"
         return table[distribution]
 
+    def unsupported_cni(self, cni: str, mode: str, distribution: str | None = None) -> str | None:
+        """Why the tool is not run over the CNI mode (on the distribution) on real clusters, or None. Catalog `cnis`:
+        a reason for every mode of the CNI, or per mode a reason or distribution -> reason. The local testbed does
+        not ask: it builds the tool's data path over any pod network."""
+        if self.is_none:
+            return None
+        entry = (intercluster_tools()[self.tool].get("cnis") or {}).get(cni)
+        reason = entry.get(mode) if isinstance(entry, dict) else entry
+        if isinstance(reason, dict):
+            reason = reason.get(distribution) if distribution else None
+            return f"{self.tool} over {cni}:{mode} on {distribution}: {reason}" if reason else None
+        return f"{self.tool} over {cni}:{mode}: {reason}" if reason else None
+
 
 def resolve_intercluster(entry: str) -> InterclusterTool:
     """`tool` or `tool:mode` (or `none`) -> InterclusterTool; unknown names raise SpecError naming the choices."""

@@ -22,7 +22,7 @@ from edgebench.substrates.clusters.inventory import Inventory
 from edgebench.substrates.clusters.matrix import distributions
 
 WD = "${WORKDIR}"
-PHASES = ("install", "connect", "wait", "export", "import", "readback", "disconnect")
+PHASES = ("install", "connect", "wait", "export", "import", "readback", "unexport", "disconnect")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 

@@ -90,10 +90,11 @@ def render(p: InterclusterPlan, info: InterclusterTool, inst: dict[str, Any]) ->
         p.steps.append(Step("readback", m.index, tuple(m.kubectl(
             "get", "pods", "-n", clns, "-l", inst["dataplane_selector"], "-o",
             "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}")), 60, capture=f"c{m.index}.dataplane_nodes"))
-    # disconnect (idempotent): CRs, then the peer deployments (operator, CRDs, secrets), then the namespaces
-    p.steps.append(Step("disconnect", 2, tuple(c2.kubectl("delete", "-n", p.namespace, "imports.clusterlink.net",
+    # unexport (Import, Export), then disconnect (idempotent): the other CRs, the peer deployments (operator, CRDs,
+    # secrets), then the namespaces
+    p.steps.append(Step("unexport", 2, tuple(c2.kubectl("delete", "-n", p.namespace, "imports.clusterlink.net",
                                                           p.service, "--ignore-not-found")), 120, check=False))
-    p.steps.append(Step("disconnect", 1, tuple(c1.kubectl("delete", "-n", p.namespace, "exports.clusterlink.net",
+    p.steps.append(Step("unexport", 1, tuple(c1.kubectl("delete", "-n", p.namespace, "exports.clusterlink.net",
                                                           p.service, "--ignore-not-found")), 120, check=False))
     for m, other in ((c2, c1), (c1, c2)):
         p.steps.append(Step("disconnect", m.index, tuple(m.kubectl(

@@ -57,8 +57,8 @@ def render(p: InterclusterPlan, info: InterclusterTool, inst: dict[str, Any]) ->
         p.steps.append(Step("readback", m.index, tuple(m.kubectl(
             "get", "pods", "-n", p.namespace, "-l", inst["router_selector"], "-o",
             "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}")), 60, capture=f"c{m.index}.router_nodes"))
-    # disconnect (idempotent): unexpose, unlink, delete both sites
-    p.steps.append(Step("disconnect", 1, sk(c1, "unexpose", "service", p.service, "--address", addr), 120,
+    # unexport (unexpose), then disconnect (idempotent): unlink, delete both sites
+    p.steps.append(Step("unexport", 1, sk(c1, "unexpose", "service", p.service, "--address", addr), 120,
                         check=False))
     p.steps.append(Step("disconnect", 2, sk(c2, "link", "delete", link), 120, check=False))
     for m in (c2, c1):

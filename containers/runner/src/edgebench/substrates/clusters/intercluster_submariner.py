@@ -64,8 +64,8 @@ def render(p: InterclusterPlan, info: InterclusterTool, inst: dict[str, Any]) ->
         for what in ("connections", "gateways"):
             p.steps.append(Step("readback", m.index, (subctl, "show", what, "--kubeconfig", m.kubeconfig), 120,
                                 capture=f"c{m.index}.{what}"))
-    # disconnect (idempotent): unexport, uninstall cluster 2 then cluster 1 (whose broker is then unused)
-    p.steps.append(Step("disconnect", 1, (subctl, "unexport", "service", "--kubeconfig", c1.kubeconfig,
+    # unexport, then disconnect (idempotent): uninstall cluster 2 then cluster 1 (whose broker is then unused)
+    p.steps.append(Step("unexport", 1, (subctl, "unexport", "service", "--kubeconfig", c1.kubeconfig,
                                           "--namespace", p.namespace, p.service), 120, check=False))
     for m in (c2, c1):
         p.steps.append(Step("disconnect", m.index, (subctl, "uninstall", "--yes", "--kubeconfig", m.kubeconfig),

@@ -131,9 +131,8 @@ def service(name: str, cluster_ip: str | None, port: int, selector: dict[str, st
             "spec": spec}
 
 
-def workload_manifests(inv: Inventory, placements: tuple[str, ...] = ("same-node", "cross-node"),
-                       host_network: bool = False) -> list[dict[str, Any]]:
-    """Namespace + the pods every placement needs: slots 1..PEERS_PER_NODE on the nodes involved."""
+def workload_nodes(inv: Inventory, placements: tuple[str, ...] = ("same-node", "cross-node")) -> list[Node]:
+    """The nodes the placements involve (those that get workload pods), in first-use order."""
     nodes: list[Node] = []
     for p in placements:
         try:
@@ -142,5 +141,12 @@ def workload_manifests(inv: Inventory, placements: tuple[str, ...] = ("same-node
                     nodes.append(n)
         except Unsupported:
             continue
-    pods = [workload_pod(n, i, host_network) for n in nodes for i in range(1, PEERS_PER_NODE + 1)]
+    return nodes
+
+
+def workload_manifests(inv: Inventory, placements: tuple[str, ...] = ("same-node", "cross-node"),
+                       host_network: bool = False) -> list[dict[str, Any]]:
+    """Namespace + the pods every placement needs: slots 1..PEERS_PER_NODE on the nodes involved."""
+    pods = [workload_pod(n, i, host_network) for n in workload_nodes(inv, placements)
+            for i in range(1, PEERS_PER_NODE + 1)]
     return [namespace_manifest(), *pods]

@@ -388,15 +388,27 @@ class ClusterProvider(Provider):
 
 
 def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ssh_key: str | None = None,
-              known_hosts: str | None = None, **kw: Any) -> ClusterProvider:
-    """The provider of a cell (cells.Cell): what substrates.get() calls for substrates ssh and kind."""
+              known_hosts: str | None = None, **kw: Any) -> Provider:
+    """The provider of a cell (cells.Cell): what substrates.get() calls for substrates ssh and kind. A cell with an
+    inter-cluster tool gets a multicluster.MultiCluster (two member clusters rebuilt from the same work dir in
+    every phase); an inventory without a cluster 2 is a SpecError before anything connects."""
     from edgebench.substrates.clusters import inventory as inv_mod
     from edgebench.substrates.clusters.transport import SSHTransport
 
+    tool = getattr(cell, "intercluster", "none")
+    make: Callable[..., Provider] = ClusterProvider
+    if tool != "none":
+        from functools import partial
+
+        from edgebench.substrates.clusters.multicluster import MultiCluster
+
+        make = partial(MultiCluster, tool=tool)
     if cell.substrate == "kind":
-        return ClusterProvider("kind", "kind", cell.cni, cell.cni_mode, workdir, cell_id=cell.cell_id, **kw)
+        return make("kind", "kind", cell.cni, cell.cni_mode, workdir, cell_id=cell.cell_id, **kw)
     inv = inv_mod.load(inventory_path)
+    if tool != "none":
+        inv.require_two_clusters()
     key = inv_mod.ssh_key_path(ssh_key)
     transport = kw.pop("transport", None) or SSHTransport(key, inv_mod.known_hosts_path(known_hosts))
-    return ClusterProvider("ssh", cell.distribution, cell.cni, cell.cni_mode, workdir, inventory=inv,
-                           transport=transport, key_path=str(key), cell_id=cell.cell_id, **kw)
+    return make("ssh", cell.distribution, cell.cni, cell.cni_mode, workdir, inventory=inv,
+                transport=transport, key_path=str(key), cell_id=cell.cell_id, **kw)
