@@ -25,22 +25,24 @@ DISTRIBUTIONS = ("k3s", "k0s", "microk8s", "kubeadm", "kind")
 _SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-def _cnis(name: str, value: str) -> list[catalog.CniMode]:
-    modes = [catalog.resolve_cni(e) for e in json_list(name, value)]
-    keys = [m.key for m in modes]
+def _entries(name: str, value: str, resolve, what: str) -> list:
+    """A JSON list of `name` or `name:mode` entries, each resolved against the catalog; one entry named twice
+    (also as its default mode) is an error."""
+    items = [resolve(e) for e in json_list(name, value)]
+    keys = [i.key for i in items]
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     if dupes:
-        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a CNI without mode means its default mode)")
-    return modes
+        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a {what} without mode means its "
+                        "default mode)")
+    return items
+
+
+def _cnis(name: str, value: str) -> list[catalog.CniMode]:
+    return _entries(name, value, catalog.resolve_cni, "CNI")
 
 
 def _intercluster(name: str, value: str) -> list[catalog.InterclusterTool]:
-    tools = [catalog.resolve_intercluster(e) for e in json_list(name, value)]
-    keys = [t.key for t in tools]
-    dupes = sorted({k for k in keys if keys.count(k) > 1})
-    if dupes:
-        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a tool without mode means its default mode)")
-    return tools
+    return _entries(name, value, catalog.resolve_intercluster, "tool")
 
 
 def _workloads(name: str, value: str) -> list[tuple[str, str]]:
@@ -93,6 +95,60 @@ def _netem(name: str, value: str) -> list[str]:
     return json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
 
 
+TRIGGER_KEYS = ("cni", "new", "previous", "source", "at")
+
+
+def _trigger(name: str, value: str) -> dict[str, Any]:
+    """What triggered a rerun: {cni, new, previous, source, at} (cni and new required), or {} for a plain sweep."""
+    from edgebench import versions
+
+    try:
+        data = json.loads(value or "{}")
+    except ValueError as exc:
+        raise SpecError(f"parameter {name!r} must be a JSON object {{cni, new, previous, source, at}}; got "
+                        f"{short(value)} ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"parameter {name!r} must be a JSON object {{cni, new, previous, source, at}}; got {short(value)}")
+    if not data:
+        return {}
+    unknown = sorted(set(data) - set(TRIGGER_KEYS))
+    if unknown:
+        raise SpecError(f"parameter {name!r}: unknown key(s) {', '.join(map(repr, unknown))}; known: "
+                        f"{', '.join(TRIGGER_KEYS)}")
+    for key in ("cni", "new"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise SpecError(f"parameter {name!r} needs {key!r} (a string): the CNI whose version changed and its new "
+                            "version")
+    cni = data["cni"]
+    if cni not in catalog.cnis():
+        raise SpecError(f"parameter {name!r}: unknown CNI {short(cni)}; known CNIs: {', '.join(sorted(catalog.cnis()))}")
+    if catalog.resolve_cni(cni).is_host:
+        raise SpecError(f"parameter {name!r}: {cni} is the host-network baseline, it has no version to rerun")
+    versions.parse_version(data["new"], f"{name}.new")
+    if data.get("previous") not in (None, ""):
+        versions.parse_version(data["previous"], f"{name}.previous")
+    for key in ("source", "at"):
+        if data.get(key) is not None and (not isinstance(data[key], str) or len(data[key]) > 2048):
+            raise SpecError(f"parameter {name!r}: {key!r} must be a string of at most 2048 characters")
+    if data.get("at"):
+        import datetime as dt
+
+        try:
+            dt.datetime.fromisoformat(data["at"].replace("Z", "+00:00"))
+        except ValueError:
+            raise SpecError(f"parameter {name!r}: 'at' must be an ISO 8601 time (e.g. 2026-07-14T06:00:00Z); got "
+                            f"{short(data['at'])}") from None
+    return {key: data.get(key) or None for key in TRIGGER_KEYS}
+
+
+def triggered(raw: dict[str, str]) -> bool:
+    """Whether raw parameters carry a non-empty trigger (bad JSON counts as not: validation reports it)."""
+    try:
+        return bool(json.loads(raw.get("trigger") or "{}"))
+    except ValueError:
+        return False
+
+
 def _target(name: str, value: str) -> str:
     if not _SWEEP_ID.match(value):
         raise SpecError(f"parameter {name!r} must be a DNS label (lower-case letters, digits, '-'); got {value!r}")
@@ -132,16 +188,21 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "[:libreswan|wireguard|vxlan] (the cable driver), skupper, clusterlink; a tool cell builds two clusters "
           "and runs the client in cluster 2 against the server's service exported from cluster 1"),
     Param("sweep-id", _sweep_id, "",
-          "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally"),
+          "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally "
+          "(a triggered rerun: <substrate>-<cni>-<new version>-<hash>, the same for every delivery of the trigger)"),
     Param("target", _target, "lab",
           "target cluster / node inventory (key in the edgebench-semaphores ConfigMap: one cell at a time per target)"),
+    Param("trigger", _trigger, "{}",
+          "what triggered this sweep as a rerun (`edgebench watch`, the Argo Events sensor): JSON object {cni, new, "
+          "previous, source, at}; cnis then names only modes of that CNI, and every run's manifest records the "
+          "trigger and environment.cni_version_requested = new; {} = not a triggered rerun"),
 )
 
 PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(), *LATE_PARAMS)}
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"intercluster"})
+NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger"})
 
 
 @dataclass(frozen=True)
@@ -160,11 +221,16 @@ class Sweep:
         # run does not change the id (so adding a workload keeps every existing sweep's keys)
         used = {tool for tool, _ in self.values["workloads"]}
         counted = CORE_NAMES | {p.name for w in used for p in workloads.REGISTRY[w].params}
-        digest = hashlib.sha256(
-            json.dumps({k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted
-                        and not (k in NEUTRAL_AT_DEFAULT and PARAMS[k].parse(k, v) == PARAMS[k].parse(k, DEFAULTS[k]))},
-                       sort_keys=True).encode()
-        ).hexdigest()
+        ids = {k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted
+               and not (k in NEUTRAL_AT_DEFAULT and PARAMS[k].parse(k, v) == PARAMS[k].parse(k, DEFAULTS[k]))}
+        trig = self.values.get("trigger")
+        if trig:  # a rerun is named by what it measures (CNI, new version), not by when or from where it was asked
+            ids["trigger"] = json.dumps({"cni": trig["cni"], "new": trig["new"]}, sort_keys=True)
+        digest = hashlib.sha256(json.dumps(ids, sort_keys=True).encode()).hexdigest()
+        if trig:
+            head = f"{self.values['substrate']}-{trig['cni']}-"
+            slug = re.sub(r"[^a-z0-9]+", "-", trig["new"].lower()).strip("-")[: 63 - len(head) - 9].strip("-")
+            return f"{head}{slug}-{digest[:8]}"
         return f"{self.values['substrate']}-{digest[:10]}"
 
 
@@ -260,6 +326,12 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
 
     for scenario in values["netem"]:
         netem.resolve(scenario, custom=values["netem-custom"].get(scenario))  # unknown names: SpecError
+    trig = values["trigger"]
+    if trig:
+        others = [cm.key for cm in values["cnis"] if cm.cni != trig["cni"]]
+        if others:
+            raise SpecError(f"{source}: a rerun triggered by a new {trig['cni']} version runs only {trig['cni']} modes; "
+                            f"cnis also names {', '.join(others)}")
     if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
         raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
                         f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
