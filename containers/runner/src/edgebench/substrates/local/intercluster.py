@@ -18,6 +18,15 @@ Skupper and ClusterLink (implementation `emulated`): their data planes cannot ru
 (containers/relay) models them on the gateways: an egress relay in cluster 1's gateway and, per exported port, an
 ingress relay in cluster 2's gateway behind a cluster-2 ClusterIP (the router / dataplane pod's service). Every run
 records the model (catalog `model`) in its manifest; nothing calls it the tool.
+
+The relays run where the tools' routers run: in a POD on the gateway node (pod ROUTER_POD of its namespace set, on
+the pod network), not in the node's own namespace. Cluster 1's gateway exposes the link port on its node IP (a
+NodePort / LoadBalancer: DNAT to the egress pod) and cluster 2's gateway masquerades the ingress pod's link
+connections to its node IP (the CNI's SNAT of pod traffic leaving the cluster); table RELAY_NFT_TABLE in each gateway.
+This also keeps the relays' sockets out of the node namespace, whose uplink the userspace netem emulator shapes: a
+packet it holds still belongs to a LOCAL socket there (sch_netem orphans it, NFQUEUE cannot), so TCP Small Queues
+capped every connection of a relay in a node namespace at ~9 Mbit/s under edg10 (a socket may have only
+max(2 x skb truesize, 1 ms at its pacing rate) not yet transmitted, and the emulator holds each packet ~5 ms).
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from edgebench import sh
 from edgebench.errors import EdgebenchError
 from edgebench.plan.catalog import InterclusterTool
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.local.datapath import node_ip, pod_cidr, service_cidr, service_ip
+from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_cidr, service_cidr, service_ip
 from edgebench.substrates.local.testbed import STATE_DIR, Endpoint, Testbed
 
 # Submariner's kernel constants (see docs/reference/intercluster.md)
@@ -50,6 +59,8 @@ VXLAN_OVERHEAD = 50
 NFT_TABLE = "submariner"  # the MSS clamping rules
 RELAY = "edgebench-relay"
 RELAY_READY_S = 10.0
+ROUTER_POD = PODS_PER_NODE  # the gateway node's pod running the relay (router / dataplane pod); no workload uses it
+RELAY_NFT_TABLE = "edgebench_relay"  # the link port's DNAT (cluster 1's gateway) and SNAT (cluster 2's gateway)
 
 
 def _vtep(prefix: int, i: int) -> str:
@@ -245,12 +256,29 @@ class Joiner:
         err = log.read_text(errors="replace")[-500:]
         raise EdgebenchError(f"{RELAY} {argv[0]} did not become ready in {ns}: {(err or line).strip() or 'no output'}")
 
+    def _router(self, c: int) -> Endpoint:
+        """The pod on cluster c's gateway node that runs the relay (the router / dataplane pod)."""
+        return self.tb.endpoint(self.tb.gateway(c), ROUTER_POD)
+
     def _relays_up(self) -> None:
         g1, g2 = self.tb.gateway(1), self.tb.gateway(2)
         certs = self._scratch()
         sh.run([RELAY, "certs", "-dir", certs, "-ip", f"{node_ip(g1)},{node_ip(g2)}"])
-        self._start("egress", self.tb.node_ns(g1), [f"{self._mode}-egress", "-listen",
-                                                     f"{node_ip(g1)}:{self._link_port}", "-certs", certs])
+        r1, r2 = self._router(1), self._router(2)
+        port = self._link_port
+        if r1.ns != self.tb.node_ns(g1):  # the link port on the gateway's node IP (NodePort / LoadBalancer)
+            self.tb._ns(self.tb.node_ns(g1), "nft", "-f", "-", input=(
+                f"add table ip {RELAY_NFT_TABLE}\nflush table ip {RELAY_NFT_TABLE}\n"
+                f"add chain ip {RELAY_NFT_TABLE} prerouting {{ type nat hook prerouting priority dstnat; }}\n"
+                f"add rule ip {RELAY_NFT_TABLE} prerouting ip daddr {node_ip(g1)} tcp dport {port} "
+                f"dnat to {r1.ip}:{port}\n"))
+        if r2.ns != self.tb.node_ns(g2):  # the ingress pod's link connections leave the cluster as the node's IP
+            self.tb._ns(self.tb.node_ns(g2), "nft", "-f", "-", input=(
+                f"add table ip {RELAY_NFT_TABLE}\nflush table ip {RELAY_NFT_TABLE}\n"
+                f"add chain ip {RELAY_NFT_TABLE} postrouting {{ type nat hook postrouting priority srcnat; }}\n"
+                f"add rule ip {RELAY_NFT_TABLE} postrouting ip saddr {r2.ip} ip daddr {node_ip(g1)} tcp dport {port} "
+                f"masquerade\n"))
+        self._start("egress", r1.ns, [f"{self._mode}-egress", "-listen", f"{r1.ip}:{port}", "-certs", certs])
 
     def export(self, port: int, backend: Endpoint, path: str) -> str:
         """Export backend:port from cluster 1 and return the address a cluster-2 client dials."""
@@ -258,21 +286,22 @@ class Joiner:
         tb.add_service(service_ip(1), port, backend, cluster=1)  # the service in the exporting cluster
         if self.tool.implementation == "kernel":  # Submariner: L3, the remote ClusterIP or the pod IP itself
             return backend.ip if path == "pod-to-pod" else service_ip(1)
-        g1, g2 = tb.gateway(1), tb.gateway(2)
+        g1 = tb.gateway(1)
+        r2 = self._router(2)
         key = f"ingress-{port}"
         if key in self._procs:
             _stop(self._procs.pop(key))
-        self._start(key, tb.node_ns(g2), [f"{self._mode}-ingress", "-listen", f"{node_ip(g2)}:{port}", "-peer",
-                                          f"{node_ip(g1)}:{self._link_port}", "-target", f"{service_ip(1)}:{port}",
-                                          "-certs", self._scratch()])
+        self._start(key, r2.ns, [f"{self._mode}-ingress", "-listen", f"{r2.ip}:{port}", "-peer",
+                                 f"{node_ip(g1)}:{self._link_port}", "-target", f"{service_ip(1)}:{port}",
+                                 "-certs", self._scratch()])
         # the router / dataplane pod's service in cluster 2: what the client dials
-        tb.add_service(service_ip(2), port, Endpoint(tb.node_ns(g2), node_ip(g2), g2), cluster=2)
+        tb.add_service(service_ip(2), port, r2, cluster=2)
         return service_ip(2)
 
     def unexport(self) -> None:
         for key in [k for k in self._procs if k.startswith("ingress-")]:
             _stop(self._procs.pop(key))
-        self._kill_relays(self.tb.node_ns(self.tb.gateway(2)))  # ingress relays another process started
+        self._kill_relays(self._router(2).ns)  # ingress relays another process started
 
     def _kill_relays(self, ns: str) -> None:
         """Stop every relay in a namespace, also those a previous phase process left running."""
@@ -303,7 +332,8 @@ class Joiner:
             detail["readback"] = {"devices": devices, "xfrm": states or None, "mtu": self.mtu}
         else:
             detail["readback"] = {"relay": sh.run([RELAY, "version"], check=False).strip(),
-                                  "egress_pid": self._procs["egress"].pid if "egress" in self._procs else None}
+                                  "egress_pid": self._procs["egress"].pid if "egress" in self._procs else None,
+                                  "relay_namespaces": [self._router(c).ns for c in (1, 2)]}
         return detail
 
     def disconnect(self) -> None:
@@ -313,7 +343,11 @@ class Joiner:
             _stop(self._procs.pop(key))
         tb = self.tb
         for c in (1, 2):
-            self._kill_relays(tb.node_ns(tb.gateway(c)))
+            self._kill_relays(self._router(c).ns)
+            self._kill_relays(tb.node_ns(tb.gateway(c)))  # where relays ran before they moved to a pod
+            if tb.node_ns(tb.gateway(c)) in tb.namespaces():
+                sh.ok(["ip", "netns", "exec", tb.node_ns(tb.gateway(c)), "nft", "delete", "table", "ip",
+                       RELAY_NFT_TABLE])
         for c in (1, 2):
             for i in tb.cluster_nodes(c):
                 ns = tb.node_ns(i)
