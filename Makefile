@@ -21,6 +21,8 @@ KUBECTL_VERSION := v1.32.4
 KUSTOMIZE_VERSION := v5.5.0
 # Management-cluster path (a workstation with Docker): kind matching the pinned node image, the Argo CLI
 KIND_VERSION  := v0.29.0
+# Argo Events' linter and edgebench's Sensor renderer (containers/events-check/go.mod pins the same version)
+ARGO_EVENTS_VERSION := v1.9.11
 ARGO_VERSION  := v4.1.2
 CLUSTER       ?= edgebench
 ARCH          := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -30,7 +32,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools
+        up submit down mgmt-tools events-tools
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -89,6 +91,23 @@ $(TOOLS)/edgebench-netem-emu: containers/netem-emulator/main.go containers/netem
 $(TOOLS)/edgebench-relay: $(wildcard containers/relay/*.go) containers/relay/go.mod
 	@echo "relay: go build ./containers/relay"
 	@mkdir -p $(TOOLS) && cd containers/relay && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-relay .
+
+# Opt-in (not part of setup: ~10 min of compiling once on 2 cores, 2.6x what `tools` takes): the upstream Argo Events
+# CLI for `argo-events lint`, and edgebench-events-render, which runs the rerun Sensor's filters and parameter mapping
+# with Argo Events' own code. Both from containers/events-check (its go.mod/go.sum pin argo-events v1.9.11; the
+# module proxy's version list is not needed). tests/test_events.py uses them when present and skips those checks
+# with a reason otherwise.
+events-tools: $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) $(TOOLS)/edgebench-events-render ## build `argo-events lint` and the Sensor renderer (Go, pinned v1.9.11; ~10 min once)
+
+$(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION): containers/events-check/go.mod containers/events-check/go.sum
+	@echo "argo-events: go build github.com/argoproj/argo-events/cmd@$(ARGO_EVENTS_VERSION) (~10 min once)"
+	@mkdir -p $(TOOLS) && cd containers/events-check && \
+	  GOFLAGS=-buildvcs=false go build -o $(TOOLS)/argo-events github.com/argoproj/argo-events/cmd
+	@touch $@
+
+$(TOOLS)/edgebench-events-render: $(wildcard containers/events-check/*.go) containers/events-check/go.mod containers/events-check/go.sum
+	@echo "events render: go build ./containers/events-check"
+	@mkdir -p $(TOOLS) && cd containers/events-check && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-events-render .
 
 venv: $(VENV)/.stamp ## create the Python virtualenv with edgebench, dbt-duckdb, Streamlit
 

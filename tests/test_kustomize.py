@@ -168,10 +168,12 @@ def test_rbac_least_privilege(builds):
     runner = by_kind(objs, "Role", "edgebench-runner")[0]
     assert {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
             "verbs": ["create", "patch"]} in runner["rules"]
-    sensor = by_kind(objs, "Role", "edgebench-sensor")[0]
-    assert sensor["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows", "workflowtemplates"],
-                                "verbs": ["create", "get", "list"]}]
-    for name in ("edgebench-runner", "edgebench-sensor"):
+    sensor = by_kind(objs, "Role", "edgebench-sensor")[0]  # argo submit: get the template, create; then list
+    assert sensor["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "list"]},
+                               {"apiGroups": ["argoproj.io"], "resources": ["workflowtemplates"],
+                                "resourceNames": ["sweep"], "verbs": ["get"]}]
+    # the other Argo Events and probe identities: tests/test_events.py checks their exact rules
+    for name in ("edgebench-runner", "edgebench-sensor", "edgebench-version-watch", "edgebench-version-probe"):
         rb = by_kind(objs, "RoleBinding", name)[0]
         assert rb["roleRef"]["name"] == name
         assert rb["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "edgebench"}]

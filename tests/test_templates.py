@@ -56,8 +56,9 @@ def test_one_template_per_file_named_after_it_with_annotations():
         assert doc["metadata"]["name"] == path.stem
         ann = doc["metadata"]["annotations"]
         assert ann["workflows.argoproj.io/description"] and ann["workflows.argoproj.io/version"]
-    # one parameterized template for every phase but collect-results (which merges and stores the cell's tree)
-    assert set(TEMPLATES) == {"sweep", "cell-phase", "collect-results"}
+    # one parameterized template for every phase but collect-results (which merges and stores the cell's tree);
+    # version-probe records newer CNI versions for the Argo Events rerun path (tests/test_events.py)
+    assert set(TEMPLATES) == {"sweep", "cell-phase", "collect-results", "version-probe"}
 
 
 def _phase_tasks():
@@ -177,8 +178,12 @@ def test_every_edgebench_invocation_names_an_existing_command_and_options():
         cmd = group.commands.get(args[0])
         assert isinstance(cmd, click.Command), f"{wt_name}/{tname}: no subcommand {args[0]!r}"
         seen.add(args[0])
+        rest = args[1:]
+        while isinstance(cmd, click.Group):  # `edgebench versions check ...`
+            cmd, rest = cmd.commands.get(rest[0]), rest[1:]
+            assert isinstance(cmd, click.Command), f"{wt_name}/{tname}: no subcommand in {args}"
         options = {o for p in cmd.params for o in getattr(p, "opts", [])}
-        for a in args[1:]:
+        for a in rest:
             if a.startswith("-"):
                 assert a in options, f"{wt_name}/{tname}: `edgebench {args[0]}` has no option {a}"
     assert set(phases.PHASES) <= seen
@@ -253,7 +258,7 @@ def test_drift_is_detected():
     described = copy.deepcopy(good)
     described[0]["description"] = "something else"
     assert parameter_drift(described) == ["substrate: description drifted"]
-    assert parameter_drift(good[:-1]) == ["core parameters missing: ['target']"]
+    assert parameter_drift(good[:-1]) == ["core parameters missing: ['trigger']"]
     assert parameter_drift(list(reversed(good)))[0].startswith("order")
     no_http = [p for p in good if p["name"] != "http-requests"]
     assert parameter_drift(no_http)[0].startswith("workload http: lists")

@@ -138,15 +138,17 @@ def cells(
                                                   "as Argo's {{workflow.parameters.json}} gives them: a JSON list of "
                                                   "{name, value}."),
     default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help="The sweep id when the "
-                                                   "sweep-id parameter is empty (on Argo: the workflow name)."),
+                                                   "sweep-id parameter is empty (on Argo: the workflow name); not "
+                                                   "used for a triggered rerun (trigger parameter), whose id is "
+                                                   "derived from the CNI and its new version."),
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
     exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
     from edgebench.plan.cells import cell_json
 
     overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
-    if default_sweep_id and not overrides.get("sweep-id"):
-        overrides["sweep-id"] = default_sweep_id
+    if default_sweep_id and not overrides.get("sweep-id") and not spec_mod.triggered(overrides):
+        overrides["sweep-id"] = default_sweep_id  # a triggered rerun keeps its own id: same keys on every delivery
     if file is None:
         s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
     else:
@@ -351,10 +353,11 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_results, cli_summary  # noqa: E402  (their commands are added to `app`
+from edgebench import cli_results, cli_summary, cli_versions  # noqa: E402  (their commands are added to `app`
 
 cli_results.register(app)
 cli_summary.register(app)
+cli_versions.register(app)
 
 
 def main() -> None:

@@ -75,5 +75,6 @@ def environment(workload: str | None = None, netem_mechanism: str | None = None)
         "edgebench_version": __version__,
         "edgebench_commit": edgebench_commit(),
         "tools": {**tool_versions(workload), **netem_tool_version(netem_mechanism)},
-        "cni_version": None,
+        "cni_version": None,  # the CNI version a cluster reports (None on the testbed: no CNI software runs)
+        "cni_version_requested": None,  # the version a triggered rerun was asked to measure (its trigger's `new`)
     }

@@ -77,4 +77,15 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "tuning": (conditions or {}).get("tuning"),
         "is_valid": (conditions or {}).get("is_valid", True),
         "invalid_reason": (conditions or {}).get("invalid_reason"),
+        "trigger": None,  # set by with_trigger() for the runs of a triggered rerun
     }
+
+
+def with_trigger(doc: dict[str, Any], trigger: dict[str, Any] | None) -> dict[str, Any]:
+    """A manifest of a triggered rerun: the trigger {cni, new, previous, source, at} as its own object, and the new
+    version as environment.cni_version_requested. What was asked, never claimed as installed: cni_version stays
+    what the substrate read back (None on the local testbed, where no CNI software runs)."""
+    if not trigger:
+        return doc
+    return {**doc, "trigger": dict(trigger),
+            "environment": {**(doc.get("environment") or {}), "cni_version_requested": trigger["new"]}}

@@ -20,7 +20,7 @@ from edgebench.plan import intercluster
 from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.errors import EdgebenchError
 from edgebench.results.provenance import environment
-from edgebench.results.runstore import manifest, now, write_run
+from edgebench.results.runstore import manifest, now, with_trigger, write_run
 from edgebench.plan.spec import Sweep
 from edgebench.substrates.base import Provider, Unsupported
 
@@ -63,6 +63,7 @@ class CellContext:
                 and (self.only is None or r.run_id in self.only)]
 
     def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+        doc = with_trigger(doc, self.sweep.values.get("trigger"))  # every manifest of a triggered rerun
         write_run(self.run_dir(run), doc, raw)
         self.state.setdefault("stored", [])
         if run.run_id not in self.state["stored"]:
