@@ -41,16 +41,18 @@ COMBOS = sorted(k for k, v in matrix.matrix().items() if v is None)
 IMPOSSIBLE = sorted(k for k, v in matrix.matrix().items() if v is not None)
 
 
-def render_cell(distribution: str, cni: str, mode: str) -> dict:
+def render_cell(distribution: str, cni: str, mode: str, cni_version: str | None = None) -> dict:
+    """cni_version: a triggered rerun's requested version (tests/test_cluster_reruns.py); None = the catalog pin."""
     if distribution == "kind":
         params = cni_mod.ClusterParams("kind", "eb-golden-control-plane", 6443, "eb-golden-control-plane",
-                                       KUBECONFIG, *kind_mod.subnets("c-golden"))
+                                       KUBECONFIG, *kind_mod.subnets("c-golden"), cni_version=cni_version)
         plan = cni_mod.render("kind", cni, mode, params)
         return {"cni": plan.to_json(), "kind_config": kind_mod.config(plan, 2, *kind_mod.subnets("c-golden")),
                 "create": kind_mod.create_argv("eb-golden", f"{WORKDIR}/kind-config.yaml", KUBECONFIG),
                 "delete": kind_mod.delete_argv("eb-golden")}
     d = matrix.distributions()[distribution]
-    params = cni_mod.ClusterParams(distribution, INV.server.address, d["api_port"], INV.server.address, KUBECONFIG)
+    params = cni_mod.ClusterParams(distribution, INV.server.address, d["api_port"], INV.server.address, KUBECONFIG,
+                                   cni_version=cni_version)
     plan = cni_mod.render(distribution, cni, mode, params)
     dplan = dist_mod.render(distribution, INV, plan, WORKDIR, "/etc/edgebench/ssh/id_ed25519")
     return {"cni": plan.to_json(), "distribution": dplan.to_json()}

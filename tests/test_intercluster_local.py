@@ -29,7 +29,17 @@ def netns():
 
 
 def relays():
-    return subprocess.run(["pgrep", "-x", "edgebench-relay"], capture_output=True, text=True).stdout.split()
+    """This test's relay processes (their certificates live in the testbed's join directory; other testbeds on the
+    machine, e.g. a sweep, have their own)."""
+    pids = subprocess.run(["pgrep", "-x", "edgebench-relay"], capture_output=True, text=True).stdout.split()
+    mine = []
+    for pid in pids:
+        try:
+            if f"intercluster-{PREFIX}".encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                mine.append(pid)
+        except OSError:
+            continue
+    return mine
 
 
 def sweep_of(entry, cni="flannel:vxlan", **extra):

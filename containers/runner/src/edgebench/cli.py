@@ -188,7 +188,7 @@ def _phase_command(phase: str) -> None:
         store = ResultStore() if upload else None
         wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
         ctx = ph.CellContext(s, c, workdir=wd, results=results or (store.spool if store else state_dir() / "spool"),
-                             provider=_provider(c, wd, inventory, ssh_key, known_hosts), log=out.print)
+                             provider=_provider(s, c, wd, inventory, ssh_key, known_hosts), log=out.print)
         signal.signal(signal.SIGTERM, _on_sigterm)
         if phase == "collect-results":
             ph.merge_results(ctx, sources)
@@ -208,11 +208,13 @@ def _phase_command(phase: str) -> None:
 SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the Argo Secret mount)."
 
 
-def _provider(cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
+def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
+    """The cell's provider; a triggered rerun's requested version (the cell JSON's `trigger` parameter) with it."""
     from edgebench import substrates
 
     return substrates.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
-                         ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts))
+                          ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts),
+                          cni_version=sweep.cni_version_requested(cell.cni))
 
 
 def _register_phases() -> None:
@@ -242,7 +244,7 @@ def run_cell(
     signal.signal(signal.SIGTERM, _on_sigterm)
     wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
     ph.run_cell(ph.CellContext(s, c, workdir=wd, results=results or state_dir() / "spool",
-                               provider=_provider(c, wd, inventory, ssh_key), log=out.print))
+                               provider=_provider(s, c, wd, inventory, ssh_key), log=out.print))
     out.print(f"cell {c.cell_id} ({c.label}) done")
 
 

@@ -233,6 +233,12 @@ class Sweep:
             return f"{head}{slug}-{digest[:8]}"
         return f"{self.values['substrate']}-{digest[:10]}"
 
+    def cni_version_requested(self, cni: str) -> str | None:
+        """The version a triggered rerun asks for `cni` (its trigger's `new`); None for a plain sweep or another
+        CNI. Cluster substrates install it instead of the catalog pin (substrates.get(cni_version=...))."""
+        trig = self.values.get("trigger") or {}
+        return trig["new"] if trig.get("cni") == cni else None
+
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}

@@ -11,13 +11,17 @@ from edgebench.substrates.base import Provider
 
 
 def get(substrate: str, testbed: Any = None, *, cell: Any = None, workdir: Path | None = None,
-        inventory: str | None = None, ssh_key: str | None = None, known_hosts: str | None = None) -> Provider:
+        inventory: str | None = None, ssh_key: str | None = None, known_hosts: str | None = None,
+        cni_version: str | None = None) -> Provider:
     """The provider of a cell. ssh/kind need the cell and its work dir (the kubeconfig lives there); ssh also the
-    node inventory and the SSH key (defaults: $EDGEBENCH_INVENTORY / $EDGEBENCH_SSH_KEY or the Argo mounts)."""
+    node inventory and the SSH key (defaults: $EDGEBENCH_INVENTORY / $EDGEBENCH_SSH_KEY or the Argo mounts).
+    cni_version: the version a triggered rerun asks for (Sweep.cni_version_requested(cell.cni)): ssh/kind install
+    it instead of the catalog pin; the local testbed runs no CNI software (its manifests carry the request only)."""
     if substrate == "local":
         from edgebench.substrates.local.provider import LocalProvider
 
         return LocalProvider(testbed, cell)
     from edgebench.substrates import clusters
 
-    return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts)
+    return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts,
+                              cni_version=cni_version)

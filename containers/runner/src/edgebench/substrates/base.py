@@ -41,8 +41,9 @@ class Provider(ABC):
 
     @abstractmethod
     def install_cni(self, cm: CniMode) -> dict[str, Any]:
-        """Install the CNI mode; {"mtu", "cni_version", "distribution_version"} read back. Unsupported if the
-        datapath cannot be built here."""
+        """Install the CNI mode; {"mtu", "cni_version", "distribution_version"} read back, plus "invalid_reason"
+        when what is in force is not what was asked (a triggered rerun's CNI version). Unsupported if the datapath
+        cannot be built here."""
 
     @abstractmethod
     def teardown(self) -> list[str]:

@@ -82,7 +82,10 @@ def provision_cluster(ctx: CellContext) -> None:
 
 
 def install_cni(ctx: CellContext) -> None:
-    """Install the CNI mode and read back its MTU; a datapath the kernel lacks is recorded as unsupported."""
+    """Install the CNI mode and read back its MTU; a datapath the kernel lacks (or, in a triggered rerun, a CNI the
+    distribution provides itself, whose version edgebench cannot change) is recorded as unsupported. A triggered
+    version that the cluster does not read back makes the cell's runs invalid (kept, but out of the comparisons),
+    as a tuning readback mismatch does."""
     cm = ctx.cell.cni_info
     try:
         readback = ctx.provider.install_cni(cm)
@@ -90,9 +93,13 @@ def install_cni(ctx: CellContext) -> None:
         ctx.state.update(supported=False, reason=str(exc))
         ctx.log(f"{cm.key}: {exc}")
     else:
+        problem = readback.get("invalid_reason")  # e.g. "CNI version not in force: calico v3.31.8 was requested, ..."
         ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
                          cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
-                         distribution_version=readback.get("distribution_version"))
+                         distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem)
+        if problem:
+            ctx.state.update(is_valid=False, invalid_reason=problem)
+            ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
     ctx.save()
 
 
@@ -140,6 +147,8 @@ def tune_nodes(ctx: CellContext) -> None:
         ctx.state["tuning"] = {"profile": profile, "requested": {}, "readback": {}, "unsupported": {},
                                "mtu": ctx.state.get("mtu")}
     valid, reason = tuning.validate(ctx.state["tuning"])
+    if ctx.state.get("cni_invalid_reason"):  # install-cni's version readback mismatch stands
+        valid, reason = False, "; ".join(r for r in (ctx.state["cni_invalid_reason"], reason) if r)
     ctx.state.update(is_valid=valid, invalid_reason=reason)
     ctx.save()
 

@@ -5,6 +5,7 @@ k0s network provider, kube-proxy off, ...). Nothing here runs anything."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +27,12 @@ class ClusterParams:
     pod_cidr: str | None = None
     service_cidr: str | None = None
     psk: str = "${PSK}"  # filled from a random secret at run time; kept symbolic in rendered files
+    cni_version: str | None = None  # the version a triggered rerun asks for (its trigger's `new`); None = the pin
 
     def resolved(self) -> "ClusterParams":
         d = distributions()[self.distribution]
-        return ClusterParams(self.distribution, self.api_host, self.api_port, self.server_address, self.kubeconfig,
-                             self.pod_cidr or d["pod_cidr"], self.service_cidr or d["service_cidr"], self.psk)
+        return dataclasses.replace(self, pod_cidr=self.pod_cidr or d["pod_cidr"],
+                                   service_cidr=self.service_cidr or d["service_cidr"])
 
 
 @dataclass
@@ -53,9 +55,13 @@ class CniPlan:
     kernel: dict[str, Any] = field(default_factory=dict)
     leftovers: dict[str, Any] = field(default_factory=dict)
     warning: str | None = None
+    # a triggered rerun only (left out of to_json() otherwise, so plain renderings stay as they were):
+    version_requested: str | None = None  # the version asked for (spelled as the pin is: see spelled_like)
+    unsupported: str | None = None  # why that version cannot be installed here (install-cni raises Unsupported)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("version_requested", "unsupported") or v is not None}
 
 
 def _subst(value: Any, env: dict[str, str]) -> Any:
@@ -155,10 +161,16 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
     minfo = info["modes"][mode] or {}
     via = _effective_via(cni, mode, distribution)
     if cni == "host" and distribution == "kubeadm":  # nodes need some CNI to become Ready
-        inner = render("kubeadm", "flannel", "vxlan", params)
+        inner = render("kubeadm", "flannel", "vxlan", dataclasses.replace(params, cni_version=None))
         inner.cni, inner.mode, inner.via, inner.version = "host", "host", "manifest", None
         inner.warning = "host baseline: flannel vxlan only makes the nodes Ready; workload pods use hostNetwork"
         return inner
+    requested = spelled_like(info.get("version"), p.cni_version) if p.cni_version and cni != "host" else None
+    unsupported = None
+    if requested:  # a triggered rerun: the requested version instead of the pin, where edgebench installs the CNI
+        unsupported = pinned_reason(distribution, cni, mode, via, requested) or unversioned_reason(cni, info, requested)
+        if unsupported is None:
+            info = at_version(info, requested)
     kpr = bool(minfo.get("kube_proxy_replacement", info.get("kube_proxy_replacement", False)))
     if via in ("builtin",) or distribution == "microk8s":
         kpr = False if distribution == "microk8s" else kpr
@@ -168,6 +180,7 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
     plan = CniPlan(cni, mode, distribution, via, info.get("version"), warning=info.get("warning"),
                    kernel=dict(info.get("kernel") or {}, **(minfo.get("kernel") or {})),
                    leftovers=info.get("leftovers", {}), kube_proxy_replacement=kpr)
+    plan.version_requested, plan.unsupported = requested, unsupported
     plan.dist_settings = dist_settings(distribution, cni, mode, via, kpr)
     entry = support(distribution, cni)
     if via == "builtin":
@@ -213,7 +226,7 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
         plan.uninstall = [helm(p, *c[1:]) if c[0] == "helm" else kubectl(p, *c) for c in info["uninstall"]]
     elif via == "manifest":
         plan.manifest_url = info["manifest"]
-        plan.patches = manifest_patches(cni, mode, p, env)
+        plan.patches = manifest_patches(cni, mode, p, env, info)
         if cni == "flannel":
             plan.commands.append(kubectl(p, "create", "namespace", "kube-flannel"))
             plan.commands.append(kubectl(p, "label", "--overwrite", "namespace", "kube-flannel",
@@ -230,14 +243,140 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
     return plan
 
 
+# ---------------------------------------------------------------------------------------------- requested versions
+# A triggered rerun (sweep parameter `trigger`, for this cell's CNI) installs trigger.new instead of the catalog pin:
+# Helm `--version`, and the release manifest URL and image where the catalog spells the pin (they name it
+# literally, e.g. .../releases/download/v0.28.9/kube-flannel.yml). Where the distribution itself provides the CNI
+# (k3s's flannel, k0s's calico/kube-router, MicroK8s's calico/flannel and its addons), the version is the
+# distribution's and edgebench cannot change it: those cells are unsupported with the reason. The catalog's
+# per-distribution entry decides which install a cell gets: a mode it already installs separately there
+# (helm_fallback, e.g. k3s flannel:ipsec, k0s calico:ebpf; a mode outside the distribution's builtin_cnis) is
+# installed at the new version; a mode it runs on the built-in CNI is NOT swapped for a separate install, because
+# the pinned runs of that cell measured the distribution's own CNI (its configuration, its install path), and the
+# rerun would then change two things at once and not be comparable with them.
+VERSIONED_KEYS = ("manifest", "image")  # catalog strings that spell the pin: release manifest URL, image reference
+
+
+def spelled_like(pin: str | None, version: str) -> str:
+    """`version` with a leading `v` exactly where the pin has one (v0.28.9, 1.18.0): release URLs and image tags
+    spell the version as upstream tags it, and a CI may send 3.31.8 for the tag v3.31.8 (Helm accepts either)."""
+    version = version.strip()
+    bare = version[1:] if version[:1] in ("v", "V") else version
+    return f"v{bare}" if (pin or "").startswith("v") else bare
+
+
+def pinned_reason(distribution: str, cni: str, mode: str, via: str, version: str) -> str | None:
+    """Why `cni:mode` cannot be installed at `version` on `distribution` (its built-in CNI or addon), or None."""
+    d = distributions()[distribution]
+    if via == "builtin":
+        return (f"{cni} is built into {distribution} {d['version']}; its version follows the distribution's, so "
+                f"{cni}:{mode} cannot be installed at {version} there")
+    if via == "addon":
+        addon = " && ".join(support(distribution, cni).get("addon") or []) or "its addon"
+        return (f"{cni} on {distribution} is installed by the distribution's addon ({addon}); its version follows "
+                f"the distribution's ({distribution} {d['version']}), so {cni}:{mode} cannot be installed at "
+                f"{version} there")
+    return None
+
+
+def unversioned_reason(cni: str, info: dict[str, Any], version: str) -> str | None:
+    """Why the catalog entry cannot be pointed at `version` (a versioned string that does not spell the pin)."""
+    pin = str(info.get("version"))
+    bad = [k for k in VERSIONED_KEYS if isinstance(info.get(k), str) and pin not in info[k]]
+    if bad:
+        return (f"the catalog's {' and '.join(bad)} of {cni} do not name its pin {pin}, so edgebench cannot point "
+                f"them at {version}")
+    return None
+
+
+def at_version(info: dict[str, Any], version: str) -> dict[str, Any]:
+    """The catalog entry of a CNI at `version` instead of its pin: `version`, and the pin replaced in the release
+    manifest URL and the image (kube-router's manifest is patched to the catalog image)."""
+    pin = str(info["version"])
+    out = dict(info, version=version)
+    for key in VERSIONED_KEYS:
+        if isinstance(info.get(key), str):
+            out[key] = info[key].replace(pin, version)
+    return out
+
+
+def version_readback(plan: CniPlan, p: ClusterParams) -> list[str] | None:
+    """The command that reads the installed CNI version back from the cluster: the Helm release (its chart version)
+    or, for a release manifest, the CNI's DaemonSet (the image tag of the container named by the catalog's
+    `version_readback`); None where the distribution installs the CNI (its version is the distribution's)."""
+    info = cni_installs()[plan.cni]
+    if plan.via == "helm":
+        h = info["helm"]
+        return helm(p, "list", "--namespace", h["namespace"], "--filter", f"^{h['release']}$", "--output", "json")
+    if plan.via == "manifest" and info.get("version_readback"):
+        return kubectl(p, "get", "daemonset", "-n", info["namespace"], info["version_readback"]["daemonset"],
+                       "-o", "json")
+    return None
+
+
+def readback_source(plan: CniPlan) -> str:
+    """Where version_readback() reads (for reasons)."""
+    info = cni_installs()[plan.cni]
+    if plan.via == "helm":
+        return f"Helm release {info['helm']['release']} in {info['helm']['namespace']}"
+    rb = info.get("version_readback") or {}
+    return f"DaemonSet {info.get('namespace')}/{rb.get('daemonset')} container {rb.get('container')}"
+
+
+def parse_version_readback(plan: CniPlan, text: str) -> str | None:
+    """The installed version in version_readback()'s output: the chart version of the release (`helm list -o json`:
+    chart "tigera-operator-v3.31.7" -> v3.31.7) or the container's image tag; None if it holds none."""
+    info = cni_installs()[plan.cni]
+    try:
+        doc = json.loads(text or "null")
+    except ValueError:
+        return None
+    if plan.via == "helm":
+        h = info["helm"]
+        prefix = h["chart"].split("/")[-1] + "-"
+        for rel in doc if isinstance(doc, list) else []:
+            chart = str(rel.get("chart") or "") if isinstance(rel, dict) else ""
+            if chart.startswith(prefix) and len(chart) > len(prefix) and rel.get("name") == h["release"]:
+                return chart[len(prefix):]
+        return None
+    rb = info.get("version_readback") or {}
+    pod = {}
+    if isinstance(doc, dict):
+        pod = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for c in pod.get("containers") or []:
+        if isinstance(c, dict) and c.get("name") == rb.get("container"):
+            _, sep, tag = str(c.get("image") or "").split("@", 1)[0].rpartition(":")
+            return tag if sep and tag and "/" not in tag else None
+    return None
+
+
+def version_problem(plan: CniPlan, installed: str | None) -> str | None:
+    """Why the installed version (read back) is not the requested one, or None if it is (v-prefix and build
+    metadata aside: 2.8.1 is v2.8.1)."""
+    from edgebench import versions
+
+    requested = plan.version_requested
+    if requested is None:
+        return None
+    where = readback_source(plan)
+    if installed is None:
+        return (f"CNI version not in force: {plan.cni} {requested} was requested, but the installed version could "
+                f"not be read back ({where})")
+    if not versions.is_version(installed) or versions.parse_version(installed) != versions.parse_version(requested):
+        return f"CNI version not in force: {plan.cni} {requested} was requested, {installed} is installed ({where})"
+    return None
+
+
 def services_endpoint(p: ClusterParams, namespace: str, name: str) -> dict[str, Any]:
     """Calico eBPF: where calico-node reaches the API server without kube-proxy (cal-ebpf)."""
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
             "data": {"KUBERNETES_SERVICE_HOST": p.api_host, "KUBERNETES_SERVICE_PORT": str(p.api_port)}}
 
 
-def manifest_patches(cni: str, mode: str, p: ClusterParams, env: dict[str, str]) -> list[dict[str, Any]]:
-    info = cni_installs()[cni]
+def manifest_patches(cni: str, mode: str, p: ClusterParams, env: dict[str, str],
+                     info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`info`: the catalog entry as installed (at_version() for a triggered rerun); default the catalog's."""
+    info = info or cni_installs()[cni]
     m = info["modes"][mode]
     if cni == "flannel":
         net_conf = {"Network": p.pod_cidr, "EnableNFTables": False, "Backend": _subst(m["backend"], env)}

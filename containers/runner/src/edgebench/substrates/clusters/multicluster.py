@@ -57,7 +57,7 @@ class MultiCluster(Provider):
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
                  key_path: str | None = None, cell_id: str = "c-local", token: Callable[[int], str] | None = None,
                  kind_workers: int = 2, host_arch: str = "amd64", provider: type[ClusterProvider] = ClusterProvider,
-                 tool: str | None = None):
+                 tool: str | None = None, cni_version: str | None = None):
         if substrate == "ssh":
             if inventory is None:
                 raise SpecError("the ssh substrate needs an inventory")
@@ -86,7 +86,8 @@ class MultiCluster(Provider):
                                       inventory=inventory.member(i) if inventory else None, transport=transport,
                                       local=local, fetch=fetch, key_path=key_path, cell_id=f"{cell_id}-c{i}",
                                       token=token, kind_workers=kind_workers, host_arch=host_arch,
-                                      pod_cidr=self.cidrs[i][0], service_cidr=self.cidrs[i][1])
+                                      pod_cidr=self.cidrs[i][0], service_cidr=self.cidrs[i][1],
+                                      **({"cni_version": cni_version} if cni_version else {}))
                           for i in CLUSTERS}
         self.plan: ic.InterclusterPlan | None = None
         self.exported: dict[str, dict[str, Any]] = {}  # Service name -> {port, address}, for the current connection
@@ -121,7 +122,11 @@ class MultiCluster(Provider):
         except BaseException:
             self._remove_clusters(raise_errors=False)
             raise
-        return {**states[2], "mtu": mtu, "clusters": {str(i): s for i, s in states.items()}}
+        out = {**states[2], "mtu": mtu, "clusters": {str(i): s for i, s in states.items()}}
+        invalid = [f"cluster {i}: {s['invalid_reason']}" for i, s in states.items() if s.get("invalid_reason")]
+        if invalid:  # e.g. a triggered CNI version not in force in either member
+            out["invalid_reason"] = "; ".join(invalid)
+        return out
 
     def teardown(self) -> list[str]:
         """Disconnect (if connected), clean the tool's kernel leftovers off the nodes, remove both clusters (both

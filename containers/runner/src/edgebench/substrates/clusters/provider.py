@@ -79,7 +79,8 @@ class ClusterProvider(Provider):
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
                  key_path: str | None = None, cell_id: str = "c-local", token: Callable[[int], str] | None = None,
                  kind_workers: int = 2, host_arch: str = "amd64", pod_cidr: str | None = None,
-                 service_cidr: str | None = None):
+                 service_cidr: str | None = None, cni_version: str | None = None):
+        """cni_version: the version a triggered rerun asks for (trigger.new of the cell's CNI); None = the pin."""
         if substrate not in ("ssh", "kind"):
             raise EdgebenchError(f"ClusterProvider serves substrates ssh and kind, not {substrate!r}")
         if (substrate == "kind") != (distribution == "kind"):
@@ -91,6 +92,7 @@ class ClusterProvider(Provider):
             inventory = inventory.member(1)  # a one-cluster cell on a two-cluster inventory uses cluster 1
         self.name = substrate
         self.distribution, self.cni, self.mode = distribution, cni, mode
+        self.cni_version = cni_version
         self.workdir = Path(workdir)
         self.local, self.fetch, self.transport = local, fetch, transport
         self.key_path = key_path or "${SSH_KEY}"
@@ -126,7 +128,7 @@ class ClusterProvider(Provider):
         srv = self.inventory.server
         api_host = srv.address if self.name == "ssh" else f"{self.kind_name}-control-plane"
         return cni_mod.ClusterParams(self.distribution, api_host, d["api_port"], srv.address, self.kubeconfig,
-                                     self.pod_cidr, self.service_cidr)
+                                     self.pod_cidr, self.service_cidr, cni_version=self.cni_version)
 
     def cni_plan(self) -> cni_mod.CniPlan:
         return cni_mod.render(self.distribution, self.cni, self.mode, self.params())
@@ -189,6 +191,10 @@ class ClusterProvider(Provider):
     def provision(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.teardown()  # replace a leftover cluster of this cell
+        unsupported = self.cni_plan().unsupported
+        if unsupported:  # install-cni records it on the runs; no cluster is built only to be removed again
+            self.log.append(f"not provisioned: {unsupported}")
+            return
         try:
             if self.name == "kind":
                 cfg = self.workdir / "kind-config.yaml"
@@ -226,7 +232,10 @@ class ClusterProvider(Provider):
         if cm is not None and (cm.cni, cm.mode) != (self.cni, self.mode):
             raise EdgebenchError(f"this provider was built for {self.cni}:{self.mode}, not {cm.cni}:{cm.mode}")
         plan = self.cni_plan()
+        if plan.unsupported:  # a triggered version the distribution's own CNI cannot be changed to: nothing installed
+            raise Unsupported(f"unsupported: {plan.unsupported}")
         self.check_kernel(plan)
+        installed = None
         try:
             for name, text in plan.files.items():
                 (self.workdir / name).write_text(self._fill(text))
@@ -246,6 +255,8 @@ class ClusterProvider(Provider):
                 self.local(self._fill(argv))
             self._deploy_workloads()
             mtu = self.read_mtu(self.client())
+            if plan.version_requested:
+                installed = self.read_cni_version(plan)
         except Unsupported:
             raise
         except BaseException:
@@ -254,10 +265,29 @@ class ClusterProvider(Provider):
         state = {"cni": self.cni, "mode": self.mode, "cni_version": plan.version, "via": plan.via,
                  "distribution": self.distribution, "distribution_version": distributions()[self.distribution]["version"],
                  "mtu": mtu, "kube_proxy_replacement": plan.kube_proxy_replacement}
+        if plan.version_requested:  # a triggered rerun: what the cluster reports, checked against what was asked
+            state.update(cni_version=installed, cni_version_requested=plan.version_requested)
+            problem = cni_mod.version_problem(plan, installed)
+            if problem:  # the runs are kept but invalid (phases.install_cni), as a tuning readback mismatch is
+                state["invalid_reason"] = problem
+                self.log.append(problem)
         if plan.warning:
             state["warning"] = plan.warning
         self._write_state(state)
         return state
+
+    def read_cni_version(self, plan: cni_mod.CniPlan) -> str | None:
+        """The CNI version installed in the cluster (cni.version_readback: Helm release chart version or DaemonSet
+        image tag); None where it cannot be read. Read-only; a failure to read is reported, not raised."""
+        argv = cni_mod.version_readback(plan, self.params())
+        if argv is None:
+            return None
+        try:
+            out = self.local(self._fill(argv), check=False)
+        except Exception as exc:  # e.g. a timeout: the version is unknown, which version_problem reports
+            self.log.append(f"CNI version readback failed: {exc}")
+            return None
+        return cni_mod.parse_version_readback(plan, out)
 
     def _fill_psk(self, patches: list[dict]) -> list[dict]:
         if "psk" not in self.secrets:
@@ -388,10 +418,13 @@ class ClusterProvider(Provider):
 
 
 def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ssh_key: str | None = None,
-              known_hosts: str | None = None, **kw: Any) -> Provider:
+              known_hosts: str | None = None, cni_version: str | None = None, **kw: Any) -> Provider:
     """The provider of a cell (cells.Cell): what substrates.get() calls for substrates ssh and kind. A cell with an
     inter-cluster tool gets a multicluster.MultiCluster (two member clusters rebuilt from the same work dir in
-    every phase); an inventory without a cluster 2 is a SpecError before anything connects."""
+    every phase); an inventory without a cluster 2 is a SpecError before anything connects. `cni_version`: the
+    version a triggered rerun asks for (Sweep.cni_version_requested(cell.cni)); None installs the catalog pin."""
+    if cni_version:
+        kw["cni_version"] = cni_version
     from edgebench.substrates.clusters import inventory as inv_mod
     from edgebench.substrates.clusters.transport import SSHTransport
 
