@@ -1,5 +1,6 @@
 """edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py): the overview, one
-page per workload (the registry in edgebench.workloads names it), and the cross-workload pages."""
+page per workload (the registry in edgebench.workloads names it), and the cross-workload pages (link conditions,
+tuning, resources, inter-cluster tools, CNI version regression cards)."""
 import sys
 from pathlib import Path
 
@@ -20,4 +21,5 @@ st.navigation([
     st.Page("app_pages/resources.py", title="Resources", icon=":material/memory:", url_path="resources"),
     st.Page("app_pages/intercluster.py", title="Inter-cluster tools", icon=":material/hub:",
             url_path="intercluster"),
+    st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
 ]).run()

@@ -131,3 +131,20 @@ def minio_server(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def versions_raw_root(tmp_path_factory) -> Path:
+    """CNI modes measured at several versions (fixture_manifests VERSION_*): the regression-card fixture."""
+    return fixture_manifests.write_version_tree(tmp_path_factory.mktemp("raw-versions"),
+                                                fixture_manifests.version_runs())
+
+
+@pytest.fixture(scope="session")
+def versions_warehouse(versions_raw_root, tmp_path_factory) -> Path:
+    """A warehouse built from the CNI version raw tree only."""
+    from edgebench.results import warehouse
+
+    path = tmp_path_factory.mktemp("wh-versions") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(versions_raw_root), quiet=True)
+    return path

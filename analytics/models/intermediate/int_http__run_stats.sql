@@ -8,6 +8,7 @@ select
     avg(response_ms) filter (where not is_error)                        as response_mean_ms,
     quantile_cont(response_ms, 0.50) filter (where not is_error)        as response_p50_ms,
     quantile_cont(response_ms, 0.90) filter (where not is_error)        as response_p90_ms,
+    quantile_cont(response_ms, 0.95) filter (where not is_error)        as response_p95_ms,
     quantile_cont(response_ms, 0.99) filter (where not is_error)        as response_p99_ms,
     max(response_ms) filter (where not is_error)                        as response_max_ms,
     min(response_ms) filter (where not is_error)                        as response_min_ms

@@ -78,6 +78,27 @@ renamed as (
         manifest->'intercluster_detail'->>'cable_driver'           as intercluster_cable_driver,
         case when json_type(manifest->'intercluster_detail') = 'OBJECT'
              then manifest->'intercluster_detail' end              as intercluster_detail,
+        -- CNI version (issue 14): what a cluster reported installed (environment.cni_version), else what a triggered
+        -- rerun was asked to measure (environment.cni_version_requested, else trigger.new; the local testbed runs no CNI
+        -- software, so it never has an installed version). A requested version counts only for the CNI the trigger
+        -- named (other modes in a rerun sweep, e.g. the host baseline, were not asked to run it). Manifests written
+        -- before versions were recorded have neither: null, no version, never part of a regression card.
+        nullif(trim(manifest->'environment'->>'cni_version'), '')  as cni_version_installed,
+        case when (manifest->'trigger'->>'cni') is null or (manifest->'trigger'->>'cni') = (manifest->>'cni')
+             then nullif(trim(coalesce(manifest->'environment'->>'cni_version_requested',
+                                       manifest->'trigger'->>'new')), '')
+        end                                                        as cni_version_requested,
+        -- (DuckDB lateral column aliases: the two columns just above)
+        coalesce(cni_version_installed, cni_version_requested)     as cni_version_effective,
+        case when cni_version_installed is not null then 'installed'
+             when cni_version_requested is not null then 'requested' end as version_source,
+        -- the trigger of a rerun sweep ({cni, new, previous, source, at}); all null for a plain sweep
+        coalesce(json_type(manifest->'trigger') = 'OBJECT', false) as is_triggered_rerun,
+        manifest->'trigger'->>'cni'                                as trigger_cni,
+        manifest->'trigger'->>'new'                                as trigger_new_version,
+        manifest->'trigger'->>'previous'                           as trigger_previous_version,
+        manifest->'trigger'->>'source'                             as trigger_source,
+        timezone('UTC', try_cast(manifest->'trigger'->>'at' as timestamptz)) as triggered_at,
         -- absent (older manifests) or JSON null = valid; anything that is not a boolean becomes null and fails
         -- the not_null data test instead of silently counting as valid
         case when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true

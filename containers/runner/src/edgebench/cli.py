@@ -355,11 +355,12 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_results, cli_summary, cli_versions  # noqa: E402  (their commands are added to `app`
+from edgebench import cli_report, cli_results, cli_summary, cli_versions  # noqa: E402  (their commands are added to `app`
 
 cli_results.register(app)
 cli_summary.register(app)
 cli_versions.register(app)
+cli_report.register(app)
 
 
 def main() -> None:

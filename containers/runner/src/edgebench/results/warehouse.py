@@ -221,21 +221,7 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-    try:
-        cur = con.execute(sql)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read {path}: {exc}") from exc
-    finally:
-        con.close()
+    return _query_params(sql, [], warehouse_path)
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
@@ -286,3 +272,83 @@ def intercluster_summary(warehouse_path: str | os.PathLike | None = None) -> lis
                                        r["tuning_profile"], r["service"], r["path"], r["placement"],
                                        r["length_bytes"], order[r["netem_scenario"]], not r["is_baseline"],
                                        r["intercluster"], r["intercluster_implementation"]))
+
+
+VERDICT_ORDER = {"worse": 0, "better": 1, "indistinguishable": 2, "n < 2": 3}
+
+
+def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: str | None = None) -> list[dict]:
+    """The CNI version regression cards from cmp_cni_version_regressions: one dict per card (substrate, cni, cni_mode,
+    previous_version, new_version, n_versions, version_source, ..., card_n_* counts) with its comparisons under
+    "rows" (one per configuration x metric: n, means, diff with its 95% interval, diff_pct, verdict), worse rows
+    first. Cards with worse rows come first. `cni` keeps the cards of one CNI ("calico") or mode ("calico:vxlan").
+    Raises WarehouseError when there is no warehouse or it predates the mart."""
+    where, params = "", []
+    if cni:
+        name, _, mode = cni.partition(":")
+        where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
+        params = [name, mode] if mode else [name]
+    rows = _query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
+    card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
+                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
+                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
+                 "card_n_better", "card_n_indistinguishable", "card_n_too_few_runs", "card_expected_false_alarms")
+    cards: dict[tuple, dict] = {}
+    for r in rows:
+        card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),
+                                {**{k: r[k] for k in card_keys}, "rows": []})
+        card["rows"].append({"config": config_label(r), **{k: v for k, v in r.items() if k not in card_keys}})
+    for card in cards.values():
+        card["rows"].sort(key=lambda r: (VERDICT_ORDER.get(r["verdict"], 9), r["config"], r["metric"]))
+    return sorted(cards.values(), key=lambda c: (-c["card_n_worse"], c["substrate"], c["cni"], c["cni_mode"]))
+
+
+# variant parameters a card's configuration line names only when they differ from these (duration and request
+# counts never: they are part of the configuration key, not of what a reader compares)
+_VARIANT_DEFAULTS = {"reliability": "reliable", "transport": "unicast", "subscribers": "1", "security": "none",
+                     "rate": "inf", "connections": "1"}
+_VARIANT_HIDDEN = ("mode", "service", "duration_s", "requests")
+
+
+def config_label(r: dict) -> str:
+    """A comparison configuration as one line: workload, its mode / service / protocol, path, placement, length, the
+    parameters that are not the defaults, and the conditions that are not (distribution, netem, tuning, tool)."""
+    variant = dict(kv.split("=", 1) for kv in (r.get("variant") or "").split() if "=" in kv)
+    workload = r.get("workload") or "?"
+    kind = {"dds": variant.get("mode"), "http": variant.get("service")}.get(workload, r.get("protocol"))
+    parts = [workload, kind, r.get("path"), r.get("placement")]
+    if (r.get("length_bytes") if r.get("length_bytes") is not None else -1) >= 0:
+        parts.append(f"{r['length_bytes']} B")
+    parts += [f"{k} {v}" for k, v in variant.items()
+              if k not in _VARIANT_HIDDEN and _VARIANT_DEFAULTS.get(k) != v]
+    for col, default in (("distribution", "none"), ("netem_scenario", "none"), ("tuning_profile", "default_settings"),
+                         ("intercluster", "none")):
+        if r.get(col) not in (None, default):
+            parts.append(f"{col.split('_')[0]}={r[col]}")
+    return " ".join(str(p) for p in parts if p)
+
+
+def _query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
+    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
+    try:
+        cur = con.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+    except duckdb.CatalogException as exc:
+        raise WarehouseError(f"the warehouse at {path} has no {_missing_table(str(exc))} (built by an older edgebench);"
+                             " rebuild it with `make warehouse`") from exc
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _missing_table(message: str) -> str:
+    m = re.search(r"Table with name (\w+) does not exist", message)
+    return f"table {m.group(1)}" if m else "table it needs"

@@ -1,0 +1,230 @@
+-- CNI version regression cards: for every CNI mode measured at two or more versions on a substrate (the card), the
+-- newest version against the previous one, on every configuration x metric measured at both
+-- (int_cni_versions__run_metrics: ok + valid runs with a version). Per side: n runs, mean, stddev.
+--   diff = new - previous (in the metric's unit; positive = higher with the new version), with the 95% interval of
+--   the difference by Welch: t(0.975, floor(df)) * sqrt(s_new^2/n_new + s_prev^2/n_prev), df by Welch-Satterthwaite
+--   (floored: never a narrower interval); diff_pct and its interval relative to the previous mean.
+--   verdict: 'better' / 'worse' when that interval excludes 0 (a two-sided Welch test at alpha = 0.05 for this one
+--   configuration x metric; better = in the metric's good direction, is_higher_better), 'indistinguishable' when it
+--   contains 0, 'n < 2' when either side has fewer than 2 runs (no interval).
+-- card_* columns count the card's comparisons: each one is wrong at most 5% of the time on identical versions, so
+-- a card with k comparisons shows about 0.05 k false better/worse verdicts (card_expected_false_alarms).
+{%- set card = ['substrate', 'cni', 'cni_mode'] %}
+{%- set config = ['distribution', 'tuning_profile', 'netem_scenario', 'intercluster', 'workload', 'protocol',
+                  'variant', 'path', 'placement', 'length_bytes'] %}
+{%- set version = ['version_major', 'version_minor', 'version_patch', 'version_prerelease'] %}
+with metrics as (
+
+    select * from {{ ref('int_cni_versions__run_metrics') }}
+    where version_major is not null  -- a version text edgebench cannot order is not compared
+
+),
+
+version_labels as (
+
+    select
+        {{ card | join(', ') }},
+        {{ version | join(', ') }},
+        min(cni_version)                                                  as version_label  -- as spelled (v3.30.2)
+    from metrics
+    group by all
+
+),
+
+versions as (
+
+    -- the versions of each card, newest first (semantic order; a pre-release below its release)
+    select
+        *,
+        dense_rank() over (
+            partition by {{ card | join(', ') }}
+            order by version_major desc, version_minor desc, version_patch desc,
+                     version_prerelease is null desc, version_prerelease desc
+        )                                                                 as version_rank,
+        count(*) over (partition by {{ card | join(', ') }})              as n_versions
+    from version_labels
+
+),
+
+ranked as (
+
+    select metrics.*, versions.version_label, versions.version_rank, versions.n_versions
+    from metrics
+    inner join versions
+        using ({{ (card + ['version_major', 'version_minor', 'version_patch']) | join(', ') }})
+    where metrics.version_prerelease is not distinct from versions.version_prerelease
+      and versions.version_rank <= 2
+      and versions.n_versions >= 2
+
+),
+
+cards as (
+
+    -- what the card's header says: versions, how they are known, the trigger of the newest one's rerun
+    select
+        {{ card | join(', ') }},
+        any_value(n_versions)                                             as n_versions,
+        string_agg(distinct datapath, ', ' order by datapath)             as datapath,
+        max(version_label) filter (where version_rank = 1)                as new_version,
+        max(version_label) filter (where version_rank = 2)                as previous_version,
+        string_agg(distinct version_source, ', ' order by version_source)
+            filter (where version_rank = 1)                               as new_version_source,
+        string_agg(distinct version_source, ', ' order by version_source)
+            filter (where version_rank = 2)                               as previous_version_source,
+        string_agg(distinct version_source, ', ' order by version_source) as version_sources,
+        max(trigger_source) filter (where version_rank = 1)               as new_trigger_source,
+        max(trigger_previous_version) filter (where version_rank = 1)     as new_trigger_previous_version,
+        max(triggered_at) filter (where version_rank = 1)                 as new_triggered_at
+    from ranked
+    group by all
+
+),
+
+sides as (
+
+    select
+        {{ (card + config) | join(', ') }},
+        metric,
+        any_value(unit)                                                   as unit,
+        bool_and(is_higher_better)                                        as is_higher_better,
+        version_rank,
+        count(*)                                                          as n_runs,
+        avg(value)                                                        as mean,
+        stddev_samp(value)                                                as stddev,
+        count(distinct sweep_id)                                          as n_sweeps,
+        min(started_at)                                                   as first_started_at,
+        max(started_at)                                                   as last_started_at
+    from ranked
+    group by all
+
+),
+
+paired as (
+
+    select
+        cur.* exclude (version_rank, n_runs, mean, stddev, n_sweeps, first_started_at, last_started_at),
+        prev.n_runs                                                       as previous_n_runs,
+        cur.n_runs                                                        as new_n_runs,
+        prev.mean                                                         as previous_mean,
+        prev.stddev                                                       as previous_stddev,
+        cur.mean                                                          as new_mean,
+        cur.stddev                                                        as new_stddev,
+        prev.n_sweeps                                                     as previous_n_sweeps,
+        cur.n_sweeps                                                      as new_n_sweeps,
+        prev.first_started_at                                             as previous_first_started_at,
+        prev.last_started_at                                              as previous_last_started_at,
+        cur.first_started_at                                              as new_first_started_at,
+        cur.last_started_at                                               as new_last_started_at,
+        cur.mean - prev.mean                                              as diff,
+        -- squared standard errors of the two means
+        prev.stddev ^ 2 / prev.n_runs                                     as previous_se2,
+        cur.stddev ^ 2 / cur.n_runs                                       as new_se2
+    from sides as cur
+    inner join sides as prev
+        -- null-safe, as group by treats nulls
+        on {% for k in card + config + ['metric'] -%}
+           {{ '\n        and ' if not loop.first }}cur.{{ k }} is not distinct from prev.{{ k }}
+           {%- endfor %}
+    where cur.version_rank = 1 and prev.version_rank = 2
+
+),
+
+welch as (
+
+    select
+        *,
+        case when previous_n_runs >= 2 and new_n_runs >= 2 then
+            case when previous_se2 + new_se2 > 0
+                 then (previous_se2 + new_se2) ^ 2
+                      / (previous_se2 ^ 2 / (previous_n_runs - 1) + new_se2 ^ 2 / (new_n_runs - 1))
+                 else previous_n_runs + new_n_runs - 2  -- no spread on either side
+            end
+        end                                                               as welch_df
+    from paired
+
+),
+
+intervals as (
+
+    select
+        *,
+        {{ t_critical_95('floor(welch_df)') }} * sqrt(previous_se2 + new_se2) as diff_ci95
+    from welch
+
+),
+
+verdicts as (
+
+    select
+        *,
+        case
+            when previous_n_runs < 2 or new_n_runs < 2 then 'n < 2'
+            -- the interval excludes 0 (with a tolerance of rounding noise, so two identical constant series are
+            -- not told apart by the last bit of their means)
+            when abs(diff) > diff_ci95 + 1e-9 * greatest(abs(previous_mean), abs(new_mean))
+                then case when (diff > 0) = is_higher_better then 'better' else 'worse' end
+            else 'indistinguishable'
+        end                                                               as verdict
+    from intervals
+
+)
+
+select
+    verdicts.substrate,
+    verdicts.cni,
+    verdicts.cni_mode,
+    cards.datapath,
+    cards.previous_version,
+    cards.new_version,
+    cards.n_versions,
+    case when cards.version_sources in ('installed', 'requested') then cards.version_sources
+         else 'mixed' end                                                 as version_source,
+    cards.previous_version_source,
+    cards.new_version_source,
+    cards.new_trigger_source,
+    cards.new_trigger_previous_version,
+    cards.new_triggered_at,
+    {% for k in config %}verdicts.{{ k }},
+    {% endfor -%}
+    verdicts.metric,
+    verdicts.unit,
+    verdicts.is_higher_better,
+    verdicts.previous_n_runs,
+    verdicts.new_n_runs,
+    verdicts.previous_mean,
+    verdicts.previous_stddev,
+    verdicts.new_mean,
+    verdicts.new_stddev,
+    verdicts.diff,
+    verdicts.diff_ci95,
+    verdicts.diff - verdicts.diff_ci95                                    as diff_ci_low,
+    verdicts.diff + verdicts.diff_ci95                                    as diff_ci_high,
+    verdicts.welch_df,
+    case when verdicts.previous_mean <> 0
+         then verdicts.diff / abs(verdicts.previous_mean) * 100 end       as diff_pct,
+    case when verdicts.previous_mean <> 0
+         then (verdicts.diff - verdicts.diff_ci95) / abs(verdicts.previous_mean) * 100 end as diff_ci_low_pct,
+    case when verdicts.previous_mean <> 0
+         then (verdicts.diff + verdicts.diff_ci95) / abs(verdicts.previous_mean) * 100 end as diff_ci_high_pct,
+    verdicts.verdict,
+    verdicts.verdict = 'worse'                                            as is_regression,
+    count(*) filter (where verdicts.verdict <> 'n < 2')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_comparisons,
+    count(*) filter (where verdicts.verdict = 'worse')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_worse,
+    count(*) filter (where verdicts.verdict = 'better')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_better,
+    count(*) filter (where verdicts.verdict = 'indistinguishable')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_indistinguishable,
+    count(*) filter (where verdicts.verdict = 'n < 2')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_too_few_runs,
+    0.05::double * count(*) filter (where verdicts.verdict <> 'n < 2')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_expected_false_alarms,
+    verdicts.previous_n_sweeps,
+    verdicts.new_n_sweeps,
+    verdicts.previous_first_started_at,
+    verdicts.previous_last_started_at,
+    verdicts.new_first_started_at,
+    verdicts.new_last_started_at
+from verdicts
+inner join cards using (substrate, cni, cni_mode)
