@@ -93,9 +93,10 @@ def sweep(
 
     s = _load(file, param, local)
     cells, skipped = _expand_checked(s, inventory)
-    n_runs = sum(len(runs_for(s, c)) for c in cells)
-    out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {n_runs} runs, "
-              f"{s.values['duration']}s each (substrate={s.values['substrate']})")
+    runs = [r for c in cells for r in runs_for(s, c)]
+    timed = sum(r.duration_s or 0 for r in runs)  # HTTP runs are counted in requests, not seconds
+    out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {len(runs)} runs, {timed}s of timed measurement "
+              f"(substrate={s.values['substrate']})")
     if dry_run:
         for c in cells:
             out.print(f"  {c.cell_id}  {c.label}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
