@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from goldens import check_golden
 from edgebench.plan import spec
 from edgebench.plan.catalog import resolve_cni
 from edgebench.plan.cells import cell_json, expand, from_json
@@ -27,7 +28,7 @@ from edgebench.substrates.clusters.matrix import cni_installs
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport
 from edgebench.sweep import phases
-from test_clusters import COMBOS, INV, KUBECONFIG_TEXT, LAB, SAMPLE_FLANNEL, UPDATE, FakeKubectl, render_cell
+from test_clusters import COMBOS, INV, KUBECONFIG_TEXT, LAB, SAMPLE_FLANNEL, FakeKubectl, render_cell
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "cluster-reruns"
@@ -70,13 +71,7 @@ def _changes(a: Any, b: Any, path: str = "") -> dict[str, Any]:
 def test_golden_rerun_changes(distribution, cni, mode, new):
     changes = _changes(render_cell(distribution, cni, mode), render_cell(distribution, cni, mode, new))
     text = yaml.safe_dump({"trigger": {"cni": cni, "new": new}, "changes": changes}, sort_keys=False, width=120)
-    path = GOLDEN / f"{distribution}-{cni}-{mode}.yaml"
-    if UPDATE or not path.exists():
-        if not UPDATE:
-            pytest.fail(f"golden file {path} is missing: run with EDGEBENCH_UPDATE_GOLDEN=1 once and review it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs from the rendering (EDGEBENCH_UPDATE_GOLDEN=1 to accept)"
+    check_golden(GOLDEN / f"{distribution}-{cni}-{mode}.yaml", text)
 
 
 def test_no_stale_rerun_golden_files():

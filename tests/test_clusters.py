@@ -10,7 +10,6 @@ and review the diff (git diff tests/golden) before keeping it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -27,11 +26,11 @@ from edgebench.substrates.clusters.transport import FakeTransport, SSHTransport
 from edgebench.plan.catalog import cnis
 from edgebench.substrates.base import Unsupported
 from manifest_validation import validate
+from goldens import check_golden
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "clusters"
 LAB = REPO / "kustomize" / "overlays" / "lab" / "inventory.yaml"
-UPDATE = os.environ.get("EDGEBENCH_UPDATE_GOLDEN") == "1"
 INV = inventory.load(LAB)
 ARCHES = INV.arches
 WORKDIR = "/work/cell"
@@ -59,13 +58,7 @@ def render_cell(distribution: str, cni: str, mode: str, cni_version: str | None 
 
 
 def _check_golden(path: Path, doc: dict) -> None:
-    text = yaml.safe_dump(doc, sort_keys=False, width=120)
-    if UPDATE or not path.exists():
-        if not UPDATE:
-            pytest.fail(f"golden file {path} is missing: run with EDGEBENCH_UPDATE_GOLDEN=1 once and review it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs from the rendering (EDGEBENCH_UPDATE_GOLDEN=1 to accept)"
+    check_golden(path, yaml.safe_dump(doc, sort_keys=False, width=120))
 
 
 @pytest.mark.parametrize("distribution,cni,mode", COMBOS, ids=[f"{d}-{c}-{m}" for d, c, m in COMBOS])

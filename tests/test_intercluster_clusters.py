@@ -10,7 +10,6 @@ and review the diff (git diff tests/golden) before keeping it.
 from __future__ import annotations
 
 import ipaddress
-import os
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,11 @@ from edgebench.substrates.clusters import intercluster as ic
 from edgebench.substrates.clusters import inventory
 from edgebench.substrates.clusters.matrix import distributions
 from manifest_validation import validate
+from goldens import check_golden
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "intercluster"
 DATA = REPO / "tests" / "data" / "intercluster"
-UPDATE = os.environ.get("EDGEBENCH_UPDATE_GOLDEN") == "1"
 INV2 = inventory.load(DATA / "inventory-two-clusters.yaml")
 WORKDIR = "/work/cell"
 SERVICE, NAMESPACE, PORT = "eb-http", "edgebench", 8080
@@ -60,21 +59,12 @@ def render(tool: str, mode: str, distribution: str) -> ic.InterclusterPlan:
     return ic.plan(tool, mode, c1, c2, service=SERVICE, namespace=NAMESPACE, port=PORT)
 
 
-def _check_golden(path: Path, text: str) -> None:
-    if UPDATE or not path.exists():
-        if not UPDATE:
-            pytest.fail(f"golden file {path} is missing: run with EDGEBENCH_UPDATE_GOLDEN=1 once and review it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs from the rendering (EDGEBENCH_UPDATE_GOLDEN=1 to accept)"
-
-
 # ---------------------------------------------------------------------------------------------- goldens
 @pytest.mark.parametrize("tool,mode,distribution", COMBOS, ids=[f"{t}-{m}-{d}" for t, m, d in COMBOS])
 def test_golden_plan(tool, mode, distribution):
     p = render(tool, mode, distribution)
     text = p.text()
-    _check_golden(GOLDEN / f"{tool}-{mode}-{distribution}.txt", text)
+    check_golden(GOLDEN / f"{tool}-{mode}-{distribution}.txt", text)
     assert text == render(tool, mode, distribution).text()  # deterministic
     assert {s.phase for s in p.steps} <= set(ic.PHASES)
     assert [s.phase for s in p.steps if s.phase in ("install", "readback", "disconnect")][:1] == ["install"]
