@@ -193,8 +193,11 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
         if cni == "cilium":
             values = _subst(minfo.get("values", {}), env)
             plan.files["cni-values.yaml"] = yaml.safe_dump(values, sort_keys=True)
+            # --version: without it the upgrade moves cilium to the newest chart in the repository the addon added,
+            # while the plan (and every manifest) reports the pin
             plan.server_commands.append(["microk8s", "helm3", "upgrade", "cilium", "cilium/cilium", "-n", "kube-system",
-                                         "--reuse-values", "-f", "/var/tmp/edgebench-cni-values.yaml", "--wait"])
+                                         "--version", str(plan.version), "--reuse-values",
+                                         "-f", "/var/tmp/edgebench-cni-values.yaml", "--wait"])
         plan.readiness = [kubectl(p, *c) for c in info["readiness"]]
         plan.readiness.append(kubectl(p, "wait", "--for=condition=Ready", "nodes", "--all", "--timeout=600s"))
         return plan
