@@ -32,12 +32,12 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools events-tools
+        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
 	@echo
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 	@echo
 	@echo "Variables: SWEEP=$(SWEEP)  ARGS='-p NAME=VALUE ...' (sweep parameter overrides)"
 
@@ -151,6 +151,21 @@ clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 	-@[ -x $(EDGEBENCH) ] && $(EDGEBENCH) testbed down || true
 	-@scripts/minio.sh stop
 	rm -rf $(STATE)
+
+# ---- end to end on a real Argo controller and a single-node Kubernetes on this machine (no Docker; opt-in) -----------
+# Builds and caches Kubernetes v1.33.4, Argo Workflows v3.7.9 (controller + executor), CoreDNS and the OCI images
+# (~25 min once), starts the cluster, installs kustomize/overlays/e2e{/argo}, submits workflows/smoke.yaml and a tiny
+# sweep, checks their keys in MinIO and the warehouse, and stops everything. KEEP=1 keeps the cluster up.
+e2e-argo: setup ## run smoke + a tiny sweep on a real Argo controller on a single-node k8s here (root; ~25 min once, then ~5)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make e2e-argo needs root (containerd, kubelet, network)" >&2; exit 1; }
+	@missing=$$(for p in etcd-server containerd runc containernetworking-plugins umoci skopeo debootstrap busybox-static conntrack iptables; do \
+	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@PY=$(PY) scripts/e2e-argo/run.sh
+
+e2e-argo-down: ## stop the e2e cluster and remove everything it left (after a crash or KEEP=1)
+	@scripts/e2e-argo/cluster.sh down
 
 # ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
 mgmt-tools: ## install kind, kubectl and the argo CLI (pinned) into $(TOOLS)

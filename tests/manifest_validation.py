@@ -11,7 +11,8 @@ What is checked, by the object's apiVersion group and kind:
   the JSON Schema (draft 2020-12) vendored from argo-workflows v4.1.2, with IntOrString patched to accept integers
   as Kubernetes does (likewise resource Quantity, e.g. `cpu: 1`); then *strict* unknown-field detection against the CRD openAPIV3Schema of the vendored
   install.yaml (honouring x-kubernetes-preserve-unknown-fields) and, for `metadata`, against ObjectMeta.
-  The JSON schema alone accepts `contaner:`; the strict walk does not.
+  The JSON schema alone accepts `contaner:`; the strict walk does not. Then the rules the workflow controller
+  checks at submission that no schema states (`_controller_rules`, found on a real controller by `make e2e-argo`).
 * Argo Events kinds (EventSource, Sensor, EventBus): the vendored JSON Schema (draft 7) plus the same strict walk
   over its definitions (the Events CRDs preserve unknown fields, so they cannot catch typos).
 * Built-in Kubernetes kinds (core, apps, rbac, batch, policy, ...): the `kubernetes-validate` package against
@@ -27,6 +28,7 @@ import copy
 import functools
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -244,6 +246,47 @@ def _builtin_problems(obj: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- public API
+def _workflow_spec(obj: dict) -> dict:
+    spec = obj.get("spec") or {}
+    return (spec.get("workflowSpec") or {}) if obj.get("kind") == "CronWorkflow" else spec
+
+
+def _controller_rules(obj: dict) -> list[str]:
+    """Rules the workflow controller enforces when it validates a workflow, which the JSON schema cannot express
+    (each found by running the templates on a real controller: scripts/e2e-argo, `make e2e-argo`)."""
+    out = []
+    spec = _workflow_spec(obj)
+    base = "spec.workflowSpec" if obj.get("kind") == "CronWorkflow" else "spec"
+    for i, t in enumerate(spec.get("templates") or []):
+        if not isinstance(t, dict):
+            continue
+        # v3.7.9: "templates.<name>.activeDeadlineSeconds is only valid for leaf templates"; a DAG or steps
+        # template is bounded by the workflow's spec.activeDeadlineSeconds instead
+        if "activeDeadlineSeconds" in t and ("dag" in t or "steps" in t):
+            out.append(f"{base}.templates[{i}].activeDeadlineSeconds: only valid for leaf templates "
+                       f"(template {t.get('name')!r} is a {'dag' if 'dag' in t else 'steps'} template)")
+        # "failed to resolve {{inputs.parameters.x}}": a template uses only the inputs it declares
+        declared = {p.get("name") for p in (t.get("inputs") or {}).get("parameters") or []}
+        for used in sorted(set(re.findall(r"\{\{\s*inputs\.parameters\.([A-Za-z0-9_-]+)\s*\}\}", json.dumps(t)))):
+            if used not in declared:
+                out.append(f"{base}.templates[{i}]: {{{{inputs.parameters.{used}}}}} is not an input of template "
+                           f"{t.get('name')!r} (the controller fails to resolve it)")
+        tasks = (t.get("dag") or {}).get("tasks") or [s for group in t.get("steps") or [] for s in group]
+        for j, task in enumerate(tasks):
+            hook = ((task or {}).get("hooks") or {}).get("exit")
+            if not hook:
+                continue
+            where = f"{base}.templates[{i}] task {task.get('name')!r}: exit hook"
+            # v3.7.9 left {{item}} unresolved in the arguments of a fanned-out task's hook
+            if "{{item" in json.dumps(hook.get("arguments") or {}):
+                out.append(f"{where} arguments use {{{{item}}}}, which the controller does not resolve there "
+                           "(pass the item into a template and hook a task inside it)")
+            # ... and ran the hook of a task its `when` had skipped
+            if "when" in task:
+                out.append(f"{where} on a task with `when`: the controller runs it even when the task is skipped")
+    return out
+
+
 def find_problems(obj: Any, *, strict: bool = True) -> list[str]:
     """Every problem of one Kubernetes object as '<field path>: <message>' (empty list: valid)."""
     if not isinstance(obj, dict):
@@ -261,6 +304,8 @@ def find_problems(obj: Any, *, strict: bool = True) -> list[str]:
         problems = _schema_errors(_validator(family, kind), obj)
         if strict:
             problems += [p for p in _strict_argo(obj, family) if p not in problems]
+        if family == "workflows":
+            problems += _controller_rules(obj)
     elif group in BUILTIN_GROUPS:
         problems = _builtin_problems(obj)
     else:

@@ -352,6 +352,19 @@ def test_validate_accepts_good_workflowtemplate():
     (lambda o: o["spec"].__setitem__("activeDeadlineSeconds", ["600"]), "spec.activeDeadlineSeconds"),
     (lambda o: o["spec"].__setitem__("templates", {"name": "main"}), "spec.templates"),
     (lambda o: o.__setitem__("apiVersion", "argoproj.io/v1"), "apiVersion"),
+    # a controller rule no schema states (found on the real v3.7.9 controller by make e2e-argo)
+    (lambda o: o["spec"]["templates"].append({"name": "all", "activeDeadlineSeconds": 60,
+                                              "dag": {"tasks": [{"name": "a", "template": "main"}]}}),
+     "spec.templates[1].activeDeadlineSeconds: only valid for leaf templates"),
+    (lambda o: o["spec"]["templates"].append({"name": "all", "dag": {"tasks": [
+        {"name": "a", "template": "main", "withParam": "[1]", "hooks": {"exit": {"template": "main", "arguments": {
+            "parameters": [{"name": "target", "value": "{{item}}"}]}}}}]}}),
+     "exit hook arguments use {{item}}"),
+    (lambda o: o["spec"]["templates"].append({"name": "all", "dag": {"tasks": [
+        {"name": "a", "template": "main", "when": "1 == 2", "hooks": {"exit": {"template": "main"}}}]}}),
+     "the controller runs it even when the task is skipped"),
+    (lambda o: o["spec"]["templates"][0]["container"]["args"].append("{{inputs.parameters.sweep-id}}"),
+     "{{inputs.parameters.sweep-id}} is not an input of template 'main'"),
 ])
 def test_validate_rejects_bad_workflowtemplate(mutate, expect):
     (wt,) = mv.load_yaml_docs(WT)

@@ -69,8 +69,12 @@ def _phase_tasks():
             yield task, args["phase"], args
 
 
-def test_every_template_has_a_deadline_and_parameters_have_descriptions():
+def test_every_leaf_template_has_a_deadline_and_parameters_have_descriptions():
     for wt_name, t in all_templates():
+        if "dag" in t or "steps" in t:
+            # the controller rejects deadlines on DAG/steps templates (the workflow's own deadline bounds them)
+            assert "activeDeadlineSeconds" not in t, f"{wt_name}/{t['name']}"
+            continue
         deadline = str(t["activeDeadlineSeconds"])
         if deadline == "{{inputs.parameters.deadline}}":  # cell-phase: every caller passes one, or the default
             declared = {p["name"]: p for p in t["inputs"]["parameters"]}
@@ -276,8 +280,8 @@ def test_default_sweep_run_keys_are_unchanged():
 
 
 def test_dag_phase_order_equals_the_local_runner():
-    cell = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["cell"]
-    tasks = {t["name"]: t for t in cell["dag"]["tasks"]}
+    local = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}
+    tasks = {t["name"]: t for t in local["cell-phases"]["dag"]["tasks"]}
     # topological order of the cell DAG, following `depends`
     order, placed = [], set()
     while len(order) < len(tasks):
@@ -286,13 +290,17 @@ def test_dag_phase_order_equals_the_local_runner():
         assert len(ready) == 1, f"the cell DAG must be a chain, ready={ready}"
         order.append(ready[0])
         placed.add(ready[0])
-    sweep_tasks = {t["name"]: t for t in TEMPLATES["sweep"]["spec"]["templates"][0]["dag"]["tasks"]}
-    hook = sweep_tasks["cell"]["hooks"]["exit"]
-    teardown = {p["name"]: p["value"] for p in hook["arguments"]["parameters"]}["phase"]
+    # the cell template runs that chain as one task whose exit hook is the teardown (under the cell's semaphore)
+    (phases_task,) = local["cell"]["dag"]["tasks"]
+    assert phases_task["template"] == "cell-phases"
+    hook = phases_task["hooks"]["exit"]
+    hook_args = {p["name"]: p["value"] for p in hook["arguments"]["parameters"]}
+    teardown = hook_args["phase"]
+    assert hook_args["cell"] == "{{inputs.parameters.cell}}"
     assert tuple(order + [teardown]) == phases.PHASES
     # each cell-phase task runs the phase it is named after
     for task, phase, _ in _phase_tasks():
-        assert task["name"] in (phase, "cell-hook", "teardown-after-failure"), (task["name"], phase)
+        assert task["name"] in (phase, "phases-hook", "teardown-after-failure"), (task["name"], phase)
     # the local-substrate cell runs all phases in one process: `edgebench run-cell` uses phases.PHASES itself
 
 

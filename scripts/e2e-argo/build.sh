@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Build (once, cached) the binaries the end-to-end Argo run needs, from the Go module proxy:
+#   Kubernetes control plane + kubelet + kube-proxy + kubectl ($K8S_VERSION), Argo Workflows' controller and
+#   executor ($ARGO_E2E_VERSION) and CoreDNS ($COREDNS_VERSION, the cluster DNS). Both upstream modules carry `replace` directives, so `go install mod@version` refuses
+#   them; a small wrapper module that repeats the replaces builds them instead.
+# Usage: build.sh [--print]   (--print: list the binaries and whether they are cached, build nothing)
+set -euo pipefail
+E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
+K8S_VERSION=${K8S_VERSION:-v1.33.4}
+ARGO_E2E_VERSION=${ARGO_E2E_VERSION:-v3.7.9}
+COREDNS_VERSION=${COREDNS_VERSION:-v1.12.3}
+BIN=$E2E/bin
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+ARGO_CMDS=(workflow-controller argoexec)
+
+stamp() { echo "$BIN/.$1-$2"; }   # a binary is cached when its version stamp exists
+
+if [[ ${1:-} == --print ]]; then
+  for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] && s=cached || s=missing; echo "$c $K8S_VERSION $s"; done
+  for c in "${ARGO_CMDS[@]}"; do [[ -e $(stamp "$c" "$ARGO_E2E_VERSION") ]] && s=cached || s=missing; echo "$c $ARGO_E2E_VERSION $s"; done
+  [[ -e $(stamp coredns "$COREDNS_VERSION") ]] && s=cached || s=missing; echo "coredns $COREDNS_VERSION $s"
+  exit 0
+fi
+command -v go >/dev/null || { echo "e2e-argo: go is not installed (make apt installs golang-go)" >&2; exit 1; }
+mkdir -p "$BIN" "$E2E/src"
+export GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0
+# The wrapper modules have no go.sum of their own and this machine's checksum-database mirror answers 404 for some
+# k8s.io modules (seen: k8s.io/cloud-provider v0.33.5); v1.33.4 because the proxy refuses some v0.33.5 staging modules (k8s.io/endpointslice: 403); the modules still come from the module proxy.
+export GOSUMDB=${GOSUMDB:-off}
+
+k8s_missing=()
+for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] || k8s_missing+=("$c"); done
+if (( ${#k8s_missing[@]} )); then
+  mod=$E2E/src/k8s-$K8S_VERSION; mkdir -p "$mod"
+  staging=v0.${K8S_VERSION#v1.}
+  # the staging modules k8s.io/kubernetes replaces with ./staging/src/...: the same code, published as v0.x
+  {
+    echo "module edgebench.local/e2e/k8s"; echo; echo "go 1.24.0"; echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"; echo
+    curl -fsS "https://proxy.golang.org/k8s.io/kubernetes/@v/$K8S_VERSION.mod" \
+      | awk -v v="$staging" '/=> \.\/staging\/src\//{print "replace " $1 " => " $1 " " v}'
+  } > "$mod/go.mod"
+  printf 'package e2e\n\nimport _ "k8s.io/kubernetes/cmd/kubelet/app"\n' > "$mod/tools.go"
+  echo "e2e-argo: building ${k8s_missing[*]} $K8S_VERSION (wrapper module $mod; ~15 min cold on 2 cores)"
+  (cd "$mod" && go mod tidy)
+  for c in "${k8s_missing[@]}"; do
+    t0=$SECONDS
+    (cd "$mod" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
+            -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c")
+    touch "$(stamp "$c" "$K8S_VERSION")"; echo "e2e-argo: $c built in $((SECONDS - t0)) s"
+  done
+fi
+
+argo_missing=()
+for c in "${ARGO_CMDS[@]}"; do [[ -e $(stamp "$c" "$ARGO_E2E_VERSION") ]] || argo_missing+=("$c"); done
+if (( ${#argo_missing[@]} )); then
+  mod=$E2E/src/argo-$ARGO_E2E_VERSION; mkdir -p "$mod"
+  {
+    echo "module edgebench.local/e2e/argo"; echo; echo "go 1.24.10"; echo
+    echo "require github.com/argoproj/argo-workflows/v3 $ARGO_E2E_VERSION"; echo
+    curl -fsS "https://proxy.golang.org/github.com/argoproj/argo-workflows/v3/@v/$ARGO_E2E_VERSION.mod" \
+      | awk '/^replace /{print}'
+    echo "replace github.com/argoproj/argo-workflows/v3 => ./argo-workflows"
+  } > "$mod/go.mod"
+  # a writable copy of the module with our build patches (scripts/e2e-argo/patches/argo-<version>/: files the
+  # proxy's copy lacks for Linux)
+  (cd /tmp && go mod download "github.com/argoproj/argo-workflows/v3@$ARGO_E2E_VERSION")
+  rm -rf "$mod/argo-workflows"
+  cp -r "$(go env GOMODCACHE)/github.com/argoproj/argo-workflows/v3@$ARGO_E2E_VERSION" "$mod/argo-workflows"
+  chmod -R u+w "$mod/argo-workflows"
+  patches=$(cd "$(dirname "$0")" && pwd)/patches/argo-$ARGO_E2E_VERSION
+  [[ -d $patches ]] && cp -r "$patches/." "$mod/argo-workflows/"
+  printf 'package e2e\n\nimport _ "github.com/argoproj/argo-workflows/v3/workflow/controller"\n' > "$mod/tools.go"
+  echo "e2e-argo: building ${argo_missing[*]} $ARGO_E2E_VERSION (wrapper module $mod; ~5 min cold)"
+  (cd "$mod" && go mod tidy)
+  for c in "${argo_missing[@]}"; do
+    t0=$SECONDS
+    (cd "$mod" && go build -trimpath -ldflags "-s -w -X github.com/argoproj/argo-workflows/v3.version=$ARGO_E2E_VERSION" \
+        -o "$BIN/$c" "github.com/argoproj/argo-workflows/v3/cmd/$c")
+    touch "$(stamp "$c" "$ARGO_E2E_VERSION")"; echo "e2e-argo: $c built in $((SECONDS - t0)) s"
+  done
+fi
+if [[ ! -e $(stamp coredns "$COREDNS_VERSION") ]]; then
+  echo "e2e-argo: building coredns $COREDNS_VERSION (go install; ~3 min cold)"
+  t0=$SECONDS
+  (cd /tmp && GOBIN=$BIN go install "github.com/coredns/coredns@$COREDNS_VERSION")
+  touch "$(stamp coredns "$COREDNS_VERSION")"; echo "e2e-argo: coredns built in $((SECONDS - t0)) s"
+fi
+echo "e2e-argo: binaries in $BIN"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make e2e-argo`: the sweep on a real Argo controller and a real single-node Kubernetes on this machine.
+#   1. build (once, cached) Kubernetes, Argo's controller + executor, CoreDNS, kubectl (build.sh) and the OCI
+#      images (images.sh: pause, workflow-controller, argoexec, minio, mc, the edgebench runner) - no Docker;
+#   2. start etcd, the control plane, containerd + kubelet with bridge CNI, kube-proxy, CoreDNS (cluster.sh);
+#   3. install Argo (kustomize/overlays/e2e/argo) and edgebench (kustomize/overlays/e2e: the same base as kind);
+#   4. submit workflows/smoke.yaml and a tiny sweep as Workflow objects, wait, check the run keys in MinIO and
+#      build the warehouse from them (e2e.py);
+#   5. stop everything (cluster.sh down), also on failure. KEEP=1 leaves the cluster up to look around
+#      (`make e2e-argo-down` removes it).
+# Times of each step go to .edgebench/e2e-argo/report.json beside the workflows' results.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
+export PATH=$E2E/bin:$PATH
+KUBECONFIG_E2E=/var/lib/edgebench-e2e/pki/admin.kubeconfig
+PY=${PY:-$REPO/.venv/bin/python}
+t_start=$SECONDS
+step() { echo "e2e-argo: == $* ($((SECONDS - t_start)) s)"; }
+
+[[ $(id -u) == 0 ]] || { echo "e2e-argo: error: needs root (containerd, kubelet, network)" >&2; exit 1; }
+step "build binaries (cached after the first run)"
+"$HERE/build.sh"
+step "build images (cached after the first run)"
+"$HERE/images.sh" build
+t_ready=$SECONDS
+if [[ ${KEEP:-0} != 1 ]]; then trap '"$HERE/cluster.sh" down' EXIT; fi
+"$HERE/cluster.sh" down >/dev/null 2>&1 || true   # a crashed earlier run leaves nothing in the way
+step "start the single-node cluster"
+"$HERE/cluster.sh" up
+kc() { kubectl --kubeconfig "$KUBECONFIG_E2E" "$@"; }
+
+step "install Argo Workflows (v3.7.9 from its Go module) and the Argo Events CRDs"
+modcache=$(go env GOMODCACHE)
+ln -sfn "$modcache/github.com/argoproj/argo-workflows/v3@v3.7.9/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream"
+ln -sfn "$modcache/github.com/argoproj/argo-events@v1.9.11/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream-events"
+[[ -d $REPO/kustomize/overlays/e2e/argo/upstream-events/base/crds ]] || \
+  (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download github.com/argoproj/argo-events@v1.9.11)
+kc apply --server-side -k "$REPO/kustomize/overlays/e2e/argo" >/dev/null
+kc -n argo rollout status deploy/workflow-controller --timeout=180s
+step "install edgebench (kustomize/overlays/e2e)"
+kc apply --server-side -k "$REPO/kustomize/overlays/e2e" >/dev/null
+kc -n edgebench rollout status deploy/minio --timeout=180s
+kc -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=180s
+t_installed=$SECONDS
+step "submit and check the workflows"
+rc=0
+"$PY" "$HERE/e2e.py" --kubeconfig "$KUBECONFIG_E2E" --report "$REPO/.edgebench/e2e-argo/report.json" || rc=$?
+step "done: cluster start + install $((t_installed - t_ready)) s, workflows $((SECONDS - t_installed)) s"
+exit $rc
