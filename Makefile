@@ -154,9 +154,10 @@ clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 
 # ---- end to end on a real Argo controller and a single-node Kubernetes on this machine (no Docker; opt-in) -----------
 # Builds and caches Kubernetes v1.33.4, Argo Workflows v3.7.9 (controller + executor), CoreDNS and the OCI images
-# (~25 min once), starts the cluster, installs kustomize/overlays/e2e{/argo}, submits workflows/smoke.yaml and a tiny
-# sweep, checks their keys in MinIO and the warehouse, and stops everything. KEEP=1 keeps the cluster up.
-e2e-argo: setup ## run smoke + a tiny sweep on a real Argo controller on a single-node k8s here (root; ~25 min once, then ~5)
+# (~30 min once, with Argo Events' binary), starts the cluster, installs kustomize/overlays/e2e{,/argo,/events}, submits
+# workflows/smoke.yaml and a tiny sweep, bumps a CNI version for Argo Events' rerun, checks the keys in MinIO and the
+# warehouse, and stops everything. KEEP=1 keeps the cluster up.
+e2e-argo: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## smoke, a tiny sweep and a version-bump rerun on real Argo Workflows + Events on a single-node k8s here (root; ~30 min once, then ~5)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make e2e-argo needs root (containerd, kubelet, network)" >&2; exit 1; }
 	@missing=$$(for p in etcd-server containerd runc containernetworking-plugins umoci skopeo debootstrap busybox-static conntrack iptables; do \
 	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

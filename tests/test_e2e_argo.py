@@ -52,6 +52,25 @@ def test_e2e_overlay_uses_local_images_and_no_storage_provisioner():
     assert ids(kind) - ids(objs) == {("PersistentVolumeClaim", "minio")}
 
 
+def test_e2e_overlay_runs_the_rerun_path_on_this_cluster():
+    objs = kustomize_build(REPO / "kustomize" / "overlays" / "e2e")
+    bus = by_kind(objs, "EventBus", "default")[0]["spec"]
+    assert "jetstream" not in bus and bus["jetstreamExotic"]["url"] == "nats://e2e-nats.edgebench.svc:4222"
+    assert by_kind(objs, "Service", "e2e-nats") and by_kind(objs, "Deployment", "e2e-nats")
+    sensor = by_kind(objs, "Sensor", "edgebench-rerun")[0]
+    wf = sensor["spec"]["triggers"][0]["template"]["argoWorkflow"]["source"]["resource"]
+    params = {p["name"]: p["value"] for p in wf["spec"]["arguments"]["parameters"]}
+    # the event fills parameters 0 and 1 (cnis, trigger); the overlay only appends
+    assert list(params)[:2] == ["cnis", "trigger"] and params["substrate"] == "local" and params["target"] == "local"
+    probe = by_kind(objs, "WorkflowTemplate", "version-probe")[0]
+    check = {t["name"]: t for t in probe["spec"]["templates"]}["check"]
+    env = {e["name"]: e["value"] for e in check["container"]["env"]}
+    sources = by_kind(objs, "ConfigMap", "edgebench-e2e-version-sources")[0]["data"]["sources.yaml"]
+    assert env["EDGEBENCH_VERSION_SOURCES"] == "/etc/edgebench/sources/sources.yaml"
+    host, port = e2e.INDEX_ADDR
+    assert f"http://{host}:{port}/calico" in sources  # a Helm repository: its index.yaml is below it
+
+
 def test_e2e_argo_install_from_the_module(tmp_path):
     cache = _gomodcache()
     wf = cache / "github.com/argoproj/argo-workflows/v3@v3.7.9/manifests" if cache else None
@@ -74,6 +93,15 @@ def test_e2e_argo_install_from_the_module(tmp_path):
     assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 8737
     crds = {o["spec"]["names"]["kind"] for o in by_kind(objs, "CustomResourceDefinition")}
     assert {"Workflow", "WorkflowTemplate", "WorkflowTaskResult", "EventBus", "EventSource", "Sensor"} <= crds
+    # Argo Events' controller, with the image built here for itself and for the pods it creates
+    shutil.copytree(REPO / "kustomize" / "overlays" / "e2e" / "events", tmp_path / "events")
+    events = kustomize_build(tmp_path / "events")
+    (ctl,) = by_kind(events, "Deployment", "controller-manager")
+    c = ctl["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "edgebench.local/argo-events:v1.9.11" and c["imagePullPolicy"] == "IfNotPresent"
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["ARGO_EVENTS_IMAGE"] == "edgebench.local/argo-events:v1.9.11" and "NAMESPACE" in env
+    assert env["IMAGE_PULL_POLICY"] == "IfNotPresent"  # for the EventSource/Sensor pods (default Always)
 
 
 def test_templates_and_workflows_are_valid_for_v3_7_9_too():
@@ -153,6 +181,11 @@ def test_sweep_on_a_real_argo_controller():
     for w in r["workflows"]:
         assert w["runs_stored"] == w["runs_expected"] > 0
         assert r["warehouse_runs"][w["workflow"]] == w["runs_expected"]
+    # Argo Events: the version bump reran only calico's cells, with the trigger, into MinIO and the warehouse
+    ev = r["events"]
+    assert ev["recorded"] == ev["bumped_to"] != ev["previous"] and ev["phase"] == "Succeeded"
+    assert ev["cnis"] == '["calico:vxlan"]' and ev["trigger"]["new"] == ev["bumped_to"]
+    assert ev["runs_stored"] == ev["runs_expected"] >= 1 and r["warehouse_runs"][ev["sweep_id"]] == ev["runs_expected"]
     # everything it started is gone
     status = subprocess.run(["bash", str(SCRIPTS / "cluster.sh"), "status"], capture_output=True, text=True).stdout
     assert "running" not in status

@@ -168,10 +168,19 @@ def test_rbac_least_privilege(builds):
     runner = by_kind(objs, "Role", "edgebench-runner")[0]
     assert {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
             "verbs": ["create", "patch"]} in runner["rules"]
-    sensor = by_kind(objs, "Role", "edgebench-sensor")[0]  # argo submit: get the template, create; then list
+    sensor = by_kind(objs, "Role", "edgebench-sensor")[0]  # argo submit: get the templates, create; then list
+    # validation follows templateRefs: `sweep` and every WorkflowTemplate it refers to, transitively
+    wts = {o["metadata"]["name"]: o for o in by_kind(objs, "WorkflowTemplate")}
+    reach, todo = set(), ["sweep"]
+    while todo:
+        name = todo.pop()
+        reach.add(name)
+        todo += sorted(set(re.findall(r"'templateRef': \{'name': '([a-z0-9-]+)'", str(wts[name]))) - reach)
+    assert reach == {"sweep", "cell-phase", "collect-results"}
     assert sensor["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "list"]},
                                {"apiGroups": ["argoproj.io"], "resources": ["workflowtemplates"],
-                                "resourceNames": ["sweep"], "verbs": ["get"]}]
+                                "resourceNames": sorted(reach, key=["sweep", "cell-phase", "collect-results"].index),
+                                "verbs": ["get"]}]
     # the other Argo Events and probe identities: tests/test_events.py checks their exact rules
     for name in ("edgebench-runner", "edgebench-sensor", "edgebench-version-watch", "edgebench-version-probe"):
         rb = by_kind(objs, "RoleBinding", name)[0]

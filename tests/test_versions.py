@@ -249,6 +249,14 @@ def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
     monkeypatch.setattr(warehouse, "default_warehouse_path", nowhere)  # the runner image on a cluster
     assert versions.measured_versions() is None
     monkeypatch.undo()
+    # the runner image has no duckdb (no analytics extra): nothing measured, no crash (seen on a real Argo run)
+    import sys
+
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    monkeypatch.delitem(sys.modules, "edgebench.results.warehouse")
+    monkeypatch.delattr("edgebench.results.warehouse", raising=False)
+    assert versions.measured_versions(tmp_path / "any.duckdb") is None
+    monkeypatch.undo()
     path = tmp_path / "warehouse.duckdb"
     con = duckdb.connect(str(path))
     con.execute("create table stg_edgebench__runs (cni varchar, status varchar, environment json)")

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Build (once, cached) the binaries the end-to-end Argo run needs, from the Go module proxy:
 #   Kubernetes control plane + kubelet + kube-proxy + kubectl ($K8S_VERSION), Argo Workflows' controller and
-#   executor ($ARGO_E2E_VERSION) and CoreDNS ($COREDNS_VERSION, the cluster DNS). Both upstream modules carry `replace` directives, so `go install mod@version` refuses
-#   them; a small wrapper module that repeats the replaces builds them instead.
+#   executor ($ARGO_E2E_VERSION), CoreDNS ($COREDNS_VERSION, the cluster DNS) and the NATS server ($NATS_VERSION, JetStream
+#   for Argo Events' EventBus). Kubernetes and Argo carry `replace` directives, so `go install mod@version` refuses
+#   them; a small wrapper module that repeats the replaces builds them instead (CoreDNS and NATS: go install).
 # Usage: build.sh [--print]   (--print: list the binaries and whether they are cached, build nothing)
 set -euo pipefail
 E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
 K8S_VERSION=${K8S_VERSION:-v1.33.4}
 ARGO_E2E_VERSION=${ARGO_E2E_VERSION:-v3.7.9}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.3}
+NATS_VERSION=${NATS_VERSION:-v2.10.29}
 BIN=$E2E/bin
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
-ARGO_CMDS=(workflow-controller argoexec)
+ARGO_CMDS=(workflow-controller argoexec argo)   # argo: the CLI Argo Events' argoWorkflow trigger runs
 
 stamp() { echo "$BIN/.$1-$2"; }   # a binary is cached when its version stamp exists
 
@@ -19,6 +21,7 @@ if [[ ${1:-} == --print ]]; then
   for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] && s=cached || s=missing; echo "$c $K8S_VERSION $s"; done
   for c in "${ARGO_CMDS[@]}"; do [[ -e $(stamp "$c" "$ARGO_E2E_VERSION") ]] && s=cached || s=missing; echo "$c $ARGO_E2E_VERSION $s"; done
   [[ -e $(stamp coredns "$COREDNS_VERSION") ]] && s=cached || s=missing; echo "coredns $COREDNS_VERSION $s"
+  [[ -e $(stamp nats-server "$NATS_VERSION") ]] && s=cached || s=missing; echo "nats-server $NATS_VERSION $s"
   exit 0
 fi
 command -v go >/dev/null || { echo "e2e-argo: go is not installed (make apt installs golang-go)" >&2; exit 1; }
@@ -70,6 +73,10 @@ if (( ${#argo_missing[@]} )); then
   chmod -R u+w "$mod/argo-workflows"
   patches=$(cd "$(dirname "$0")" && pwd)/patches/argo-$ARGO_E2E_VERSION
   [[ -d $patches ]] && cp -r "$patches/." "$mod/argo-workflows/"
+  # cmd/argo embeds the web UI's build (ui/dist/app, not in the module): a placeholder page instead, the CLI is
+  # all that is used
+  mkdir -p "$mod/argo-workflows/ui/dist/app"
+  echo '<!doctype html><title>Argo UI not built (edgebench e2e)</title>' > "$mod/argo-workflows/ui/dist/app/index.html"
   printf 'package e2e\n\nimport _ "github.com/argoproj/argo-workflows/v3/workflow/controller"\n' > "$mod/tools.go"
   echo "e2e-argo: building ${argo_missing[*]} $ARGO_E2E_VERSION (wrapper module $mod; ~5 min cold)"
   (cd "$mod" && go mod tidy)
@@ -85,5 +92,11 @@ if [[ ! -e $(stamp coredns "$COREDNS_VERSION") ]]; then
   t0=$SECONDS
   (cd /tmp && GOBIN=$BIN go install "github.com/coredns/coredns@$COREDNS_VERSION")
   touch "$(stamp coredns "$COREDNS_VERSION")"; echo "e2e-argo: coredns built in $((SECONDS - t0)) s"
+fi
+if [[ ! -e $(stamp nats-server "$NATS_VERSION") ]]; then
+  echo "e2e-argo: building nats-server $NATS_VERSION (go install; ~1 min cold)"
+  t0=$SECONDS
+  (cd /tmp && GOBIN=$BIN go install "github.com/nats-io/nats-server/v2@$NATS_VERSION")
+  touch "$(stamp nats-server "$NATS_VERSION")"; echo "e2e-argo: nats-server built in $((SECONDS - t0)) s"
 fi
 echo "e2e-argo: binaries in $BIN"

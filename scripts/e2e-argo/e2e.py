@@ -12,11 +12,16 @@ Exits 1 with one line per failed check; writes a JSON report (times, workflow na
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
+import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +34,11 @@ TINY = {
     "substrate": "local", "target": "local", "cnis": '["flannel:vxlan","flannel:host-gw"]',
     "workloads": '["iperf3:tcp"]', "iperf3-paths": '["pod-to-pod:cross-node"]', "repetitions": "1", "duration": "3",
 }
+
+
+# the version bump: e2e.py serves calico's Helm index where kustomize/overlays/e2e/version-sources.yaml points
+INDEX_ADDR = ("10.250.0.1", 18089)
+PROBE_CNIS = '["calico:vxlan"]'
 
 
 class Kube:
@@ -160,6 +170,10 @@ def warehouse(kube: Kube, report: dict) -> list[str]:
         by_sweep = dict(con.execute("select sweep_id, count(*) from stg_edgebench__runs group by 1").fetchall())
         report["warehouse_runs"] = by_sweep
     errors = []
+    rerun = report.get("events") or {}
+    if rerun.get("sweep_id") and by_sweep.get(rerun["sweep_id"], 0) != rerun.get("runs_expected"):
+        errors.append(f"warehouse: the rerun {rerun['sweep_id']} has {by_sweep.get(rerun['sweep_id'], 0)} runs in "
+                      f"stg_edgebench__runs, expected {rerun.get('runs_expected')}")
     for wf in report["workflows"]:
         if wf.get("runs_expected") and by_sweep.get(wf["workflow"], 0) != wf["runs_expected"]:
             errors.append(f"warehouse: {wf['workflow']} has {by_sweep.get(wf['workflow'], 0)} runs in stg_runs, "
@@ -167,16 +181,151 @@ def warehouse(kube: Kube, report: dict) -> list[str]:
     return errors
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _wait_rollouts(kube: Kube, selector: str, what: str, timeout: float = 180) -> None:
+    t0 = time.monotonic()
+    while not kube("-n", NS, "get", "deploy", "-l", selector, "-o", "name", check=False).strip():
+        if time.monotonic() - t0 > timeout:
+            raise TimeoutError(f"the Argo Events controller made no Deployment for {what} in {timeout:.0f} s")
+        time.sleep(2)
+    kube("-n", NS, "wait", "--for=condition=Available", "deploy", "-l", selector, f"--timeout={int(timeout)}s")
+
+
+def _probe(kube: Kube, name: str, timeout: float) -> dict:
+    wf = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": name},
+          "spec": {"workflowTemplateRef": {"name": "version-probe"},
+                   "arguments": {"parameters": [{"name": "cnis", "value": PROBE_CNIS}]}}}
+    kube("-n", NS, "create", "-f", "-", stdin=yaml.safe_dump(wf))
+    return wait(kube, name, timeout)
+
+
+def _reruns(kube: Kube) -> list[dict]:
+    items = kube.json("-n", NS, "get", "workflows")["items"]
+    return [w for w in items if w["metadata"]["name"].startswith("edgebench-rerun-")]
+
+
+def events(kube: Kube, timeout: float, report: dict) -> list[str]:
+    """Bump calico's version on the index server: the probe records it, the EventSource sees the ConfigMap change,
+    the Sensor submits a sweep of only calico's cells, and its runs land in MinIO with the trigger."""
+    www = Path(tempfile.mkdtemp(prefix="edgebench-e2e-index-"))
+    (www / "calico").mkdir()
+    index = yaml.safe_load((REPO / "tests" / "data" / "versions" / "calico-index.yaml").read_text())
+    (www / "calico" / "index.yaml").write_text(yaml.safe_dump(index))
+    httpd = http.server.ThreadingHTTPServer(INDEX_ADDR, functools.partial(_Quiet, directory=str(www)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    t0 = time.monotonic()
+    entry: dict = {}
+    report["events"] = entry
+    try:
+        _wait_rollouts(kube, "eventsource-name=edgebench-cni-versions", "EventSource edgebench-cni-versions")
+        _wait_rollouts(kube, "sensor-name=edgebench-rerun", "Sensor edgebench-rerun")
+        entry["ready_seconds"] = round(time.monotonic() - t0, 1)
+        stamp = int(time.time())
+        # 1. the index's newest release is the catalog pin: the probe records nothing, nothing reruns
+        first = _probe(kube, f"e2e-probe-same-{stamp}", timeout)
+        if first["status"].get("phase") != "Succeeded":
+            return [explain_failure(kube, first)]
+        # 2. a newer calico appears upstream
+        bumped = copy.deepcopy(index)
+        chart = bumped["entries"]["tigera-operator"]
+        stable = [e for e in chart if re.fullmatch(r"v?\d+\.\d+\.\d+", str(e["version"]))]
+        newest = copy.deepcopy(stable[0])  # the newest release (pre-releases do not count)
+        old_version = str(newest["version"])
+        major, minor, patch = old_version.lstrip("v").split(".")[:3]
+        new_version = f"v{major}.{minor}.{int(patch) + 1}"
+        newest["version"] = newest["appVersion"] = new_version
+        chart.insert(0, newest)
+        (www / "calico" / "index.yaml").write_text(yaml.safe_dump(bumped))
+        if _reruns(kube):
+            return ["a rerun was submitted although no CNI version changed"]
+        t_bump = time.monotonic()
+        second = _probe(kube, f"e2e-probe-bump-{stamp}", timeout)
+        if second["status"].get("phase") != "Succeeded":
+            return [explain_failure(kube, second)]
+        cm = kube.json("-n", NS, "get", "configmap", "edgebench-cni-version-calico")
+        recorded = cm.get("data", {}).get("version")
+        entry.update(previous=old_version, bumped_to=new_version, recorded=recorded)
+        if recorded != new_version:
+            return [f"the probe recorded calico {recorded!r}, expected {new_version}"]
+        # 3. the Sensor's rerun
+        while not _reruns(kube):
+            if time.monotonic() - t_bump > 180:
+                return ["no rerun Workflow was submitted within 180 s of the version bump "
+                        f"(sensor logs: kubectl -n {NS} logs -l sensor-name=edgebench-rerun)"]
+            time.sleep(2)
+        (rerun,) = _reruns(kube)
+        name = rerun["metadata"]["name"]
+        entry["submitted_after_seconds"] = round(time.monotonic() - t_bump, 1)
+        done = wait(kube, name, timeout)
+        entry.update(workflow=name, phase=done["status"].get("phase"),
+                     seconds_from_bump=round(time.monotonic() - t_bump, 1))
+        if entry["phase"] != "Succeeded":
+            return [explain_failure(kube, done)]
+        params = {p["name"]: p.get("value", "") for p in done["spec"]["arguments"]["parameters"]}
+        trigger = json.loads(params.get("trigger") or "{}")
+        entry.update(cnis=params.get("cnis"), trigger=trigger)
+        errors = []
+        if json.loads(params["cnis"]) != ["calico:vxlan"]:
+            errors.append(f"the rerun's cnis are {params['cnis']}, expected only calico's: [\"calico:vxlan\"]")
+        if trigger.get("cni") != "calico" or trigger.get("new") != new_version:
+            errors.append(f"the rerun's trigger is {trigger}, expected calico {new_version}")
+        # its runs in MinIO: the planner's runs for the same parameters, each manifest carrying the trigger
+        env = minio_env(kube)
+        from minio import Minio
+
+        client = Minio(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"],
+                       env["EDGEBENCH_S3_SECRET_KEY"], secure=False)
+        manifests = [o.object_name for o in client.list_objects(env["EDGEBENCH_BUCKET"], prefix="runs/",
+                                                                  recursive=True)
+                     if o.object_name.endswith("/manifest.json")]
+        mine = {}
+        for key in manifests:
+            m = json.loads(client.get_object(env["EDGEBENCH_BUCKET"], key).read())
+            if (m.get("trigger") or {}).get("new") == new_version:
+                mine[key[: -len("manifest.json")]] = m
+        sweep_ids = {k.split("/")[1] for k in mine}
+        entry["runs_stored"] = len(mine)
+        if len(sweep_ids) != 1:
+            return errors + [f"the rerun's runs are under {len(sweep_ids)} sweep ids: {sorted(sweep_ids)}"]
+        (sweep_id,) = sweep_ids
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump({"apiVersion": done["apiVersion"], "kind": "Workflow", "metadata": {"name": name},
+                            "spec": {k: done["spec"][k] for k in ("workflowTemplateRef", "arguments")}}, f)
+            f.flush()
+            planned = {k.split("/", 2)[2] for k in expected_prefixes(Path(f.name), {"sweep-id": sweep_id})}
+        stored = {k.split("/", 2)[2] for k in mine}
+        entry.update(sweep_id=sweep_id, runs_expected=len(planned))
+        if stored != planned:
+            errors.append(f"the rerun stored runs {sorted(stored)}, the planner gives {sorted(planned)}")
+        for key, m in mine.items():
+            env_ = m.get("environment", {})
+            if env_.get("cni_version_requested") != new_version:
+                errors.append(f"{key}manifest.json: environment.cni_version_requested is "
+                              f"{env_.get('cni_version_requested')!r}, expected {new_version}")
+        return errors
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--report", default=str(REPO / ".edgebench" / "e2e-argo" / "report.json"))
     ap.add_argument("--timeout", type=float, default=900, help="seconds per workflow (default 900)")
+    ap.add_argument("--no-events", action="store_true",
+                    help="skip the Argo Events part (version bump -> probe -> Sensor -> rerun)")
     a = ap.parse_args(argv)
     kube = Kube(a.kubeconfig)
     report: dict = {"workflows": []}
     errors = run_one(kube, "smoke", REPO / "workflows" / "smoke.yaml", {}, a.timeout, report)
     errors += run_one(kube, "tiny", REPO / "workflows" / "sweep.yaml", TINY, a.timeout, report)
+    if not errors and not a.no_events:
+        errors += events(kube, a.timeout, report)
     if not errors:
         errors += warehouse(kube, report)
     report["errors"] = errors

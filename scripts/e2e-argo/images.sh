@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build, without Docker, the OCI images the single-node e2e-argo cluster runs (the pod sandbox, Argo's controller
-# and executor, MinIO and mc, the edgebench runner), cache them as docker-archive tarballs in $E2E/images and import
-# them into a containerd. Tools: gcc (static glibc), debootstrap + chroot, umoci (layers and configs in an OCI
-# layout), skopeo (OCI layout -> docker-archive, which `ctr images import` names after its RepoTags).
+# and executor, MinIO and mc, the edgebench runner; the optional group `events`: NATS and Argo Events), cache them as
+# docker-archive tarballs in $E2E/images and import them into a containerd. Tools: gcc (static glibc), debootstrap +
+# chroot, umoci (layers and configs in an OCI layout), skopeo (OCI layout -> docker-archive, which
+# `ctr images import` names after its RepoTags).
 # Every tarball has a stamp (<tar>.inputs) with a hash of its inputs: a rerun with unchanged inputs builds nothing.
 # `images.sh --help` prints the usage. Needs root (chroot, mount, file ownership inside the layers).
 # shellcheck disable=SC2317 # the stage functions and chroot_leave are called indirectly (ensure_stage, trap)
@@ -11,6 +12,8 @@ set -euo pipefail
 E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
 TOOLS=${EDGEBENCH_TOOLS:-$HOME/.local/share/edgebench/tools}
 ARGO_E2E_VERSION=${ARGO_E2E_VERSION:-v3.7.9}
+NATS_VERSION=${NATS_VERSION:-v2.10.29}                # scripts/e2e-argo/build.sh's
+ARGO_EVENTS_VERSION=${ARGO_EVENTS_VERSION:-v1.9.11}   # the Makefile's (make events-tools)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 IMAGES=$E2E/images
@@ -18,7 +21,9 @@ LAYOUT=$IMAGES/oci    # umoci's OCI layout: the cached stages of the runner, and
 WORK=$IMAGES/work     # bundles and scratch space of a build, removed afterwards
 CACHE=$IMAGES/cache   # downloads (busybox-static .deb)
 SUITE=bookworm
-NAMES=(pause workflow-controller argoexec minio mc runner)
+CORE_NAMES=(pause workflow-controller argoexec minio mc runner) # group core: `build` and `import` without NAME
+EVENTS_NAMES=(nats argo-events) # group events (optional): Argo Events' EventBus server and its controller/services
+NAMES=("${CORE_NAMES[@]}" "${EVENTS_NAMES[@]}")
 # Debian packages of the runner (containers/runner/Dockerfile's list; kubectl, helm, kind and ssh are left out)
 RUNNER_PACKAGES=(ca-certificates curl cyclonedds-tools ethtool iperf3 iproute2 iptables iputils-ping nftables
                  openssl procps python3 python3-venv)
@@ -36,14 +41,19 @@ tarball $IMAGES/<name>.tar, next to a stamp <name>.tar.inputs
 (the hash of its inputs): a rerun with unchanged inputs builds nothing.
 
 Commands:
-  build [NAME...]                 build the images (default: all) whose inputs changed; prints each one's time.
-                                  Exits 1 when one failed or its input is missing (e.g. an Argo binary), after
-                                  building the others.
-  import --address SOCK [--snapshotter NAME] [NAME...]
-                                  import the cached tarballs (default: all) into namespace k8s.io of the
-                                  containerd listening on SOCK (ctr -a SOCK -n k8s.io images import).
-  list                            each image: name, reference, state (cached, stale, missing) and tarball.
+  build [NAME|GROUP...]           build the images (default: group core) whose inputs changed; prints each one's
+                                  time. Exits 1 when one failed or its input is missing (e.g. an Argo binary),
+                                  after building the others.
+  import --address SOCK [--snapshotter NAME] [NAME|GROUP...]
+                                  import the cached tarballs into namespace k8s.io of the containerd listening on
+                                  SOCK (ctr -a SOCK -n k8s.io images import). Default: group core (each must be
+                                  built) and those of group events that are built.
+  list                            each image: name, reference, state (cached, stale, missing), group and tarball.
   -h, --help                      this text.
+
+Groups: core (${CORE_NAMES[*]}), events (${EVENTS_NAMES[*]}: optional,
+  Argo Events; argo-events needs make events-tools), all (both).
+  E.g. images.sh build events, or images.sh build nats argo-events.
 
 Images (NAME  reference  built from):
   pause                edgebench.local/pause:3.10          scripts/e2e-argo/pause.c, gcc -static
@@ -56,12 +66,19 @@ Images (NAME  reference  built from):
                                                            debootstrap $SUITE + apt packages (cached stage), then a
                                                            venv with containers/runner and \$EDGEBENCH_TOOLS/{fortio,
                                                            edgebench-netem-emu,edgebench-relay} (cached stage)
+  nats                 edgebench.local/nats:${NATS_VERSION#v}        \$E2E/bin/nats-server (scripts/e2e-argo/build.sh)
+  argo-events          edgebench.local/argo-events:$ARGO_EVENTS_VERSION
+                                                           \$EDGEBENCH_TOOLS/argo-events (make events-tools) +
+                                                           the host's /usr/share/zoneinfo (tzdata)
 
 Environment:
   EDGEBENCH_E2E     state directory (now $E2E)
   EDGEBENCH_TOOLS   tools built by make tools (now $TOOLS);
                     glibc-linked ones (cgo) get the host's loader and libc.so.6 in the image
   ARGO_E2E_VERSION  Argo version of the binaries and image tags (now $ARGO_E2E_VERSION)
+  NATS_VERSION, ARGO_EVENTS_VERSION
+                    versions of nats-server and argo-events (their stamps) and image tags
+                    (now $NATS_VERSION, $ARGO_EVENTS_VERSION)
   EDGEBENCH_DEBIAN_MIRROR, EDGEBENCH_DEBIAN_SECURITY
                     Debian mirrors for the runner (default: the ones this host's apt uses)
 To refresh the runner's Debian packages, delete $LAYOUT (the cached stages).
@@ -81,8 +98,30 @@ ref_of() {
     workflow-controller | argoexec) echo "edgebench.local/$1:$ARGO_E2E_VERSION" ;;
     minio | mc) echo "edgebench.local/$1:e2e" ;;
     runner) echo edgebench.local/edgebench-runner:e2e ;;
+    nats) echo "edgebench.local/nats:${NATS_VERSION#v}" ;;
+    argo-events) echo "edgebench.local/argo-events:$ARGO_EVENTS_VERSION" ;;
     *) return 1 ;;
   esac
+}
+
+group_of() {
+  case " ${EVENTS_NAMES[*]} " in
+    *" $1 "*) echo events ;;
+    *) echo core ;;
+  esac
+}
+
+# expand_names NAME|GROUP...: the image names, one per line, the groups core, events and all expanded, each once
+expand_names() {
+  local n
+  for n; do
+    case $n in
+      core) printf '%s\n' "${CORE_NAMES[@]}" ;;
+      events) printf '%s\n' "${EVENTS_NAMES[@]}" ;;
+      all) printf '%s\n' "${NAMES[@]}" ;;
+      *) printf '%s\n' "$n" ;;
+    esac
+  done | awk '!seen[$0]++'
 }
 
 need() {
@@ -248,6 +287,22 @@ check_argo_binary() {
   [[ -e $stamp ]] || { warn "$bin has no stamp $stamp: build.sh has not finished it"; return 1; }
 }
 
+# check_stamped BIN STAMP HINT: BIN is there and its builder has finished it (STAMP names the version)
+check_stamped() {
+  check_binary "$1" "$3" || return 1
+  [[ -e $2 ]] || { warn "$1 has no stamp $2 ($3)"; return 1; }
+}
+
+nats_binary() { echo "$E2E/bin/nats-server"; }
+
+check_nats_binary() {
+  check_stamped "$(nats_binary)" "$E2E/bin/.nats-server-$NATS_VERSION" "scripts/e2e-argo/build.sh builds it"
+}
+
+check_events_binary() {
+  check_stamped "$TOOLS/argo-events" "$TOOLS/argo-events-$ARGO_EVENTS_VERSION" "make events-tools builds it"
+}
+
 # apt_site SUITE: the mirror this host's apt fetches SUITE from ($(SITE) is apt's field syntax, not the shell's)
 apt_site() {
   # shellcheck disable=SC2016
@@ -339,6 +394,26 @@ inputs_of() {
       echo "venv $(runner_venv_tag "$venv")"
       echo "commit $(edgebench_commit)"
       ;;
+    nats)
+      check_nats_binary || return 1
+      echo "nats-server $NATS_VERSION $(file_sum "$(nats_binary)")"
+      echo "ca-certificates.crt $(file_sum /etc/ssl/certs/ca-certificates.crt)"
+      echo "libc6 $(dpkg-query -W -f '${Version}' libc6)"
+      ;;
+    argo-events)
+      local tz
+      check_events_binary || return 1
+      if ! tz=$(dpkg-query -W -f '${Version}' tzdata 2>/dev/null) || [[ ! -d /usr/share/zoneinfo ]]; then
+        warn "argo-events: the host has no tzdata (/usr/share/zoneinfo; apt-get install tzdata)"
+        return 1
+      fi
+      [[ -e $E2E/bin/.argo-$ARGO_E2E_VERSION ]] || { warn "argo-events: $E2E/bin/argo is missing (the CLI the argoWorkflow trigger runs; scripts/e2e-argo/build.sh builds it)"; return 1; }
+      echo "argo-events $ARGO_EVENTS_VERSION $(file_sum "$TOOLS/argo-events")"
+      echo "argo $ARGO_E2E_VERSION $(file_sum "$E2E/bin/argo")"
+      echo "ca-certificates.crt $(file_sum /etc/ssl/certs/ca-certificates.crt)"
+      echo "libc6 $(dpkg-query -W -f '${Version}' libc6)"
+      echo "tzdata $tz"
+      ;;
   esac
 }
 
@@ -350,6 +425,8 @@ image_key() {
     workflow-controller | argoexec) fns+=(recipe_argo add_base_files install_binary) ;;
     minio | mc) fns+=(recipe_tool add_base_files install_binary add_busybox) ;;
     runner) fns+=(recipe_runner) ;;
+    nats) fns+=(recipe_nats add_base_files install_binary) ;;
+    argo-events) fns+=(recipe_argo_events add_base_files install_binary) ;;
   esac
   { echo "$2"; declare -f "${fns[@]}"; } | sum
 }
@@ -400,6 +477,36 @@ recipe_tool() { # $1: minio or mc, run as uid 1000 like kustomize/base/minio
   if [[ $name == mc ]]; then add_busybox "$root" "$w"; fi
   finish_bundle "$name" "$w/bundle" --config.entrypoint "$name" --config.env PATH=/usr/bin:/bin \
     --config.env HOME=/tmp --config.user 1000:1000
+}
+
+recipe_nats() { # uid 1000 like kustomize/overlays/e2e/nats-deployment.yaml; JetStream's store in /data (1777)
+  local w=$1 root=$1/bundle/rootfs
+  check_nats_binary
+  new_bundle nats "$w/bundle"
+  add_base_files "$root" nats:1000
+  install_binary "$(nats_binary)" "$root" /usr/bin/nats-server
+  # the path in argo-events-controller-config's startCommand, should the controller run NATS itself (like nats:*)
+  ln -s /usr/bin/nats-server "$root/nats-server"
+  install -d -m 1777 "$root/data"
+  finish_bundle nats "$w/bundle" --config.entrypoint nats-server --config.env PATH=/usr/bin:/bin \
+    --config.env HOME=/tmp --config.user 1000:1000
+}
+
+# Argo Events' controller, EventSource and Sensor services are one binary (a subcommand each): like upstream's image
+# (Dockerfile of the module) /bin/argo-events as entrypoint, the CA bundle and the zone database; uid 9731, the
+# runAsUser of upstream's controller-manager Deployment (upstream's image itself sets no user)
+recipe_argo_events() {
+  local w=$1 root=$1/bundle/rootfs
+  check_events_binary
+  new_bundle argo-events "$w/bundle"
+  add_base_files "$root" argo-events:9731
+  install_binary "$TOOLS/argo-events" "$root" /bin/argo-events
+  # the Sensor's argoWorkflow trigger runs `argo submit` (upstream's image has the CLI at /usr/local/bin/argo)
+  install_binary "$E2E/bin/argo" "$root" /usr/local/bin/argo
+  install -d -m 0755 "$root/usr/share"
+  cp -a /usr/share/zoneinfo "$root/usr/share/zoneinfo"
+  finish_bundle argo-events "$w/bundle" --config.entrypoint /bin/argo-events --config.env PATH=/usr/local/bin:/bin:/usr/bin \
+    --config.user 9731
 }
 
 # stage 1 of the runner: debootstrap --variant=minbase + the apt packages, cleaned (one layer)
@@ -529,6 +636,8 @@ build_one() {
     workflow-controller | argoexec) recipe_argo "$name" "$w" ;;
     minio | mc) recipe_tool "$name" "$w" ;;
     runner) recipe_runner "$w" "$(sed -n '/^venv /q;p' <<<"$inputs")" ;;
+    nats) recipe_nats "$w" ;;
+    argo-events) recipe_argo_events "$w" ;;
   esac
   export_tar "$name" "$name"
   umoci rm --image "$LAYOUT:$name"
@@ -541,12 +650,12 @@ build_one() {
 
 check_names() {
   local n
-  for n; do ref_of "$n" >/dev/null || die "unknown image $n (images: ${NAMES[*]})"; done
+  for n; do ref_of "$n" >/dev/null || die "unknown image $n (images: ${NAMES[*]}; groups: core events all)"; done
 }
 
 cmd_build() {
-  local names=("$@") n rc failed=() t0=$SECONDS
-  ((${#names[@]})) || names=("${NAMES[@]}")
+  local names=() n rc failed=() t0=$SECONDS
+  mapfile -t names < <(expand_names "${@:-core}")
   check_names "${names[@]}"
   ((EUID == 0)) || die "build needs root (chroot, mount, file owners in the layers)"
   need umoci skopeo gcc readelf findmnt flock
@@ -592,7 +701,12 @@ cmd_import() {
   [[ -n $addr ]] || die "import needs --address <containerd socket>"
   [[ -S $addr ]] || die "$addr is not a socket (is containerd running?)"
   need ctr
-  ((${#names[@]})) || names=("${NAMES[@]}")
+  if ((${#names[@]})); then
+    mapfile -t names < <(expand_names "${names[@]}")
+  else # group core, and the optional images that are built
+    names=("${CORE_NAMES[@]}")
+    for n in "${EVENTS_NAMES[@]}"; do if [[ -s $IMAGES/$n.tar ]]; then names+=("$n"); fi; done
+  fi
   check_names "${names[@]}"
   for n in "${names[@]}"; do
     tar=$IMAGES/$n.tar ref=$(ref_of "$n")
@@ -615,7 +729,7 @@ cmd_import() {
 cmd_list() {
   local n tar stamp state inputs
   (($# == 0)) || die "list takes no arguments"
-  printf '%-20s %-44s %-8s %s\n' NAME IMAGE STATE TARBALL
+  printf '%-20s %-44s %-8s %-6s %s\n' NAME IMAGE STATE GROUP TARBALL
   for n in "${NAMES[@]}"; do
     tar=$IMAGES/$n.tar stamp=$IMAGES/$n.tar.inputs state=missing
     if [[ -s $tar && -f $stamp ]]; then
@@ -624,7 +738,7 @@ cmd_list() {
         state=stale
       fi
     fi
-    printf '%-20s %-44s %-8s %s\n' "$n" "$(ref_of "$n")" "$state" "$tar"
+    printf '%-20s %-44s %-8s %-6s %s\n' "$n" "$(ref_of "$n")" "$state" "$(group_of "$n")" "$tar"
   done
 }
 

@@ -3,9 +3,11 @@
 #   1. build (once, cached) Kubernetes, Argo's controller + executor, CoreDNS, kubectl (build.sh) and the OCI
 #      images (images.sh: pause, workflow-controller, argoexec, minio, mc, the edgebench runner) - no Docker;
 #   2. start etcd, the control plane, containerd + kubelet with bridge CNI, kube-proxy, CoreDNS (cluster.sh);
-#   3. install Argo (kustomize/overlays/e2e/argo) and edgebench (kustomize/overlays/e2e: the same base as kind);
-#   4. submit workflows/smoke.yaml and a tiny sweep as Workflow objects, wait, check the run keys in MinIO and
-#      build the warehouse from them (e2e.py);
+#   3. install Argo Workflows and Events (kustomize/overlays/e2e/{argo,events}) and edgebench
+#      (kustomize/overlays/e2e: the same base as kind);
+#   4. submit workflows/smoke.yaml and a tiny sweep as Workflow objects, wait, check the run keys in MinIO; then
+#      bump calico's version on a local index server: the version probe records it, Argo Events' EventSource and
+#      Sensor submit a rerun of only calico's cells, checked the same way; build the warehouse (e2e.py);
 #   5. stop everything (cluster.sh down), also on failure. KEEP=1 leaves the cluster up to look around
 #      (`make e2e-argo-down` removes it).
 # Times of each step go to .edgebench/e2e-argo/report.json beside the workflows' results.
@@ -24,6 +26,7 @@ step "build binaries (cached after the first run)"
 "$HERE/build.sh"
 step "build images (cached after the first run)"
 "$HERE/images.sh" build
+"$HERE/images.sh" build events   # nats + argo-events (the binary from make events-tools)
 t_ready=$SECONDS
 if [[ ${KEEP:-0} != 1 ]]; then trap '"$HERE/cluster.sh" down' EXIT; fi
 "$HERE/cluster.sh" down >/dev/null 2>&1 || true   # a crashed earlier run leaves nothing in the way
@@ -39,10 +42,14 @@ ln -sfn "$modcache/github.com/argoproj/argo-events@v1.9.11/manifests" "$REPO/kus
   (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download github.com/argoproj/argo-events@v1.9.11)
 kc apply --server-side -k "$REPO/kustomize/overlays/e2e/argo" >/dev/null
 kc -n argo rollout status deploy/workflow-controller --timeout=180s
+step "install Argo Events (v1.9.11 from its Go module)"
+kc apply --server-side -k "$REPO/kustomize/overlays/e2e/events" >/dev/null
+kc -n argo-events rollout status deploy/controller-manager --timeout=180s
 step "install edgebench (kustomize/overlays/e2e)"
 kc apply --server-side -k "$REPO/kustomize/overlays/e2e" >/dev/null
 kc -n edgebench rollout status deploy/minio --timeout=180s
 kc -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=180s
+kc -n edgebench rollout status deploy/e2e-nats --timeout=180s
 t_installed=$SECONDS
 step "submit and check the workflows"
 rc=0
