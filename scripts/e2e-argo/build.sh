@@ -16,6 +16,20 @@ K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-pro
 ARGO_CMDS=(workflow-controller argoexec argo)   # argo: the CLI Argo Events' argoWorkflow trigger runs
 
 stamp() { echo "$BIN/.$1-$2"; }   # a binary is cached when its version stamp exists
+# missing VERSION CMD...: the commands that have no stamp for VERSION yet
+missing() { local v=$1 c; shift; for c in "$@"; do [[ -e $(stamp "$c" "$v") ]] || echo "$c"; done; }
+# build_cmds MODULE_DIR VERSION VERSION_VAR PACKAGE_PREFIX CMD...: `go build` each command from the wrapper module
+# (its version linked into VERSION_VAR) into $BIN, and stamp it
+build_cmds() {
+  local mod=$1 v=$2 var=$3 prefix=$4 c t0
+  shift 4
+  (cd "$mod" && go mod tidy)
+  for c in "$@"; do
+    t0=$SECONDS
+    (cd "$mod" && go build -trimpath -ldflags "-s -w -X $var=$v" -o "$BIN/$c" "$prefix/$c")
+    touch "$(stamp "$c" "$v")"; echo "e2e-argo: $c built in $((SECONDS - t0)) s"
+  done
+}
 
 if [[ ${1:-} == --print ]]; then
   for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] && s=cached || s=missing; echo "$c $K8S_VERSION $s"; done
@@ -31,8 +45,7 @@ export GOFLAGS="-buildvcs=false -mod=mod" CGO_ENABLED=0
 # k8s.io modules (seen: k8s.io/cloud-provider v0.33.5); v1.33.4 because the proxy refuses some v0.33.5 staging modules (k8s.io/endpointslice: 403); the modules still come from the module proxy.
 export GOSUMDB=${GOSUMDB:-off}
 
-k8s_missing=()
-for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] || k8s_missing+=("$c"); done
+mapfile -t k8s_missing < <(missing "$K8S_VERSION" "${K8S_CMDS[@]}")
 if (( ${#k8s_missing[@]} )); then
   mod=$E2E/src/k8s-$K8S_VERSION; mkdir -p "$mod"
   staging=v0.${K8S_VERSION#v1.}
@@ -44,18 +57,11 @@ if (( ${#k8s_missing[@]} )); then
       | awk -v v="$staging" '/=> \.\/staging\/src\//{print "replace " $1 " => " $1 " " v}'
   } > "$mod/go.mod"
   printf 'package e2e\n\nimport _ "k8s.io/kubernetes/cmd/kubelet/app"\n' > "$mod/tools.go"
-  echo "e2e-argo: building ${k8s_missing[*]} $K8S_VERSION (wrapper module $mod; ~15 min cold on 2 cores)"
-  (cd "$mod" && go mod tidy)
-  for c in "${k8s_missing[@]}"; do
-    t0=$SECONDS
-    (cd "$mod" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
-            -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c")
-    touch "$(stamp "$c" "$K8S_VERSION")"; echo "e2e-argo: $c built in $((SECONDS - t0)) s"
-  done
+  echo "e2e-argo: building ${k8s_missing[*]} $K8S_VERSION (wrapper module $mod; ~7 min cold on 2 cores)"
+  build_cmds "$mod" "$K8S_VERSION" k8s.io/component-base/version.gitVersion k8s.io/kubernetes/cmd "${k8s_missing[@]}"
 fi
 
-argo_missing=()
-for c in "${ARGO_CMDS[@]}"; do [[ -e $(stamp "$c" "$ARGO_E2E_VERSION") ]] || argo_missing+=("$c"); done
+mapfile -t argo_missing < <(missing "$ARGO_E2E_VERSION" "${ARGO_CMDS[@]}")
 if (( ${#argo_missing[@]} )); then
   mod=$E2E/src/argo-$ARGO_E2E_VERSION; mkdir -p "$mod"
   {
@@ -79,13 +85,8 @@ if (( ${#argo_missing[@]} )); then
   echo '<!doctype html><title>Argo UI not built (edgebench e2e)</title>' > "$mod/argo-workflows/ui/dist/app/index.html"
   printf 'package e2e\n\nimport _ "github.com/argoproj/argo-workflows/v3/workflow/controller"\n' > "$mod/tools.go"
   echo "e2e-argo: building ${argo_missing[*]} $ARGO_E2E_VERSION (wrapper module $mod; ~5 min cold)"
-  (cd "$mod" && go mod tidy)
-  for c in "${argo_missing[@]}"; do
-    t0=$SECONDS
-    (cd "$mod" && go build -trimpath -ldflags "-s -w -X github.com/argoproj/argo-workflows/v3.version=$ARGO_E2E_VERSION" \
-        -o "$BIN/$c" "github.com/argoproj/argo-workflows/v3/cmd/$c")
-    touch "$(stamp "$c" "$ARGO_E2E_VERSION")"; echo "e2e-argo: $c built in $((SECONDS - t0)) s"
-  done
+  build_cmds "$mod" "$ARGO_E2E_VERSION" github.com/argoproj/argo-workflows/v3.version \
+    github.com/argoproj/argo-workflows/v3/cmd "${argo_missing[@]}"
 fi
 if [[ ! -e $(stamp coredns "$COREDNS_VERSION") ]]; then
   echo "e2e-argo: building coredns $COREDNS_VERSION (go install; ~3 min cold)"
