@@ -159,7 +159,7 @@ clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 # warehouse, and stops everything. KEEP=1 keeps the cluster up.
 e2e-argo: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## smoke, a tiny sweep and a version-bump rerun on real Argo Workflows + Events on a single-node k8s here (root; ~30 min once, then ~5)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make e2e-argo needs root (containerd, kubelet, network)" >&2; exit 1; }
-	@missing=$$(for p in etcd-server containerd runc containernetworking-plugins umoci skopeo debootstrap busybox-static conntrack iptables; do \
+	@missing=$$(for p in etcd-server containerd runc containernetworking-plugins umoci skopeo debootstrap gcc libc6-dev tzdata conntrack iptables; do \
 	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
