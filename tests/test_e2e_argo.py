@@ -1,7 +1,7 @@
 """`make e2e-argo`: the sweep on a real Argo controller (v3.7.9) and a real single-node Kubernetes on this machine.
 
 The end-to-end test runs only where the binaries and images are already built and cached (scripts/e2e-argo/build.sh,
-images.sh: ~25 min cold, too long for CI); everything else here is offline: the overlays, the workflow objects the
+images.sh: ~30 min cold, too long for CI); everything else here is offline: the overlays, the workflow objects the
 driver creates, the scripts' usage.
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ def _not_cached() -> list[str]:
 def test_sweep_on_a_real_argo_controller():
     missing = _not_cached()
     if missing:
-        pytest.skip(f"e2e binaries/images not built in {E2E} (make e2e-argo builds them, ~25 min): "
+        pytest.skip(f"e2e binaries/images not built in {E2E} (make e2e-argo builds them, ~30 min): "
                     f"{', '.join(missing)}")
     report = REPO / ".edgebench" / "e2e-argo" / "report.json"
     report.unlink(missing_ok=True)

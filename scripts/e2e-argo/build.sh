@@ -89,7 +89,7 @@ if (( ${#argo_missing[@]} )); then
     github.com/argoproj/argo-workflows/v3/cmd "${argo_missing[@]}"
 fi
 if [[ ! -e $(stamp coredns "$COREDNS_VERSION") ]]; then
-  echo "e2e-argo: building coredns $COREDNS_VERSION (go install; ~3 min cold)"
+  echo "e2e-argo: building coredns $COREDNS_VERSION (go install; ~5 min cold)"
   t0=$SECONDS
   (cd /tmp && GOBIN=$BIN go install "github.com/coredns/coredns@$COREDNS_VERSION")
   touch "$(stamp coredns "$COREDNS_VERSION")"; echo "e2e-argo: coredns built in $((SECONDS - t0)) s"

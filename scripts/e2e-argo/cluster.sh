@@ -236,13 +236,7 @@ EOF
 
 down() {
   log "stopping the e2e cluster and removing its state"
-  if running kubelet && [[ -S $SOCKDIR/containerd.sock ]]; then
-    # stop pods first, so that their mounts, netns and CNI allocations are released by their owners
-    kill "$(cat "$(pidfile kubelet)")" 2>/dev/null || true
-  fi
-  if [[ -S $SOCKDIR/containerd.sock ]] && command -v crictl >/dev/null; then
-    crictl -r "unix://$SOCKDIR/containerd.sock" rmp -fa >/dev/null 2>&1 || true
-  fi
+  # kill every container first (the kubelet would restart them); the loop below then stops the components
   if [[ -S $SOCKDIR/containerd.sock ]]; then
     for t in $(ctr -a "$SOCKDIR/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr -a "$SOCKDIR/containerd.sock" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true

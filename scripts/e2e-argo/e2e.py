@@ -229,6 +229,10 @@ def events(kube: Kube, timeout: float, report: dict) -> list[str]:
         first = _probe(kube, f"e2e-probe-same-{stamp}", timeout)
         if first["status"].get("phase") != "Succeeded":
             return [explain_failure(kube, first)]
+        unchanged = kube.json("-n", NS, "get", "configmap", "edgebench-cni-version-calico").get("data", {})
+        if "version" in unchanged:
+            return [f"the probe recorded calico {unchanged['version']!r} although the index's newest release is "
+                    "the catalog pin"]
         # 2. a newer calico appears upstream
         bumped = copy.deepcopy(index)
         chart = bumped["entries"]["tigera-operator"]

@@ -24,9 +24,14 @@ SUITE=bookworm
 CORE_NAMES=(pause workflow-controller argoexec minio mc runner) # group core: `build` and `import` without NAME
 EVENTS_NAMES=(nats argo-events) # group events (optional): Argo Events' EventBus server and its controller/services
 NAMES=("${CORE_NAMES[@]}" "${EVENTS_NAMES[@]}")
-# Debian packages of the runner (containers/runner/Dockerfile's list; kubectl, helm, kind and ssh are left out)
-RUNNER_PACKAGES=(ca-certificates curl cyclonedds-tools ethtool iperf3 iproute2 iptables iputils-ping nftables
-                 openssl procps python3 python3-venv)
+# Debian packages of the runner: the apt-get install list of containers/runner/Dockerfile (read from it, so the two
+# images cannot drift apart), plus the Python its python:slim base image brings (kubectl, helm and kind, which the
+# Dockerfile downloads, are left out: no registry here, and the e2e cells run on the local substrate)
+mapfile -t RUNNER_PACKAGES < <(awk '/apt-get install -y --no-install-recommends/ {on = 1; next}
+  on && /&& rm -rf/ {on = 0} on {gsub(/\\/, ""); for (i = 1; i <= NF; i++) print $i}' \
+  "$REPO/containers/runner/Dockerfile")
+(( ${#RUNNER_PACKAGES[@]} )) || { echo "e2e-argo: no apt-get install list in containers/runner/Dockerfile" >&2; exit 1; }
+RUNNER_PACKAGES+=(python3 python3-venv)
 RUNNER_TOOLS=(fortio edgebench-netem-emu edgebench-relay)
 # applets of busybox linked in the mc image (the make-bucket Job runs `/bin/sh -c 'until mc ...; do sleep 3; done'`)
 BUSYBOX_APPLETS=(sh ash cat cp echo env false id ls mkdir mv printf rm sleep test true)
