@@ -1,6 +1,6 @@
 """edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py): the overview, one
 page per workload (the registry in edgebench.workloads names it), and the cross-workload pages (link conditions,
-tuning, resources, inter-cluster tools, CNI version regression cards)."""
+tuning, resources, inter-cluster tools, CNI version regression cards, the seed papers reproduced)."""
 import sys
 from pathlib import Path
 
@@ -22,4 +22,5 @@ st.navigation([
     st.Page("app_pages/intercluster.py", title="Inter-cluster tools", icon=":material/hub:",
             url_path="intercluster"),
     st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
+    st.Page("app_pages/papers.py", title="Papers", icon=":material/menu_book:", url_path="papers"),
 ]).run()

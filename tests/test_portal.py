@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -161,7 +162,36 @@ def test_dds_page_renders_with_banner_and_tables(app):
     assert len(at.get("vega_lite_chart")) == 3
     table = frame(at, "64 B")
     assert sorted(table["variant"]) == ["calico / bgp", "flannel / vxlan"]
-    assert (table["64 B"] > 0).all()  # CNIs are slower than host in the fixtures
+    # CNIs are slower than host in the fixtures; every cell carries its interval, verdict and n (CNI/host)
+    assert all(float(c.split()[0]) > 0 and " ± " in c and c.endswith("(n 2/2)") for c in table["64 B"])
+    assert any("95% interval" in c.value for c in at.caption)
+
+
+def test_dds_overhead_cell_is_the_marts_row(con):
+    df = data.dds_overhead(con, "local", security="none")
+    lat = df[(df["dds_mode"] == "latency") & (df["reliability"] == "reliable")]
+    table = data.dds_overhead_table(lat, "latency_p90_overhead_pct")
+    row = lat[(lat["cni"] == "flannel") & (lat["length_bytes"] == 64)].iloc[0]
+    assert row["verdict"] in ("worse", "indistinguishable", "better")
+    assert table.loc[table["variant"] == "flannel / vxlan", "64 B"].iloc[0] == (
+        f"{row['latency_p90_overhead_pct']:.1f} ± {row['latency_p90_overhead_ci95_pct']:.1f} {row['verdict']} (n 2/2)")
+    assert data.overhead_cell(12.34, float("nan"), "n < 2", 1, 3) == "12.3 n < 2 (n 1/3)"
+
+
+def test_dds_scaling_with_one_subscriber_count_is_a_table(con):
+    df = data.dds_overhead(con, "local", security="none")
+    four = df[(df["dds_mode"] == "throughput") & (df["subscribers"] == 4)]
+    table = data.dds_transport_table(four)
+    assert table["variant"].tolist() == ["host / host", "flannel / vxlan"]  # the baseline first
+    assert set(table.columns) == {"variant", "payload (B)", "unicast Mbit/s", "multicast Mbit/s"}
+    host = four[(four["cni"] == "host") & (four["transport"] == "multicast")].iloc[0]
+    assert table["multicast Mbit/s"].iloc[0] == (
+        f"{host['throughput_mbps']:.1f} ± {host['throughput_ci95_mbps']:.1f} (n {host['n_runs']})")
+    # the line charts colour the host baseline in the baseline grey, as every page does
+    spec = data.dds_line_chart(df[df["dds_mode"] == "throughput"], "subscribers", "throughput_mbps", "transport",
+                               "t", "y", "x").to_dict()
+    scale = spec["encoding"]["color"]["scale"]
+    assert scale["domain"][0] == "host / host" and scale["range"][0] == data.BASELINE_COLOR
 
 
 def test_dds_page_filters_change_what_is_shown(app):
@@ -363,3 +393,40 @@ def test_resources_page_without_samples(iperf3_only_warehouse, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page(RES_PAGE).run()
     assert not at.exception
+
+
+# ---- Papers page --------------------------------------------------------------------------------------------------
+
+PAPERS_PAGE = "app_pages/papers.py"
+
+
+def test_papers_page_shows_ours_beside_published_and_the_claims(app):
+    at = app.run()
+    at.switch_page(PAPERS_PAGE).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="paper_id").value == "000"
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any("not the paper's hardware" in w.value for w in at.warning)
+    table_1, table_2 = (d.value for d in at.dataframe if "published %" in d.value.columns)
+    assert len(table_1) == len(table_2) == 20  # every cell of Tables I and II, measured or not
+    numbers = pd.concat([table_1, table_2])
+    measured = numbers[numbers["ours %"].notna()]
+    assert sorted(measured["payload (B)"]) == [64, 1024, 1024]  # Table II at 64/1024 B, Table I at 1024 B
+    assert measured["± 95% CI"].notna().all() and set(measured["n (CNI/host)"]) == {"2/2"}
+    # Table II has two measured payloads: a chart; Table I one: its table only
+    assert len(at.get("vega_lite_chart")) == 1
+    claims = frame(at, "outcome")
+    assert len(claims) == 24 and sum(int(m.value) for m in at.metric) == 24
+    at.selectbox(key="paper_id").set_value("003").run()
+    assert not at.exception
+    assert set(frame(at, "outcome")["claim"]) == {f"003-{i:02d}" for i in range(1, 16)}
+
+
+def test_papers_page_for_a_paper_the_fixtures_barely_measured(app):
+    at = app.run()
+    at.switch_page(PAPERS_PAGE).run()
+    at.selectbox(key="paper_id").set_value("001").run()  # the fixtures hold no inter-cluster tool runs
+    assert not at.exception
+    claims = frame(at, "outcome")
+    assert set(claims["outcome"]) == {"cannot tell", "not testable"}
+    assert claims[claims["outcome"] == "cannot tell"]["evidence"].str.contains("no measured row matches").all()

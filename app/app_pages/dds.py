@@ -9,6 +9,10 @@ st.caption("Cyclone DDS ddsperf between pods: latency (ping/pong, RTT/2, 90th pe
            "% = (CNI - host) / host x 100, throughput overhead % = (host - CNI) / host x 100: positive = worse "
            "than host.")
 
+OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval (Welch's interval of the CNI - host "
+                    "difference over the host mean), the verdict against the host (better / worse / "
+                    "indistinguishable; n < 2: a side with one run) and the run counts CNI/host.")
+
 substrate, filters = ui.choose("dds", "dds_substrates", "dds_filter_values", data.DDS_FILTERS,
                                "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
 
@@ -32,8 +36,8 @@ else:
     if len(table.columns) <= 1:
         st.info("No host-network baseline with identical parameters on this substrate: overhead is not computed.")
     else:
-        st.dataframe(table, hide_index=True, column_config={
-            c: st.column_config.NumberColumn(c, format="%.1f") for c in table.columns if c != "variant"})
+        st.dataframe(table, hide_index=True)
+        st.caption(OVERHEAD_CAPTION)
     st.caption("Host baseline matched on substrate, payload, reliability, transport, subscribers, security, rate "
                "and placement; not on discovery (the host may use multicast discovery where a CNI needs static "
                "peers, see the detail table).")
@@ -48,14 +52,21 @@ else:
         c1.altair_chart(data.dds_line_chart(one, "length_bytes", "throughput_mbps", "transport",
                                             "Throughput by payload (1 subscriber)", "Mbit/s (sum over subscribers)",
                                             "payload (bytes)"), width="stretch")
-    c2.altair_chart(data.dds_line_chart(tput, "subscribers", "throughput_mbps", "transport",
-                                        "Unicast vs multicast: scaling with subscribers",
-                                        "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
+    if tput["subscribers"].nunique() > 1:
+        c2.altair_chart(data.dds_line_chart(tput, "subscribers", "throughput_mbps", "transport",
+                                            "Unicast vs multicast: scaling with subscribers",
+                                            "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
+    else:  # one subscriber count: a chart would be a single point per line
+        c2.markdown(f"**Unicast vs multicast at {int(tput['subscribers'].iloc[0])} subscriber(s)**")
+        c2.dataframe(data.dds_transport_table(tput), hide_index=True)
+        c2.caption("Only one subscriber count measured for this selection, so there is no scaling to draw. Seed "
+                   "000 measures 1 publisher with 4, 8 and 12 subscribers: workflows/presets/seed-000-dds-multicast"
+                   ".testbed.yaml.")
     table = data.dds_overhead_table(tput[tput["subscribers"] == 1], "throughput_overhead_pct")
     if len(table.columns) > 1:
         st.markdown("**Throughput overhead vs host (Table I style, %, 1 subscriber)**")
-        st.dataframe(table, hide_index=True, column_config={
-            c: st.column_config.NumberColumn(c, format="%.1f") for c in table.columns if c != "variant"})
+        st.dataframe(table, hide_index=True)
+        st.caption(OVERHEAD_CAPTION)
 
 with st.expander("Detail: every configuration with its host baseline"):
     st.dataframe(df.drop(columns=["substrate"]), hide_index=True)

@@ -12,6 +12,7 @@ from .intercluster import *  # noqa: F401,F403
 from .link_conditions import *  # noqa: F401,F403
 from .link_conditions import _NETEM_METRICS  # noqa: F401
 from .overview import *  # noqa: F401,F403
+from .papers import *  # noqa: F401,F403
 from .regressions import *  # noqa: F401,F403
 from .resources import *  # noqa: F401,F403
 from .tuning import *  # noqa: F401,F403

@@ -31,6 +31,9 @@ select
     count(distinct sweep_id)                 as n_sweeps,
     -- latency mode (means over runs of each run's whole-run percentile)
     avg(latency_p50_us)                      as latency_p50_us,
+    stddev_samp(latency_p50_us)              as latency_p50_stddev_us,
+    {{ t_critical_95('count(latency_p50_us) - 1') }} * stddev_samp(latency_p50_us) / sqrt(count(latency_p50_us))
+                                             as latency_p50_ci95_us,
     avg(latency_p90_us)                      as latency_p90_us,
     avg(latency_p99_us)                      as latency_p99_us,
     stddev_samp(latency_p90_us)              as latency_p90_stddev_us,

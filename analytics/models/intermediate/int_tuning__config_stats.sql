@@ -32,7 +32,9 @@ select
     datapath,
     count(*)                                 as n_runs,
     avg(throughput_mbps)                     as throughput_mbps,
+    stddev_samp(throughput_mbps)             as throughput_stddev_mbps,
     avg(latency_p50_us)                      as latency_p50_us,
+    stddev_samp(latency_p50_us)              as latency_p50_stddev_us,
     min(started_at)                          as first_started_at,
     max(started_at)                          as last_started_at
 from runs

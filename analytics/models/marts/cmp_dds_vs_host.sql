@@ -4,6 +4,11 @@
 -- CNI needs static peers); both sides' values are exposed (discovery, host_discovery).
 --   latency_p90_overhead_pct = (cni - host) / host * 100  (Table II of seed 000: positive = slower than host)
 --   throughput_overhead_pct  = (host - cni) / host * 100  (Table I: positive = less throughput than host)
+-- Each overhead has *_overhead_ci95_pct, the half-width of its 95% interval: Welch's interval of the difference of
+-- the two means over runs, divided by the host mean (the host mean's own uncertainty in the denominator is not
+-- propagated), null when a side has fewer than 2 runs. verdict compares the mode's headline metric (latency p90 /
+-- throughput) with the host by that interval: better / worse / indistinguishable, 'n < 2', 'baseline' (host rows),
+-- null without a host baseline.
 -- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
 
@@ -31,6 +36,7 @@ select
 
     -- latency mode
     stats.latency_p50_us,
+    stats.latency_p50_ci95_us,
     stats.latency_p90_us,
     stats.latency_p99_us,
     stats.latency_p90_stddev_us,
@@ -43,6 +49,12 @@ select
         when host.latency_p90_us > 0
             then (stats.latency_p90_us - host.latency_p90_us) / host.latency_p90_us * 100
     end                                     as latency_p90_overhead_pct,
+    case
+        when host.latency_p90_us > 0 and stats.cni = 'host' then 0
+        when host.latency_p90_us > 0
+            then {{ welch_ci95('stats.n_runs', 'stats.latency_p90_stddev_us', 'host.n_runs', 'host.latency_p90_stddev_us') }}
+                 / host.latency_p90_us * 100
+    end                                     as latency_p90_overhead_ci95_pct,
 
     -- throughput mode
     stats.throughput_mbps,
@@ -57,6 +69,12 @@ select
         when host.throughput_mbps > 0
             then (host.throughput_mbps - stats.throughput_mbps) / host.throughput_mbps * 100
     end                                     as throughput_overhead_pct,
+    case
+        when host.throughput_mbps > 0 and stats.cni = 'host' then 0
+        when host.throughput_mbps > 0
+            then {{ welch_ci95('stats.n_runs', 'stats.throughput_stddev_mbps', 'host.n_runs', 'host.throughput_stddev_mbps') }}
+                 / host.throughput_mbps * 100
+    end                                     as throughput_overhead_ci95_pct,
 
     -- conservative, on the mode's headline metric (latency p90 / throughput): the two 95% intervals do not
     -- overlap; null without both intervals
@@ -66,6 +84,17 @@ select
             then {{ significance('stats', 'host', 'latency_p90_us', 'latency_p90_ci95_us') }}
         else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
     end                                     as is_significant,
+    case
+        when stats.cni = 'host' then 'baseline'
+        when stats.dds_mode = 'latency' and host.latency_p90_us is not null
+            then {{ welch_verdict('stats.latency_p90_us - host.latency_p90_us',
+                                  welch_ci95('stats.n_runs', 'stats.latency_p90_stddev_us', 'host.n_runs', 'host.latency_p90_stddev_us'),
+                                  'stats.n_runs', 'host.n_runs', 'host.latency_p90_us', 'false') }}
+        when stats.dds_mode = 'throughput' and host.throughput_mbps is not null
+            then {{ welch_verdict('stats.throughput_mbps - host.throughput_mbps',
+                                  welch_ci95('stats.n_runs', 'stats.throughput_stddev_mbps', 'host.n_runs', 'host.throughput_stddev_mbps'),
+                                  'stats.n_runs', 'host.n_runs', 'host.throughput_mbps', 'true') }}
+    end                                     as verdict,
 
     stats.cpu_pub_pct,
     stats.rss_pub_mb,

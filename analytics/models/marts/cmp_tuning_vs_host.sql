@@ -3,7 +3,9 @@
 -- workload, protocol, path, placement, length, DDS parameters). Only status = 'ok' AND is_valid runs.
 --   throughput_efficiency_pct = cni / host * 100   (iperf3; DDS throughput mode)
 --   latency_efficiency_pct    = host / cni * 100   (DDS latency mode, on the p50)
--- 100 = as good as the host, lower = worse. MTU: a CNI's pod MTU is the link MTU minus its encapsulation, so the
+-- 100 = as good as the host, lower = worse. *_efficiency_ci95_pct: half-width of the 95% interval in percentage
+-- points, Welch's interval of cni - host over the denominator's mean (its own uncertainty not propagated), null when
+-- a side has fewer than 2 runs; *_ci95_* of the means: Student t over the runs. MTU: a CNI's pod MTU is the link MTU minus its encapsulation, so the
 -- host baseline is the host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000, a
 -- routed 1500 -> 1500); host_tuning_mtu shows which. Host rows are kept (is_host_baseline, 100 %).
 with {{ stats_and_host_ctes(ref('int_tuning__config_stats')) }},
@@ -15,7 +17,9 @@ matched as (
         host.tuning_mtu                     as host_tuning_mtu,
         host.n_runs                         as host_n_runs,
         host.throughput_mbps                as host_throughput_mbps,
-        host.latency_p50_us                 as host_latency_p50_us
+        host.throughput_stddev_mbps         as host_throughput_stddev_mbps,
+        host.latency_p50_us                 as host_latency_p50_us,
+        host.latency_p50_stddev_us          as host_latency_p50_stddev_us
     from stats
     left join host
         on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile', 'workload']) }}
@@ -57,7 +61,9 @@ select
     cni = 'host'                            as is_host_baseline,
     n_runs,
     throughput_mbps,
+    {{ t_critical_95('n_runs - 1') }} * throughput_stddev_mbps / sqrt(n_runs) as throughput_ci95_mbps,
     latency_p50_us,
+    {{ t_critical_95('n_runs - 1') }} * latency_p50_stddev_us / sqrt(n_runs) as latency_p50_ci95_us,
     host_tuning_mtu,
     host_n_runs,
     host_throughput_mbps,
@@ -66,6 +72,12 @@ select
          then throughput_mbps / host_throughput_mbps * 100 end  as throughput_efficiency_pct,
     case when latency_p50_us > 0
          then host_latency_p50_us / latency_p50_us * 100 end    as latency_efficiency_pct,
+    case when host_throughput_mbps > 0
+         then {{ welch_ci95('n_runs', 'throughput_stddev_mbps', 'host_n_runs', 'host_throughput_stddev_mbps') }}
+              / host_throughput_mbps * 100 end                   as throughput_efficiency_ci95_pct,
+    case when latency_p50_us > 0
+         then {{ welch_ci95('n_runs', 'latency_p50_stddev_us', 'host_n_runs', 'host_latency_p50_stddev_us') }}
+              / latency_p50_us * 100 end                         as latency_efficiency_ci95_pct,
     first_started_at,
     last_started_at
 from matched

@@ -1,4 +1,5 @@
-"""`edgebench report`: the CNI version regression cards (cmp_cni_version_regressions) for a terminal or a CI log."""
+"""`edgebench report`: the CNI version regression cards (cmp_cni_version_regressions) for a terminal or a CI log, and
+with --paper ID one seed paper's published numbers and claims beside our measurements (edgebench.results.papers)."""
 
 from __future__ import annotations
 
@@ -24,21 +25,39 @@ def register(app: typer.Typer) -> None:
 
 def report(
     cni: Optional[str] = typer.Option(None, "--cni", help="Only this CNI (calico) or CNI mode (calico:vxlan)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the cards as JSON instead of tables."),
+    paper: Optional[str] = typer.Option(
+        None, "--paper", metavar="ID",
+        help="Instead of the regression cards: seed paper ID (000-004) reproduced. Each number the paper prints that "
+             "edgebench measures the same way, beside ours (95% CI, n, verdict vs host), and each of its claims: "
+             "agrees / disagrees / cannot tell, per substrate."),
+    as_json: bool = typer.Option(False, "--json", help="Print the cards (or the paper report) as JSON instead of tables."),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ):
     """Print one regression card per CNI mode measured at two or more versions: the newest version against the
     previous one on every metric both measured (n, means, difference in % with its 95% CI, verdict), worse rows
-    first. Exit code 0 whatever the verdicts (2 when there is no warehouse)."""
+    first. With --paper ID, a seed paper's published numbers and claims beside our measurements instead. Exit code 0
+    whatever the verdicts or outcomes (2 when there is no warehouse or the paper ID is unknown)."""
+    from edgebench.results import papers
     from edgebench.results import warehouse as wh
 
     try:
+        if paper is not None:
+            paper = papers.paper_id(paper)
+            if cni:
+                raise papers.PaperError("--cni filters regression cards; it cannot be combined with --paper")
         path = warehouse or wh.default_warehouse_path()
         if not Path(path).is_file():
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
+        if paper is not None:
+            rep = papers.paper_report(lambda sql, params: wh._query_params(sql, params, path), paper)
+            if as_json:
+                typer.echo(json.dumps(rep, indent=2, default=_json_default))
+            else:
+                print_paper(rep)
+            return
         cards = wh.version_regressions(path, cni=cni)
-    except wh.WarehouseError as exc:
+    except (wh.WarehouseError, papers.PaperError) as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
     if as_json:
@@ -100,3 +119,60 @@ def _jsonable(cards: list[dict]) -> list[dict]:
 
     return [{k: ([{rk: clean(rv) for rk, rv in r.items()} for r in v] if k == "rows" else clean(v))
              for k, v in card.items()} for card in cards]
+
+
+def _json_default(v):
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v.isoformat() if hasattr(v, "isoformat") else str(v)
+
+
+METRIC_WORDS = {"throughput_mbps": "throughput", "latency_p90_us": "p90 latency"}
+OUTCOME_STYLE = {"agrees": "green", "disagrees": "bold red", "cannot tell": "yellow", "not testable": "dim"}
+
+
+def print_paper(rep: dict) -> None:
+    """The paper report as terminal tables: the paper, what each substrate is, the numbers, the claims."""
+    out.print(f"[bold]seed {rep['paper']}[/]: {rep['authors']}, \"{rep['title']}\"", highlight=False)
+    out.print(f"  {rep['about']}", highlight=False)
+    if not rep["substrates"]:
+        out.print(f"  nothing measured for this paper yet: run its preset (workflows/presets/seed-{rep['paper']}-*.yaml, "
+                  "the .testbed.yaml variant with `edgebench sweep ... --local`), then `make warehouse`.",
+                  highlight=False)
+    for sub, note in rep["substrate_notes"].items():
+        out.print(f"  substrate {sub}: {note}", highlight=False)
+    if rep["numbers"]:
+        t = Table(title="Published numbers beside ours (same unit and normalization)", title_justify="left")
+        for col, right in (("source", False), ("subject", False), ("payload", True), ("published", True),
+                           ("substrate", False), ("ours [95% CI]", True), ("n / host n", True), ("vs host", False),
+                           ("conditions", False)):
+            t.add_column(col, justify="right" if right else "left")
+        for r in rep["numbers"]:
+            ours = "-" if r["ours"] is None else f"{r['ours']:.1f}" + (
+                f" [{r['ours'] - r['ours_ci95']:.1f}, {r['ours'] + r['ours_ci95']:.1f}]" if r["ours_ci95"] is not None
+                else " (n < 2)")
+            t.add_row(f"{r['table_ref']} ({METRIC_WORDS.get(r['metric'], r['metric'])})",
+                      f"{r['label']} ({r['cni']}:{r['cni_mode']})",
+                      f"{r['payload_bytes']} B", f"{r['value']:g} {r['unit']}", r["substrate"] or "-",
+                      ours if r["ours"] is None else f"{ours} {r['unit']}",
+                      f"{r['n_runs'] or 0}/{r['host_n_runs'] or 0}", r["verdict"] or "-", r["conditions"])
+        out.print(t)
+        out.print("  overhead % vs host: throughput (host - cni) / host, latency (cni - host) / host; positive = worse "
+                  "than host. CI: Welch's 95% interval of the difference over the host mean. verdict: the CNI against "
+                  "the host by that interval.", highlight=False)
+    if rep["published_only"]:
+        out.print(f"  {len(rep['published_only'])} other published number(s) have no counterpart measured the same way "
+                  "(absolute values on the paper's hardware, statements over several subjects); --json lists them "
+                  "with the reason.", highlight=False)
+    t = Table(title="Claims", title_justify="left")
+    for col in ("claim", "substrate", "outcome", "statement", "evidence"):
+        t.add_column(col, no_wrap=col in ("claim", "outcome"))
+    for c in rep["claims"]:
+        style = OUTCOME_STYLE.get(c["outcome"])
+        t.add_row(c["claim_id"], c["substrate"] or "-", f"[{style}]{c['outcome']}[/]" if style else c["outcome"],
+                  c["claim"], c["detail"])
+    out.print(t)
+    tally = rep["claim_outcomes"]
+    out.print(f"  {len(rep['claims'])} claim row(s): " + ", ".join(f"{v} {k}" for k, v in tally.items()) + ". "
+              "A comparison agrees when the two 95% intervals are apart in the claimed order, disagrees when they are "
+              "apart in the other, else cannot tell (overlap, or fewer than 2 runs).", highlight=False)

@@ -1,0 +1,76 @@
+import altair as alt
+import streamlit as st
+
+import data
+import ui
+
+st.title("Papers")
+st.caption("The five papers edgebench was designed from, reproduced: each number a paper prints that edgebench "
+           "measures in the same unit and normalization (overhead % vs the host network), beside ours with its 95% "
+           "CI, and each of the paper's findings tested on our data: agrees, disagrees or cannot tell. Results of "
+           "different substrates are never pooled.")
+
+ui.require_warehouse()
+paper = st.selectbox("Paper", data.PAPER_IDS, format_func=data.paper_title, key="paper_id")
+rep = ui.query("paper_report", paper=paper)
+st.markdown(f"*{rep['about']}*")
+
+if not rep["substrates"]:
+    st.info(f"Nothing measured for this paper yet. Run its preset: `edgebench sweep "
+            f"workflows/presets/seed-{paper}-*.testbed.yaml --local` on this machine (or the full preset with "
+            "`argo submit` on a cluster), then `make warehouse`.", icon=":material/info:")
+    substrate = None
+else:
+    substrate = st.selectbox("Substrate", rep["substrates"], key="paper_substrate",
+                             help="Our results come from one substrate at a time; the paper's from its own hardware.")
+    ui.local_banner(substrate)
+    st.warning(rep["substrate_notes"][substrate], icon=":material/science:")
+
+numbers = data.numbers_frame(rep)
+if not numbers.empty:
+    shown = numbers[numbers["substrate"].isin([substrate, "not measured"])] if substrate else numbers
+    for metric, title in (("throughput_mbps", "Table I: DDS throughput overhead vs host (%)"),
+                          ("latency_p90_us", "Table II: DDS 90th-percentile latency overhead vs host (%)")):
+        part = shown[shown["metric"] == metric]
+        if part.empty:
+            continue
+        st.subheader(title)
+        measured = part[part["ours %"].notna()]
+        if measured["payload (B)"].nunique() > 1:
+            long = measured.melt(id_vars=["subject", "payload (B)"], value_vars=["published %", "ours %"],
+                                 var_name="source", value_name="overhead %")
+            lines = alt.Chart(long).mark_line(point=True).encode(
+                x=alt.X("payload (B):O"), y=alt.Y("overhead %:Q"), color=alt.Color("subject:N"),
+                strokeDash=alt.StrokeDash("source:N", title="value"),
+                tooltip=["subject:N", "source:N", "payload (B):O", alt.Tooltip("overhead %:Q", format=".1f")])
+            bars = alt.Chart(measured[measured["± 95% CI"].notna()].assign(
+                lo=lambda d: d["ours %"] - d["± 95% CI"],
+                hi=lambda d: d["ours %"] + d["± 95% CI"])).mark_errorbar().encode(
+                x="payload (B):O", y=alt.Y("lo:Q", title="overhead %"), y2="hi:Q", color="subject:N")
+            st.altair_chart((lines + bars).properties(height=300, title="published (dashed) vs ours with 95% CI"),
+                            width="stretch")
+        st.dataframe(part.drop(columns=["metric"]), hide_index=True, column_config={
+            "published %": st.column_config.NumberColumn(format="%.1f"),
+            "ours %": st.column_config.NumberColumn(format="%.1f"),
+            "± 95% CI": st.column_config.NumberColumn(format="%.1f")})
+    st.caption("Overhead % vs host: throughput (host - CNI) / host, latency (CNI - host) / host; positive = worse "
+               "than host. 95% CI: Welch's interval of the CNI - host difference over the host mean. vs host: the "
+               "CNI against the host by that interval (better / worse / indistinguishable; n < 2 without one).")
+
+st.subheader("Claims")
+claims = data.claims_frame(rep, substrate)
+tally = claims["outcome"].value_counts()
+for col, outcome in zip(st.columns(4), ("agrees", "disagrees", "cannot tell", "not testable")):
+    col.metric(outcome, int(tally.get(outcome, 0)))
+st.dataframe(claims, hide_index=True, column_config={
+    "statement": st.column_config.TextColumn(width="large"), "evidence": st.column_config.TextColumn(width="large")})
+st.caption("A comparison agrees when the two sides' 95% intervals are apart in the claimed order, disagrees when they "
+           "are apart in the other order, and cannot tell when they overlap or a side has fewer than 2 runs; `~` "
+           "claims agree when the whole interval of the difference lies within the claim's tolerance. `each`: every "
+           "comparison in every group (a claim disagrees when any does); `overall`: the means over the groups. "
+           "Not testable: edgebench cannot measure a side (bare metal vs container, hardware it does not emulate).")
+
+if rep["published_only"]:
+    with st.expander(f"The paper's other {len(rep['published_only'])} published numbers (no counterpart measured "
+                     "the same way)"):
+        st.dataframe(data.published_only_frame(rep), hide_index=True)

@@ -1,0 +1,357 @@
+"""Our measurements beside what the seed papers publish (the dbt seeds published_results and published_claims).
+
+Two things per paper, per substrate (results of different substrates are never pooled):
+  numbers  every number a paper prints that edgebench measures in the same unit and normalization (seed 000's
+           Tables I and II: overhead % vs the host network per CNI mode and payload), beside our value with its
+           95% interval, run counts and verdict against the host; the paper's other numbers are listed as
+           published only, with the reason.
+  claims   every finding of published_claims tested on its mart (see analytics/seeds/_seeds.yml for the form):
+           agrees, disagrees or cannot tell, with the comparisons behind the outcome.
+
+A comparison uses each row's 95% interval (mean +- the mart's *_ci95_* column): `left > right` agrees when the
+intervals are apart in that order, disagrees when they are apart in the other order, and cannot tell when they
+overlap or a side has no interval (fewer than 2 runs). `~` (within tolerance_pct) agrees when the whole interval of
+the difference lies inside the tolerance band, disagrees when it lies outside. Scope `each`: one comparison per
+left row x right row of every group; the claim disagrees when any comparison does, agrees when all do. Scope
+`overall`: the means of each side over the groups where both sides were measured (interval: the root sum of
+squares of the rows' half-widths / the number of rows). Non-overlap is conservative: it rarely calls a
+difference that is not there, and needs more runs to call one that is.
+
+Pure functions over `fetch(sql, params) -> list[dict]`: the CLI reads the warehouse file, the portal its cached
+connection.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Callable, Iterable
+
+Fetch = Callable[[str, list], list[dict]]
+
+# seed id -> (authors, title, what it measured); the titles as printed
+PAPERS: dict[str, tuple[str, str, str]] = {
+    "000": ("Kang et al.", "A Comprehensive Performance Evaluation of Different Kubernetes CNI Plugins for Edge-based "
+            "and Containerized Publish/Subscribe Applications",
+            "DDS pub/sub (RTI PerfTest) over Flannel VXLAN / host-gw, Kube-Router and WeaveNet against Host-mode on a "
+            "Raspberry Pi + x86 cluster on a 100 Mbit/s LAN"),
+    "001": ("Michalke et al.", "Evaluating the Impact of Inter-cluster Communications in Edge Computing",
+            "HTTP functions between two k3s clusters joined by Submariner, Skupper or ClusterLink under netem"),
+    "002": ("Kang et al.", "Evaluating Performance of OMG DDS in Kubernetes Container Deployment",
+            "DDS on bare metal, in containers and over Calico, Flannel, WeaveNet and Cilium"),
+    "003": ("Dakic et al.", "Performance and Latency Efficiency Evaluation of Kubernetes Container Network Interfaces "
+            "for Built-In and Custom Tuned Profiles",
+            "Antrea, Flannel, Cilium and Calico as % of the physical network under tuned profiles, MTU 1500/9000"),
+    "004": ("Koukis et al.", "Performance Evaluation of Kubernetes Networking Approaches across Constraint Edge "
+            "Environments",
+            "K8s, K3s, K0s and MicroK8s x Flannel, Calico, Cilium, Kube-router and Kube-OVN: throughput, CPU, RAM"),
+}
+
+SUBSTRATE_NOTES = {
+    "local": "local testbed: the kernel datapaths the CNIs configure, in network namespaces on one machine. An "
+             "emulation of the datapaths, not the paper's hardware: no Raspberry Pi CPU paying per packet, no "
+             "physical NIC, no CNI agents; agreement on a claim means the datapath alone reproduces it.",
+    "kind": "kind: the real CNIs in containers on one machine, not the paper's hardware.",
+    "ssh": "a real edge cluster: the paper's kind of hardware if the lab matches it.",
+    "imported": "results imported from elsewhere.",
+}
+
+# the grain of each mart a claim can be tested on: the columns that identify one of its rows
+GRAINS: dict[str, tuple[str, ...]] = {
+    "cmp_dds_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "dds_mode", "length_bytes",
+                        "reliability", "transport", "subscribers", "security", "rate", "placement", "cni", "cni_mode",
+                        "datapath", "is_host_baseline"),
+    "cmp_iperf3_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path",
+                           "placement", "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath",
+                           "is_host_baseline"),
+    "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
+                           "protocol", "path", "placement", "length_bytes", "dds_mode", "reliability", "transport",
+                           "subscribers", "security", "rate", "cni", "cni_mode", "datapath", "is_host_baseline"),
+    "cmp_resources_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "cni", "cni_mode",
+                              "datapath", "is_host_baseline", "workload", "protocol", "path", "placement",
+                              "length_bytes", "component"),
+    "cmp_intercluster_vs_none": ("substrate", "distribution", "cni", "cni_mode", "tuning_profile", "netem_scenario",
+                                 "intercluster", "intercluster_tool", "intercluster_mode",
+                                 "intercluster_implementation", "is_emulated", "intercluster_model", "service",
+                                 "length_bytes", "path", "placement", "is_baseline"),
+}
+# naming one column of a set on either side of a claim frees the whole set from the grouping (the CNI decides its
+# datapath and pod MTU; the tool decides its mode and implementation)
+FREED_TOGETHER = (
+    frozenset({"cni", "cni_mode", "is_host_baseline", "datapath", "tuning_mtu"}),
+    frozenset({"intercluster", "intercluster_tool", "intercluster_mode", "intercluster_implementation",
+               "is_emulated", "intercluster_model", "is_baseline"}),
+)
+
+# published tables whose every cell edgebench measures in the same unit and normalization: (paper, table) ->
+# (mart, value column, its half-width column, fixed filters); rows join on cni, cni_mode and payload. Conditions the
+# paper does not fix for us (tuning, netem, distribution, placement) are not filtered: every measured condition is
+# its own row, labelled.
+COUNTERPARTS = {
+    ("000", "Table I"): ("cmp_dds_vs_host", "throughput_overhead_pct", "throughput_overhead_ci95_pct",
+                         {"dds_mode": "throughput", "reliability": "reliable", "transport": "unicast",
+                          "subscribers": 1, "security": "none"}),
+    ("000", "Table II"): ("cmp_dds_vs_host", "latency_p90_overhead_pct", "latency_p90_overhead_ci95_pct",
+                          {"dds_mode": "latency", "reliability": "reliable", "transport": "unicast",
+                           "subscribers": 1, "security": "none"}),
+}
+
+CONDITIONS = ("distribution", "netem_scenario", "tuning_profile", "placement", "rate")
+OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
+
+
+class PaperError(ValueError):
+    """An unknown paper id."""
+
+
+def paper_id(text: str) -> str:
+    """'0', '000', 'seed-000' -> '000'; PaperError naming the known ids otherwise."""
+    t = str(text).strip().lower().removeprefix("seed-").removeprefix("seed")
+    if t.isdigit() and f"{int(t):03d}" in PAPERS:
+        return f"{int(t):03d}"
+    raise PaperError(f"unknown paper {text!r}: one of {', '.join(PAPERS)} (the seed papers, see "
+                     "analytics/seeds/published_results.csv)")
+
+
+def ci_column(metric: str) -> str:
+    """The half-width column of a metric: throughput_mbps -> throughput_ci95_mbps (the marts' convention)."""
+    stem, _, unit = metric.rpartition("_")
+    return f"{stem}_ci95_{unit}"
+
+
+def _norm(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def parse_subject(text: str) -> dict[str, set[str]]:
+    """'cni=flannel;cni_mode=vxlan|fastdp' -> {'cni': {'flannel'}, 'cni_mode': {'vxlan', 'fastdp'}}."""
+    out: dict[str, set[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        col, sep, values = part.partition("=")
+        if not sep:
+            raise ValueError(f"subject part {part!r} is not column=value")
+        out[col.strip()] = {v.strip() for v in values.split("|")}
+    return out
+
+
+def _threshold(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _matches(row: dict, subject: dict[str, set[str]]) -> bool:
+    return all(_norm(row.get(col)) in values for col, values in subject.items())
+
+
+def compare(left: float, left_ci: float | None, right: float, right_ci: float | None, comparator: str,
+            tolerance_pct: float | None = None) -> str:
+    """One comparison of two means with their 95% half-widths: 'agrees', 'disagrees' or 'cannot tell'."""
+    if left is None or right is None or (isinstance(left, float) and math.isnan(left)):
+        return "cannot tell"
+    if left_ci is None or right_ci is None:
+        return "cannot tell"
+    if comparator in (">", "<"):
+        gap = (left - left_ci) - (right + right_ci), (right - right_ci) - (left + left_ci)
+        above, below = gap[0] > 0, gap[1] > 0  # left's interval entirely above / below right's
+        if comparator == ">":
+            return "agrees" if above else "disagrees" if below else "cannot tell"
+        return "agrees" if below else "disagrees" if above else "cannot tell"
+    if comparator == "~":
+        band = abs(right) * (tolerance_pct or 0) / 100
+        diff, half = left - right, left_ci + right_ci
+        if -band <= diff - half and diff + half <= band:
+            return "agrees"
+        if diff - half > band or diff + half < -band:
+            return "disagrees"
+        return "cannot tell"
+    raise ValueError(f"comparator {comparator!r} is not <, > or ~")
+
+
+def _side(rows: list[dict], metric: str, ci_col: str) -> dict:
+    """Mean of the rows' means and its half-width (root sum of squares / k; None if a row has none)."""
+    values = [r[metric] for r in rows if r.get(metric) is not None]
+    cis = [r.get(ci_col) for r in rows if r.get(metric) is not None]
+    k = len(values)
+    ci = (math.sqrt(sum(c * c for c in cis)) / k) if k and all(c is not None for c in cis) else None
+    return {"mean": sum(values) / k if k else None, "ci95": ci, "n_rows": k,
+            "n_runs": sum(int(r.get("n_runs") or 0) for r in rows if r.get(metric) is not None)}
+
+
+def _group_key(row: dict, columns: Iterable[str]) -> tuple:
+    return tuple(_norm(row.get(c)) for c in columns)
+
+
+def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
+    """Test one published_claims row on the mart rows of ONE substrate (already restricted to that substrate).
+    Returns {outcome, detail, n_comparisons, n_agree, n_disagree, n_cannot_tell, left, right}."""
+    base = {"n_comparisons": 0, "n_agree": 0, "n_disagree": 0, "n_cannot_tell": 0, "left": None, "right": None}
+    if not claim.get("testable"):
+        return {**base, "outcome": "not testable",
+                "detail": claim.get("note") or "edgebench cannot measure a side of this claim"}
+    mart, metric = claim["mart"], claim["metric"]
+    if mart not in GRAINS:
+        return {**base, "outcome": "cannot tell", "detail": f"claims on {mart} are not evaluated"}
+    left_subject = parse_subject(claim["left_subject"])
+    threshold = _threshold(claim["right_subject"])
+    right_subject = {} if threshold is not None else parse_subject(claim["right_subject"])
+    filters = json.loads(claim["filters"] or "{}")
+    columns = set(rows[0]) if rows else set()
+    named = set(left_subject) | set(right_subject)
+    if rows:
+        missing = sorted((named | set(filters) | {metric}) - columns)
+        if missing:
+            return {**base, "outcome": "cannot tell", "detail": f"{mart} has no column {', '.join(missing)}"}
+    ci_col = ci_column(metric)
+    if rows and ci_col not in columns:
+        return {**base, "outcome": "cannot tell", "detail": f"{mart} has no interval for {metric} ({ci_col})"}
+
+    def keep(r):
+        for col, want in filters.items():
+            wanted = {_norm(w) for w in (want if isinstance(want, list) else [want])}
+            if _norm(r.get(col)) not in wanted:
+                return False
+        return r.get(metric) is not None
+
+    rows = [r for r in rows if keep(r)]
+    freed = set(named) | {"substrate"}
+    for group in FREED_TOGETHER:
+        if named & group:
+            freed |= group
+    key_cols = [c for c in GRAINS[mart] if c not in freed]
+    groups: dict[tuple, tuple[list, list]] = {}
+    for r in rows:
+        is_left = _matches(r, left_subject)
+        is_right = not is_left and threshold is None and _matches(r, right_subject)
+        if is_left or is_right:
+            groups.setdefault(_group_key(r, key_cols), ([], []))[0 if is_left else 1].append(r)
+    n_left = sum(len(g[0]) for g in groups.values())
+    n_right = sum(len(g[1]) for g in groups.values())
+    both = [g for g in groups.values() if g[0] and (g[1] or threshold is not None)]
+    if not both:
+        what = (f"no measured row matches {claim['left_subject']}" if not n_left else
+                f"no measured row matches {claim['right_subject']}" if not n_right else
+                "the two sides were never measured under the same conditions")
+        return {**base, "outcome": "cannot tell", "detail": f"{what} ({n_left} left, {n_right} right rows "
+                                                            "after the claim's filters)"}
+    tol = claim.get("tolerance_pct")
+    if claim["scope"] == "overall":
+        left = _side([r for g in both for r in g[0]], metric, ci_col)
+        right = ({"mean": threshold, "ci95": 0.0, "n_rows": 0, "n_runs": 0} if threshold is not None
+                 else _side([r for g in both for r in g[1]], metric, ci_col))
+        outcome = compare(left["mean"], left["ci95"], right["mean"], right["ci95"], claim["comparator"], tol)
+        counts = {"agrees": "n_agree", "disagrees": "n_disagree", "cannot tell": "n_cannot_tell"}
+        result = {**base, "n_comparisons": 1, counts[outcome]: 1, "left": left, "right": right, "outcome": outcome}
+        result["detail"] = (f"means over {len(both)} group(s): {_fmt(left)} vs {_fmt(right)}"
+                            + ("" if outcome != "cannot tell" else
+                               ("; a side has fewer than 2 runs" if left["ci95"] is None or right["ci95"] is None
+                                else "; the intervals overlap")))
+        return result
+    tally = {"agrees": 0, "disagrees": 0, "cannot tell": 0}
+    for lefts, rights in both:
+        for lr in lefts:
+            for rr in (rights if threshold is None else [None]):
+                rv, rc = (threshold, 0.0) if rr is None else (rr[metric], rr.get(ci_col))
+                tally[compare(lr[metric], lr.get(ci_col), rv, rc, claim["comparator"], tol)] += 1
+    total = sum(tally.values())
+    outcome = "disagrees" if tally["disagrees"] else "agrees" if tally["agrees"] == total else "cannot tell"
+    left = _side([r for g in both for r in g[0]], metric, ci_col)
+    right = ({"mean": threshold, "ci95": 0.0, "n_rows": 0, "n_runs": 0} if threshold is not None
+             else _side([r for g in both for r in g[1]], metric, ci_col))
+    return {**base, "outcome": outcome, "n_comparisons": total, "n_agree": tally["agrees"],
+            "n_disagree": tally["disagrees"], "n_cannot_tell": tally["cannot tell"], "left": left, "right": right,
+            "detail": (f"{tally['agrees']} of {total} comparison(s) in {len(both)} group(s) agree, "
+                       f"{tally['disagrees']} disagree, {tally['cannot tell']} cannot tell (overlapping intervals "
+                       "or fewer than 2 runs)")}
+
+
+def _fmt(side: dict) -> str:
+    if side["mean"] is None:
+        return "-"
+    ci = f" ± {side['ci95']:.3g}" if side["ci95"] else ""
+    return f"{side['mean']:.4g}{ci}" + (f" (n={side['n_runs']})" if side["n_runs"] else "")
+
+
+def _table(fetch: Fetch, name: str) -> list[dict]:
+    return fetch(f"select * from {name}", [])  # name from GRAINS / COUNTERPARTS / the seeds, never user input
+
+
+def substrates(rows: list[dict]) -> list[str]:
+    return sorted({r["substrate"] for r in rows if r.get("substrate")})
+
+
+def claims_report(fetch: Fetch, paper: str) -> list[dict]:
+    """Every claim of the paper x every substrate its mart holds (one 'no measurements' row when none)."""
+    claims = fetch("select * from published_claims where paper = ? order by claim_id", [paper])
+    marts = {c["mart"]: _table(fetch, c["mart"]) for c in claims if c.get("testable") and c["mart"] in GRAINS}
+    out = []
+    for c in claims:
+        rows = marts.get(c["mart"], [])
+        subs = substrates(rows) if c.get("testable") else []
+        for sub in subs or [None]:
+            res = evaluate_claim(c, [r for r in rows if r.get("substrate") == sub])
+            if sub is None and c.get("testable") and c["mart"] in GRAINS:
+                res = {**res, "outcome": "cannot tell", "detail": f"nothing measured in {c['mart']} yet"}
+            out.append({"claim_id": c["claim_id"], "claim": c["claim"], "figure_ref": c.get("figure_ref"),
+                        "table_ref": c.get("table_ref"), "mart": c["mart"], "metric": c["metric"],
+                        "scope": c["scope"], "substrate": sub, **res})
+    return out
+
+
+def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
+    """(matched, published_only): each published number edgebench measures beside our value per substrate, and the
+    paper's other numbers with the reason they have no counterpart."""
+    published = fetch("select * from published_results where paper = ? order by table_ref nulls last, label, "
+                      "payload_bytes", [paper])
+    matched, only = [], []
+    mart_rows: dict[str, list[dict]] = {}
+    for p in published:
+        spec = COUNTERPARTS.get((p["paper"], p.get("table_ref") or ""))
+        if spec is None:
+            only.append({**_published(p), "reason": _why_unmatched(p)})
+            continue
+        mart, col, ci_col, fixed = spec
+        rows = mart_rows.setdefault(mart, _table(fetch, mart))
+        hits = [r for r in rows
+                if all(_norm(r.get(k)) == _norm(v) for k, v in fixed.items())
+                and (r.get("cni"), r.get("cni_mode")) == (p["cni"], p["cni_mode"])
+                and _norm(r.get("length_bytes")) == _norm(p["payload_bytes"])]
+        if not hits:
+            matched.append({**_published(p), "substrate": None, "ours": None, "ours_ci95": None, "n_runs": 0,
+                            "host_n_runs": 0, "verdict": None, "conditions": "not measured yet"})
+        for r in sorted(hits, key=lambda r: (r["substrate"], *(_norm(r.get(k)) for k in CONDITIONS))):
+            matched.append({**_published(p), "substrate": r["substrate"], "ours": r.get(col), "ours_ci95": r.get(ci_col),
+                            "n_runs": r.get("n_runs"), "host_n_runs": r.get("host_n_runs"), "verdict": r.get("verdict"),
+                            "conditions": " ".join(f"{k}={_norm(r.get(k))}" for k in CONDITIONS
+                                                   if r.get(k) is not None)})
+    return matched, only
+
+
+def _published(p: dict) -> dict:
+    return {k: p.get(k) for k in ("table_ref", "figure_ref", "label", "metric", "unit", "cni", "cni_mode",
+                                  "payload_bytes", "value", "qualifier", "normalization", "condition", "quote")}
+
+
+def _why_unmatched(p: dict) -> str:
+    if p.get("normalization") == "absolute":
+        return "an absolute value on the paper's hardware and network; only relative values carry over"
+    if not p.get("cni") or p.get("payload_bytes") is None:
+        return "a statement over several subjects or sizes; tested through the paper's claims where edgebench can"
+    return "relative to a baseline edgebench has no mart for (" + (p.get("baseline") or "?") + ")"
+
+
+def paper_report(fetch: Fetch, paper: str) -> dict:
+    """Everything the Papers page and `edgebench report --paper` show for one paper."""
+    paper = paper_id(paper)
+    numbers, only = numbers_report(fetch, paper)
+    claims = claims_report(fetch, paper)
+    subs = sorted({x["substrate"] for x in numbers + claims if x.get("substrate")})
+    tally = {o: sum(1 for c in claims if c["outcome"] == o) for o in OUTCOMES}
+    authors, title, about = PAPERS[paper]
+    return {"paper": paper, "authors": authors, "title": title, "about": about, "substrates": subs,
+            "substrate_notes": {s: SUBSTRATE_NOTES.get(s, s) for s in subs}, "numbers": numbers,
+            "published_only": only, "claims": claims, "claim_outcomes": tally}

@@ -1,0 +1,225 @@
+"""The seed papers beside our measurements (edgebench.results.papers, `edgebench report --paper`, the Papers page):
+the claim evaluator on hand-made mart rows with known outcomes, and the report on the fixture warehouse with
+expectations computed here from the per-run facts."""
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from edgebench.cli import app as cli_app
+from edgebench.results import papers
+
+# ---- pure parts ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("left, lci, right, rci, comp, expected", [
+    (10, 1, 5, 1, ">", "agrees"),         # [9, 11] above [4, 6]
+    (10, 1, 5, 1, "<", "disagrees"),
+    (10, 3, 5, 3, ">", "cannot tell"),    # [7, 13] overlaps [2, 8]
+    (5, 1, 10, 1, "<", "agrees"),
+    (5, None, 10, 1, "<", "cannot tell"),  # a side with one run: no interval
+    (100, 1, 102, 1, "~", "agrees"),      # tolerance 5 % of 102 = 5.1; difference -2 +- 2 inside
+    (100, 1, 120, 1, "~", "disagrees"),   # -20 +- 2 outside
+    (100, 5, 104, 1, "~", "cannot tell"),  # -4 +- 6 crosses the band's edge
+])
+def test_compare(left, lci, right, rci, comp, expected):
+    assert papers.compare(left, lci, right, rci, comp, tolerance_pct=5) == expected
+
+
+def test_subject_paper_id_and_ci_column():
+    assert papers.parse_subject("cni=flannel;cni_mode=vxlan|fastdp") == {"cni": {"flannel"},
+                                                                       "cni_mode": {"vxlan", "fastdp"}}
+    with pytest.raises(ValueError):
+        papers.parse_subject("cni")
+    assert [papers.paper_id(x) for x in ("0", "000", "seed-004", " 3 ")] == ["000", "000", "004", "003"]
+    with pytest.raises(papers.PaperError, match="000, 001, 002, 003, 004"):
+        papers.paper_id("5")
+    assert papers.ci_column("throughput_mbps") == "throughput_ci95_mbps"
+    assert papers.ci_column("latency_p90_overhead_pct") == "latency_p90_overhead_ci95_pct"
+
+
+def _dds(cni, mode, length, value, ci, n=3, **kw):
+    base = {"substrate": "local", "distribution": "none", "netem_scenario": "none", "tuning_profile": "default",
+            "dds_mode": "throughput", "length_bytes": length, "reliability": "reliable", "transport": "unicast",
+            "subscribers": 1, "security": "none", "rate": "inf", "placement": "cross-node", "cni": cni,
+            "cni_mode": mode, "datapath": f"dp-{mode}", "is_host_baseline": cni == "host", "n_runs": n,
+            "throughput_mbps": value, "throughput_ci95_mbps": ci}
+    return {**base, **kw}
+
+
+CLAIM = {"claim_id": "t-01", "mart": "cmp_dds_vs_host", "metric": "throughput_mbps", "testable": True,
+         "left_subject": "cni=flannel;cni_mode=host-gw", "comparator": ">", "right_subject": "cni=flannel;cni_mode=vxlan",
+         "filters": json.dumps({"dds_mode": "throughput", "length_bytes": [64, 1024]}), "scope": "each",
+         "tolerance_pct": None}
+
+
+def test_each_claim_pairs_within_groups_only():
+    rows = [_dds("flannel", "host-gw", 64, 90, 1), _dds("flannel", "vxlan", 64, 80, 1),
+            _dds("flannel", "host-gw", 1024, 95, 1), _dds("flannel", "vxlan", 1024, 92, 1),
+            # another placement is another group; a payload outside the filter is ignored
+            _dds("flannel", "vxlan", 64, 99, 1, placement="same-node"),
+            _dds("flannel", "host-gw", 4096, 10, 1), _dds("flannel", "vxlan", 4096, 99, 1)]
+    res = papers.evaluate_claim(CLAIM, rows)
+    assert (res["outcome"], res["n_comparisons"], res["n_agree"]) == ("agrees", 2, 2)
+    assert res["left"]["mean"] == pytest.approx(92.5) and res["left"]["n_runs"] == 6
+    assert res["right"]["mean"] == pytest.approx(86)
+    # one significant counterexample refutes an `each` claim
+    rows[3] = _dds("flannel", "vxlan", 1024, 99, 1)
+    assert papers.evaluate_claim(CLAIM, rows)["outcome"] == "disagrees"
+    # overlapping intervals: cannot tell
+    rows[3] = _dds("flannel", "vxlan", 1024, 95, 2)
+    res = papers.evaluate_claim(CLAIM, rows)
+    assert (res["outcome"], res["n_agree"], res["n_cannot_tell"]) == ("cannot tell", 1, 1)
+
+
+def test_overall_claim_and_threshold_and_freeing():
+    # length_bytes=16384 < length_bytes=64 on the overhead: each CNI with itself (cni stays in the group)
+    claim = {**CLAIM, "metric": "throughput_overhead_pct", "left_subject": "length_bytes=16384",
+             "comparator": "<", "right_subject": "length_bytes=64", "scope": "each",
+             "filters": json.dumps({"is_host_baseline": False})}
+    rows = [_dds(c, m, n, None, None, throughput_overhead_pct=v, throughput_overhead_ci95_pct=1)
+            for c, m, n, v in (("flannel", "vxlan", 64, 40), ("flannel", "vxlan", 16384, 3),
+                               ("weave", "fastdp", 64, 45), ("weave", "fastdp", 16384, 50),
+                               ("host", "host", 64, 0), ("host", "host", 16384, 0))]
+    res = papers.evaluate_claim(claim, rows)
+    assert (res["outcome"], res["n_comparisons"], res["n_agree"], res["n_disagree"]) == ("disagrees", 2, 1, 1)
+    # overall: the means over the groups where both sides exist; half-width sqrt(1 + 1) / 2
+    res = papers.evaluate_claim({**claim, "scope": "overall"}, rows)
+    assert res["left"]["mean"] == pytest.approx(26.5) and res["left"]["ci95"] == pytest.approx(math.sqrt(2) / 2)
+    assert res["right"]["mean"] == pytest.approx(42.5) and res["outcome"] == "agrees"
+    # a number on the right is a threshold in the metric's unit
+    res = papers.evaluate_claim({**claim, "right_subject": "60", "left_subject": "cni=weave"}, rows)
+    assert (res["outcome"], res["n_comparisons"]) == ("agrees", 2)
+
+
+def test_claims_that_cannot_be_told():
+    rows = [_dds("flannel", "vxlan", 64, 80, 1)]
+    res = papers.evaluate_claim(CLAIM, rows)
+    assert res["outcome"] == "cannot tell" and "no measured row matches cni=flannel;cni_mode=host-gw" in res["detail"]
+    res = papers.evaluate_claim({**CLAIM, "left_subject": "deployment=container"}, rows)
+    assert res["outcome"] == "cannot tell" and "no column deployment" in res["detail"]
+    no_ci = [{k: v for k, v in r.items() if k != "throughput_ci95_mbps"} for r in rows]
+    assert "no interval" in papers.evaluate_claim(CLAIM, no_ci)["detail"]
+    res = papers.evaluate_claim({**CLAIM, "testable": False, "note": "bare metal is not measured"}, rows)
+    assert (res["outcome"], res["detail"]) == ("not testable", "bare metal is not measured")
+
+
+# ---- on the fixture warehouse -------------------------------------------------------------------------------------
+
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447}
+
+
+def _welch_half_width(a: list[float], b: list[float]) -> float:
+    def var(xs):
+        m = sum(xs) / len(xs)
+        return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    sa, sb = var(a) / len(a), var(b) / len(b)
+    df = (sa + sb) ** 2 / (sa ** 2 / (len(a) - 1) + sb ** 2 / (len(b) - 1))
+    return T95[math.floor(df)] * math.sqrt(sa + sb)
+
+
+def _fetch(path):
+    def fetch(sql, params):
+        with duckdb.connect(str(path), read_only=True) as con:
+            cur = con.execute(sql, params)
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return fetch
+
+
+def _per_run(path, sql):
+    with duckdb.connect(str(path), read_only=True) as con:
+        return [r[0] for r in con.execute(sql).fetchall()]
+
+
+def test_dds_overhead_interval_from_the_runs(fixture_warehouse):
+    """cmp_dds_vs_host's new half-width and verdict, recomputed from the per-run values of fct_dds_*."""
+    sel = ("substrate = 'local' and length_bytes = 1024 and reliability = 'reliable' and transport = 'unicast' "
+           "and subscribers = 1 and security = 'none' and status = 'ok'")
+    host = _per_run(fixture_warehouse, f"select throughput_mbps from fct_dds_throughput where cni = 'host' and {sel}")
+    fl = _per_run(fixture_warehouse, f"select throughput_mbps from fct_dds_throughput where cni = 'flannel' and {sel}")
+    assert len(host) == len(fl) == 2
+    ((pct, ci, verdict, n, hn),) = duckdb.connect(str(fixture_warehouse), read_only=True).execute(
+        "select throughput_overhead_pct, throughput_overhead_ci95_pct, verdict, n_runs, host_n_runs "
+        "from cmp_dds_vs_host where cni = 'flannel' and dds_mode = 'throughput' and subscribers = 1").fetchall()
+    hm, fm = sum(host) / 2, sum(fl) / 2
+    expected_ci = _welch_half_width(fl, host) / hm * 100
+    assert (n, hn) == (2, 2)
+    assert pct == pytest.approx((hm - fm) / hm * 100) and ci == pytest.approx(expected_ci, rel=1e-6)
+    assert verdict == ("worse" if abs(fm - hm) / hm * 100 > expected_ci else "indistinguishable")
+    # host rows are the baseline
+    assert duckdb.connect(str(fixture_warehouse), read_only=True).execute(
+        "select distinct verdict from cmp_dds_vs_host where cni = 'host'").fetchall() == [("baseline",)]
+
+
+def test_paper_000_report_on_the_fixtures(fixture_warehouse):
+    rep = papers.paper_report(_fetch(fixture_warehouse), "0")
+    assert rep["paper"] == "000" and rep["substrates"] == ["local"]
+    assert "not the paper's hardware" in rep["substrate_notes"]["local"]
+    # Tables I and II: 20 numbers each; the fixture measured flannel vxlan at 1024 B (throughput) and 64/1024 B
+    # (latency); every other published cell is listed as not measured
+    measured = [r for r in rep["numbers"] if r["ours"] is not None]
+    assert sorted((r["table_ref"], r["payload_bytes"]) for r in measured) == [
+        ("Table I", 1024), ("Table II", 64), ("Table II", 1024)]
+    assert len(rep["numbers"]) == 40 and all(r["cni"] == "flannel" and r["cni_mode"] == "vxlan" for r in measured)
+    lat = next(r for r in measured if r["table_ref"] == "Table II" and r["payload_bytes"] == 64)
+    with duckdb.connect(str(fixture_warehouse), read_only=True) as con:
+        ((want, want_ci),) = con.execute(
+            "select latency_p90_overhead_pct, latency_p90_overhead_ci95_pct from cmp_dds_vs_host where cni = 'flannel' "
+            "and dds_mode = 'latency' and length_bytes = 64 and reliability = 'reliable' and security = 'none'"
+        ).fetchall()
+    # Table II prints 39.3 for Flannel-VXLAN at 64 B
+    assert (lat["ours"], lat["ours_ci95"], lat["value"]) == (pytest.approx(want), pytest.approx(want_ci), 39.3)
+    assert lat["unit"] == "%" and "tuning_profile=default_settings" in lat["conditions"]
+    # the paper's other numbers are listed with a reason, never dropped
+    assert rep["published_only"] and all(r["reason"] for r in rep["published_only"])
+    # every claim of the paper appears; the untestable ones as such, with the seed's note
+    ids = {c["claim_id"] for c in rep["claims"]}
+    assert ids == {f"000-{i:02d}" for i in range(1, 25)}
+    outcomes = {c["claim_id"]: c for c in rep["claims"]}
+    assert outcomes["000-12"]["outcome"] == "not testable" and outcomes["000-12"]["detail"]
+    assert outcomes["000-09"]["outcome"] == "cannot tell"  # no host-gw in the fixtures
+    # 000-10 (best-effort < reliable, overall): the sides' means are the means of the mart rows behind them
+    c10 = outcomes["000-10"]
+    with duckdb.connect(str(fixture_warehouse), read_only=True) as con:
+        be, rel = (con.execute(
+            "select avg(latency_p90_us) from cmp_dds_vs_host where dds_mode = 'latency' and length_bytes = 64 "
+            "and security = 'none' and cni in ('host', 'flannel') and reliability = ?", [r]).fetchone()[0]
+            for r in ("best-effort", "reliable"))
+    assert c10["left"]["mean"] == pytest.approx(be) and c10["right"]["mean"] == pytest.approx(rel)
+    assert c10["outcome"] in ("agrees", "disagrees", "cannot tell")
+    assert sum(rep["claim_outcomes"].values()) == len(rep["claims"])
+
+
+def test_paper_report_before_anything_was_measured(fixture_warehouse):
+    """Only the seeds are in the warehouse: every number 'not measured yet', every testable claim says so."""
+    full = _fetch(fixture_warehouse)
+
+    def seeds_only(sql, params):
+        return full(sql, params) if "published_" in sql else []
+
+    rep = papers.paper_report(seeds_only, "003")
+    assert rep["substrates"] == [] and rep["numbers"] == [] and len(rep["published_only"]) > 0
+    assert {c["substrate"] for c in rep["claims"]} == {None}
+    assert all(c["detail"] == "nothing measured in cmp_tuning_vs_host yet" for c in rep["claims"]
+               if c["outcome"] != "not testable")
+
+
+def test_report_paper_cli(fixture_warehouse):
+    runner = CliRunner()
+    res = runner.invoke(cli_app, ["report", "--paper", "000", "--warehouse", str(fixture_warehouse)])
+    assert res.exit_code == 0, res.output
+    for text in ("seed 000", "Kang et al.", "Published numbers beside ours", "Claims", "000-24", "not testable",
+                 "substrate local"):
+        assert text in res.output
+    res = runner.invoke(cli_app, ["report", "--paper", "000", "--json", "--warehouse", str(fixture_warehouse)])
+    rep = json.loads(res.output)
+    assert rep["paper"] == "000" and len(rep["claims"]) == 24
+    for argv, msg in ((["--paper", "9"], "unknown paper '9'"),
+                      (["--paper", "000", "--cni", "calico"], "cannot be combined with --paper")):
+        res = runner.invoke(cli_app, ["report", *argv, "--warehouse", str(fixture_warehouse)])
+        assert res.exit_code == 2 and msg in res.output
