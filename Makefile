@@ -15,7 +15,7 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
-                 wireguard-tools openssl curl ca-certificates python3-venv
+                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm
 FORTIO_VERSION := v1.66.5
 KUBECTL_VERSION := v1.32.4
 KUSTOMIZE_VERSION := v5.5.0

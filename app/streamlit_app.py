@@ -21,6 +21,7 @@ st.navigation([
     st.Page("app_pages/resources.py", title="Resources", icon=":material/memory:", url_path="resources"),
     st.Page("app_pages/intercluster.py", title="Inter-cluster tools", icon=":material/hub:",
             url_path="intercluster"),
+    st.Page("app_pages/distributions.py", title="Distributions", icon=":material/stacks:", url_path="distributions"),
     st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
     st.Page("app_pages/papers.py", title="Papers", icon=":material/menu_book:", url_path="papers"),
 ]).run()

@@ -16,3 +16,4 @@ from .papers import *  # noqa: F401,F403
 from .regressions import *  # noqa: F401,F403
 from .resources import *  # noqa: F401,F403
 from .tuning import *  # noqa: F401,F403
+from .distributions import *  # noqa: F401,F403

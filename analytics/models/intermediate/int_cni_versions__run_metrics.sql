@@ -29,6 +29,7 @@ with runs as (
     from {{ ref('int_runs__deduplicated') }}
     where status = 'ok' and is_valid          -- invalid runs stay out of every comparison
       and cni <> 'host'                       -- the host network has no CNI version
+      and coalesce(service_proxy, 'default') = 'default'           -- testbed cells per service proxy are compared in cmp_service_proxies
       and cni_version_effective is not null   -- manifests without a version are not part of a card
 
 ),

@@ -9,6 +9,7 @@ with runs as (
     inner join {{ ref('int_http__run_stats') }} as stats using (run_id)
     where runs.workload = 'http' and runs.status = 'ok' and runs.is_valid  -- invalid runs stay out of comparisons
       and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
+      and coalesce(runs.service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
       and stats.response_p90_ms is not null
 
 )

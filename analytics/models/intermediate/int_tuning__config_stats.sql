@@ -7,6 +7,7 @@ with runs as (
     select * from {{ ref('int_runs__deduplicated') }}
     where status = 'ok' and is_valid and workload in ('iperf3', 'dds')
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
+      and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
 
 )
 

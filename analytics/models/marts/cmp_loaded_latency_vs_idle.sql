@@ -14,6 +14,7 @@ with runs as (
     join {{ ref('stg_edgebench__loaded_latency') }} as probe using (raw_key)
     where runs.status = 'ok' and runs.is_valid
       and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
+      and coalesce(runs.service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
 
 ),
 

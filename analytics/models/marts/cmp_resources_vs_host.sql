@@ -32,6 +32,7 @@ with per_run as (
     from {{ ref('fct_resource_usage') }}
     where status = 'ok' and is_valid
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
+      and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
     group by all
 
 )

@@ -1,6 +1,8 @@
 -- One row per iperf3 run, every status: failed and unsupported runs stay visible (metrics null, reason in error).
 select
     {{ run_attribute_columns() }},
+    service_proxy,
+    service_proxy_mode,
     protocol,
     path,
     placement,

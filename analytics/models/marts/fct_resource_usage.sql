@@ -42,6 +42,8 @@ select
     runs.netem_scenario,
     runs.tuning_profile,
     runs.intercluster,
+    runs.service_proxy,
+    runs.service_proxy_mode,
     coalesce(runs.tuning_mtu, runs.mtu)               as tuning_mtu,
     runs.workload,
     runs.protocol,

@@ -2,6 +2,8 @@
 -- portal's overview, link-condition and validity views read (they never read intermediates).
 select
     {{ run_attribute_columns() }},
+    service_proxy,
+    service_proxy_mode,
     workload,
     protocol,
     path,

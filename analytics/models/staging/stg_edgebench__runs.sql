@@ -78,6 +78,12 @@ renamed as (
         manifest->'intercluster_detail'->>'cable_driver'           as intercluster_cable_driver,
         case when json_type(manifest->'intercluster_detail') = 'OBJECT'
              then manifest->'intercluster_detail' end              as intercluster_detail,
+        -- service proxy (docs/results-layout.md): the cell's `service-proxy` entry ('default' for manifests written
+        -- before the dimension existed) and the mode that implemented ClusterIPs. Older manifests: the testbed always
+        -- used its plain nftables DNAT rule ('dnat'); on clusters the mode was not recorded (null).
+        coalesce(manifest->>'service_proxy', 'default')            as service_proxy,
+        coalesce(manifest->>'service_proxy_mode',
+                 case when manifest->>'substrate' = 'local' then 'dnat' end) as service_proxy_mode,
         -- CNI version (issue 14): what a cluster reported installed (environment.cni_version), else what a triggered
         -- rerun was asked to measure (environment.cni_version_requested, else trigger.new; the local testbed runs no CNI
         -- software, so it never has an installed version). A requested version counts only for the CNI the trigger

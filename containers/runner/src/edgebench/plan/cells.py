@@ -30,15 +30,18 @@ class Cell:
     tuning_profile: str = "default_settings"
     netem_scenario: str = "none"
     intercluster: str = "none"  # the inter-cluster tool entry (tool:mode); none = both ends in one cluster
+    service_proxy: str = "default"  # the `service-proxy` entry (catalog/service_proxies.yaml); default = the substrate's
 
     @property
     def env(self) -> dict[str, str]:
-        """The cell's identity. The baseline `intercluster: none` is left out, so that cells and keys stored before
-        the dimension existed keep their ids."""
+        """The cell's identity. The baselines `intercluster: none` and `service_proxy: default` are left out, so that
+        cells and keys stored before those dimensions existed keep their ids."""
         d = asdict(self)
         d.pop("sweep_id")
         if d["intercluster"] == "none":
             d.pop("intercluster")
+        if d["service_proxy"] == "default":
+            d.pop("service_proxy")
         return d
 
     @property
@@ -59,13 +62,22 @@ class Cell:
             parts.append(f"tuning={self.tuning_profile}")
         if self.netem_scenario != "none":
             parts.append(f"netem={self.netem_scenario}")
+        if self.service_proxy != "default":
+            parts.append(f"proxy={self.service_proxy}")
         return " ".join(parts)
+
+    @property
+    def service_proxy_mode(self) -> str | None:
+        """The service proxy this cell runs or models (catalog.service_proxy_mode): dnat, iptables, nftables, ipvs,
+        none; None on a cluster whose distribution's default is not in the catalog."""
+        return catalog.service_proxy_mode(self.substrate, self.distribution, self.cni, self.cni_mode, self.service_proxy)
 
     @property
     def intercluster_info(self) -> catalog.InterclusterTool:
         return catalog.resolve_intercluster(self.intercluster)
 
     def to_json(self) -> dict[str, Any]:
+        # service_proxy is in env when it is not the default (so a default cell's JSON is what it always was)
         return {"cell_id": self.cell_id, "sweep_id": self.sweep_id, **self.env, "intercluster": self.intercluster}
 
 
@@ -139,7 +151,8 @@ def from_json(doc: dict[str, Any] | str) -> tuple["Sweep", Cell]:
     params = {**doc["parameters"], "cnis": json.dumps([f"{doc['cni']}:{doc['cni_mode']}"]),
               "tuning": json.dumps([doc.get("tuning_profile", "default_settings")]),
               "netem": json.dumps([doc.get("netem_scenario", "none")]),
-              "intercluster": json.dumps([doc.get("intercluster", "none")])}
+              "intercluster": json.dumps([doc.get("intercluster", "none")]),
+              "service-proxy": json.dumps([doc.get("service_proxy", "default")])}
     sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
     cell = expand(sweep)[0]
     if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
@@ -151,8 +164,9 @@ def expand(sweep: "Sweep") -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]
     return [
-        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario, tool.key)
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario, tool.key, proxy)
         for tool in v["intercluster"] for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
+        for proxy in v["service-proxy"]
     ]
 
 

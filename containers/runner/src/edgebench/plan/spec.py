@@ -91,6 +91,10 @@ def _netem_custom(name: str, value: str) -> dict[str, dict]:
     return data
 
 
+def _service_proxy(name: str, value: str) -> list[str]:
+    return subset(catalog.SERVICE_PROXY_ENTRIES)(name, value)
+
+
 def _netem(name: str, value: str) -> list[str]:
     return json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
 
@@ -187,6 +191,11 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "inter-cluster tools (a cell dimension): none (both ends in one cluster, the baseline), submariner"
           "[:libreswan|wireguard|vxlan] (the cable driver), skupper, clusterlink; a tool cell builds two clusters "
           "and runs the client in cluster 2 against the server's service exported from cluster 1"),
+    Param("service-proxy", _service_proxy, json_default(["default"]),
+          "service proxies (a cell dimension, local testbed only): default (the testbed's plain nftables DNAT rule; on "
+          "clusters whatever the distribution and CNI run, recorded as service_proxy_mode), iptables, nftables, ipvs "
+          "(kube-proxy's modes, built as that mode's kernel state in every node), none (the CNI replaces kube-proxy; "
+          "pod-to-service runs unsupported on the testbed); catalog/service_proxies.yaml"),
     Param("sweep-id", _sweep_id, "",
           "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally "
           "(a triggered rerun: <substrate>-<cni>-<new version>-<hash>, the same for every delivery of the trigger)"),
@@ -202,7 +211,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger"})
+NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger", "service-proxy"})
 
 
 @dataclass(frozen=True)
@@ -341,6 +350,13 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
         raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
                         f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
+    if values["substrate"] != "local" and values["service-proxy"] != ["default"]:
+        raise SpecError(f"{source}: service-proxy chooses a kube-proxy mode on the local testbed only; on "
+                        f"{values['substrate']} the distribution and the CNI mode decide it (every manifest records it "
+                        f"as service_proxy_mode); leave it [\"default\"]; got {raw['service-proxy']}")
+    if values["service-proxy"] != ["default"] and [t.key for t in values["intercluster"]] != ["none"]:
+        raise SpecError(f"{source}: service-proxy modes are modelled in one-cluster cells only (an inter-cluster tool "
+                        "exports services with its own rules); run them in a sweep with intercluster [\"none\"]")
     if values["substrate"] != "local":
         for tool in values["intercluster"]:
             reason = tool.unsupported_distribution(values["distribution"])

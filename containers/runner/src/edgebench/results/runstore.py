@@ -56,6 +56,11 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "intercluster_mode": tool.mode,
         "intercluster_implementation": (detail or {}).get("implementation", tool.implementation),
         "intercluster_detail": detail,
+        # the service proxy: the cell's `service-proxy` entry and the mode that implements ClusterIPs (testbed: the
+        # one it built; clusters: the distribution's kube-proxy mode, or none where the CNI replaces kube-proxy)
+        "service_proxy": cell.service_proxy,
+        "service_proxy_mode": cell.service_proxy_mode,
+        "service_proxy_readback": ((conditions or {}).get("service_proxy") or {}).get("readback") or None,
         "workload": run.workload,
         "protocol": run.protocol,
         "path": run.path,

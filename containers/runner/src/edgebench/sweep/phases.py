@@ -96,7 +96,8 @@ def install_cni(ctx: CellContext) -> None:
         problem = readback.get("invalid_reason")  # e.g. "CNI version not in force: calico v3.31.8 was requested, ..."
         ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
                          cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
-                         distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem)
+                         distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem,
+                         service_proxy=readback.get("service_proxy"))  # the testbed's proxy mode and its readback
         if problem:
             ctx.state.update(is_valid=False, invalid_reason=problem)
             ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
@@ -247,7 +248,8 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
         if problem:
             valid, reason = False, f"link condition not in force: {problem}"
     return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
-            "invalid_reason": reason, "intercluster": ctx.state.get("intercluster")}
+            "invalid_reason": reason, "intercluster": ctx.state.get("intercluster"),
+            "service_proxy": ctx.state.get("service_proxy")}
 
 
 def run_workload(ctx: CellContext, name: str) -> None:

@@ -183,3 +183,35 @@ def resolve_intercluster(entry: str) -> InterclusterTool:
     return InterclusterTool(tool=name, mode=mode, version=info.get("version"), layer=int(m["layer"]),
                             encryption=str(m["encryption"]), protocols=tuple(m["protocols"]),
                             local=dict(m.get("local") or {}), info=dict(m))
+
+
+# ---- service proxies (service_proxies.yaml) ----------------------------------------------------------------------
+SERVICE_PROXY_ENTRIES = ("default", "iptables", "nftables", "ipvs", "none")  # the `service-proxy` parameter's values
+
+
+def service_proxies() -> dict[str, Any]:
+    """{"modes": {mode: {...}}, "distributions": {distribution: {"default": mode, ...}}}."""
+    return _load("service_proxies.yaml")
+
+
+def replaces_kube_proxy(cni: str, mode: str, distribution: str | None = None) -> bool:
+    """Whether the CNI mode replaces kube-proxy with its own service load balancer (cni_installs.yaml
+    kube_proxy_replacement; MicroK8s keeps kube-proxy whatever the CNI, as substrates/clusters/cni.py renders it)."""
+    info = _load("cni_installs.yaml")["cnis"].get(cni) or {}
+    minfo = (info.get("modes") or {}).get(mode) or {}
+    if distribution == "microk8s":
+        return False
+    return bool(minfo.get("kube_proxy_replacement", info.get("kube_proxy_replacement", False)))
+
+
+def service_proxy_mode(substrate: str, distribution: str, cni: str, mode: str, entry: str = "default") -> str | None:
+    """The service proxy a cell runs (service_proxies.yaml modes): on the local testbed the `service-proxy` entry it
+    builds (`default` = dnat, edgebench's plain DNAT rule); on clusters what the distribution and CNI mode run
+    (`none` where the mode replaces kube-proxy, else the distribution's default kube-proxy mode; None if unknown)."""
+    if substrate == "local":
+        return "dnat" if entry == "default" else entry
+    if entry != "default":
+        return entry
+    if replaces_kube_proxy(cni, mode, distribution):
+        return "none"
+    return (service_proxies()["distributions"].get(distribution) or {}).get("default")

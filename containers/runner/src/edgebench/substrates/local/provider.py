@@ -23,7 +23,11 @@ class LocalProvider(Provider):
         if getattr(cell, "intercluster", "none") != "none":  # two clusters of two nodes: gateway + worker each
             self.testbed = Testbed(self.testbed.prefix, nodes=4, runner=self.testbed._run, clusters=2)
         self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
+        # the service proxy the cell models (dnat = the testbed's plain rule); built by install_cni
+        self.service_proxy = cell.service_proxy_mode if cell is not None and hasattr(cell, "service_proxy") else "dnat"
         self._netem_on = False
+        if self.service_proxy != "dnat":  # later phase processes (Argo) rebuild the provider from the cell
+            self.testbed.service_proxy, self.testbed._cni_key = self.service_proxy, f"{cell.cni}:{cell.cni_mode}"
         self._tool = cell.intercluster_info if getattr(cell, "intercluster", "none") != "none" else None
         self._joiner = None
 
@@ -34,9 +38,20 @@ class LocalProvider(Provider):
         self.testbed.provision(tuning.lan_mtu_for(self.tuning_profile))
 
     def install_cni(self, cm: CniMode) -> dict:
+        """The mode's datapath, then the cell's service proxy (what kube-proxy's mode, or none, puts in every node).
+        A service proxy the kernel lacks is Unsupported before anything is built."""
         from edgebench.plan import tuning
+        from edgebench.substrates.local import service_proxy
 
-        return self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
+        if self.service_proxy != "dnat":
+            service_proxy.check(self.testbed, self.service_proxy, cm)
+        state = self.testbed.install_cni(cm, tuning.mtu_for(self.tuning_profile, 1500 - cm.mtu))
+        try:
+            state["service_proxy"] = self.testbed.install_service_proxy(self.service_proxy, cm)
+        except BaseException:
+            self.testbed.down()
+            raise
+        return state
 
     def _join(self, tool):
         from edgebench.plan import tuning

@@ -9,7 +9,8 @@ each cluster is its gateway (head node), the others its workers; the CNI connect
 cluster c has the service CIDR 10.(95+c).0.0/16, and substrates/local/intercluster.py joins the clusters.
 
 Inter-node pod traffic crosses the LAN the way the mode's datapath carries it (routes, VXLAN, Geneve, IPIP,
-WireGuard, IPsec). ClusterIP services are nftables DNAT rules in every node, as kube-proxy's iptables rules.
+WireGuard, IPsec). ClusterIP services are nftables DNAT rules in every node (the default), or the kernel state of
+kube-proxy's iptables, nftables or IPVS mode (service_proxy.py, the `service-proxy` cell dimension).
 Every name carries the prefix; `down` deletes every namespace with it (and kills what runs inside), so it also
 cleans up after a killed run. A datapath this kernel cannot build raises Unsupported with the kernel's reason.
 """
@@ -69,6 +70,7 @@ class Testbed(Datapath):
         self.nodes = nodes
         self.clusters = clusters
         self._run = runner
+        self.service_proxy = "dnat"  # how ClusterIP services are built (service_proxy.py); set by install_service_proxy
 
     # clusters ------------------------------------------------------------------------------------
     def cluster_of(self, i: int) -> int:
@@ -265,9 +267,23 @@ class Testbed(Datapath):
         info = json.loads(self._run(["ip", "-n", ep.ns, "-j", "link", "show", "dev", dev]))
         return int(info[0]["mtu"])
 
+    def install_service_proxy(self, mode: str, cm: CniMode) -> dict:
+        """Build the service proxy `mode` (service_proxy.py) in every node; {"mode", "readback"}. Unsupported (nothing
+        built) where the kernel or a tool lacks it. `dnat` is the plain rule every testbed has (nothing to add)."""
+        from edgebench.substrates.local import service_proxy
+
+        obj = service_proxy.install(self, mode, cm) if mode != "dnat" else {"mode": "dnat", "readback": ""}
+        self.service_proxy, self._cni_key = mode, cm.key
+        return obj
+
     def add_service(self, cluster_ip: str, port: int, backend: Endpoint, cluster: int | None = None) -> None:
         """ClusterIP -> backend for TCP and UDP, in every node of `cluster` (default: all; prerouting for pods,
-        output for host pods)."""
+        output for host pods), in the shape of the testbed's service proxy (plain nftables DNAT by default)."""
+        if self.service_proxy != "dnat":
+            from edgebench.substrates.local import service_proxy
+
+            return service_proxy.add_service(self, self.service_proxy, cluster_ip, port, [backend],
+                                             getattr(self, "_cni_key", ""), cluster)
         for i in (self.cluster_nodes(cluster) if cluster else range(1, self.nodes + 1)):
             ns = self.node_ns(i)
             for proto in ("tcp", "udp"):
@@ -279,3 +295,7 @@ class Testbed(Datapath):
         for i in range(1, self.nodes + 1):
             for chain in ("prerouting", "output"):
                 self._ns(self.node_ns(i), "nft", "flush", "chain", "ip", SVC_TABLE, chain)
+        if self.service_proxy not in ("dnat", "none"):
+            from edgebench.substrates.local import service_proxy
+
+            service_proxy.flush(self, self.service_proxy)

@@ -1,0 +1,81 @@
+-- Seed 004 on real clusters: Kubernetes distributions against each other for the same CNI mode and conditions.
+-- Long format, one row per (configuration, metric, distribution, reference distribution): every distribution is
+-- compared with every other one measured with the same substrate, CNI mode, netem, tuning, workload, protocol, path,
+-- placement and length (the portal picks the reference). Metrics (status = 'ok' AND is_valid runs, one cluster):
+--   throughput_mbps and latency_us (iperf3 TCP mean RTT) from the iperf3 runs; cpu_pct / rss_mb of each resource
+--   component (cni, system, workload) idle (before the workload) and during the run (sum over the component's
+--   processes per run, fct_resource_usage).
+--   diff = distribution - reference, diff_ci95 = Welch's 95% interval of the difference, verdict better / worse /
+--   indistinguishable (higher is better for throughput only), 'n < 2' without an interval, 'reference' on the
+--   reference's own row. Local (testbed) runs carry distribution 'none' and are left out: the testbed models no
+--   distribution (its part of one, the service proxy, is compared in cmp_service_proxies).
+{%- set keys = ['substrate', 'netem_scenario', 'tuning_profile', 'cni', 'cni_mode', 'workload', 'protocol', 'path',
+                'placement', 'length_bytes', 'metric', 'component', 'phase'] %}
+with iperf3 as (
+
+    select * from {{ ref('int_runs__deduplicated') }}
+    where workload = 'iperf3' and status = 'ok' and is_valid and intercluster = 'none'
+      and substrate <> 'local'
+
+),
+
+samples as (
+
+    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_id,
+           'throughput_mbps' as metric, 'iperf3' as component, 'run' as phase, throughput_mbps as value
+    from iperf3
+    union all
+    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_id,
+           'latency_us', 'iperf3', 'run', mean_rtt_us
+    from iperf3 where mean_rtt_us is not null
+    union all
+    select distribution, {{ keys[:-3] | join(', ') }}, any_value(datapath), any_value(service_proxy_mode), run_id,
+           metric, component, phase, sum(value)
+    from (
+        select *, unnest(['cpu_pct', 'cpu_pct', 'rss_mb', 'rss_mb'])     as metric,
+                  unnest(['idle', 'run', 'idle', 'run'])                 as phase,
+                  unnest([cpu_idle_pct, cpu_run_pct, rss_idle_mb, rss_run_mb]) as value
+        from {{ ref('fct_resource_usage') }}
+        where status = 'ok' and is_valid and intercluster = 'none' and substrate <> 'local'
+    )
+    where value is not null
+    group by all
+
+),
+
+stats as (
+
+    select
+        {{ keys | join(', ') }},
+        distribution,
+        string_agg(distinct datapath, ', ')                  as datapath,
+        string_agg(distinct service_proxy_mode, ', ')        as service_proxy_mode,
+        count(*)                                             as n_runs,
+        avg(value)                                           as mean,
+        stddev_samp(value)                                   as stddev,
+        {{ t_critical_95('count(*) - 1') }} * stddev_samp(value) / sqrt(count(*)) as ci95
+    from samples
+    group by all
+
+)
+
+select
+    stats.*,
+    stats.metric = 'throughput_mbps'                         as is_higher_better,
+    reference.distribution                                   as reference_distribution,
+    reference.n_runs                                         as reference_n_runs,
+    reference.mean                                           as reference_mean,
+    reference.ci95                                           as reference_ci95,
+    stats.mean - reference.mean                              as diff,
+    {{ welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev') }} as diff_ci95,
+    case when reference.mean <> 0 then (stats.mean - reference.mean) / abs(reference.mean) * 100 end as diff_pct,
+    case
+        when stats.distribution = reference.distribution then 'reference'
+        else {{ welch_verdict('stats.mean - reference.mean',
+                              welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev'),
+                              'stats.n_runs', 'reference.n_runs', 'greatest(abs(stats.mean), abs(reference.mean))',
+                              "stats.metric = 'throughput_mbps'") }}
+    end                                                      as verdict
+from stats
+inner join stats as reference
+    on  {% for c in keys %}{{ '\n    and ' if not loop.first }}stats.{{ c }} is not distinct from reference.{{ c }}{% endfor %}

@@ -1,0 +1,107 @@
+"""The portal's Distributions page: data/distributions.py directly, and the page through AppTest, on the service
+proxy / distribution fixture of test_warehouse_distributions (with clusters, and testbed runs only)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import data
+import fixture_manifests as fx
+from test_warehouse_distributions import manifests, resources
+
+APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+PAGE = "app_pages/distributions.py"
+
+
+def _build(tmp_path_factory, name, ms):
+    from edgebench.results import warehouse
+
+    root = tmp_path_factory.mktemp(f"raw-{name}")
+    for m in ms:
+        d = root / fx.key(m).rsplit("/", 1)[0]
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps(m))
+        if m["raw_files"]:
+            (d / "resources.json").write_text(json.dumps(resources(m)))
+    path = tmp_path_factory.mktemp(f"wh-{name}") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    return _build(tmp_path_factory, "dist-both", manifests())
+
+
+@pytest.fixture(scope="module")
+def testbed_only(tmp_path_factory):
+    return _build(tmp_path_factory, "dist-local", [m for m in manifests() if m["substrate"] == "local"])
+
+
+def page(path, monkeypatch):
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def frame(at, column):
+    return next((d.value for d in at.dataframe if column in d.value.columns), None)
+
+
+def test_queries(both):
+    con = data.connect(both)
+    try:
+        assert data.distribution_substrates(con) == ["ssh"]
+        assert data.distribution_references(con, "ssh", cni="flannel") == ["k0s", "k3s"]
+        df = data.distribution_comparison(con, "ssh", "k3s", cni="flannel", cni_mode="vxlan", protocol="tcp")
+        assert df["distribution"].tolist()[0] == "k3s" and df["what"].tolist()[0] == "throughput (Mbit/s)"
+        k0s = df[(df["distribution"] == "k0s") & (df["metric"] == "throughput_mbps")].iloc[0]
+        assert (k0s["n_runs"], k0s["verdict"]) == (3, "worse")
+        proxies = data.proxy_comparison(con, "local", cni="flannel")
+        assert proxies["service_proxy_mode"].tolist() == ["iptables", "dnat", "nftables"]
+        assert proxies["verdict"].tolist() == ["reference", "indistinguishable", "better"]
+        assert data.proxy_unsupported(con, "local")["service_proxy_mode"].tolist() == ["ipvs"]
+    finally:
+        con.close()
+    table = data.default_proxies()
+    assert set(table["distribution"]) == {"k3s", "k0s", "microk8s", "kubeadm", "kind"}
+    assert data.proxy_stands_for("iptables").startswith("k3s, k0s")
+
+
+def test_page_with_clusters_compares_distributions_and_proxies(both, monkeypatch):
+    at = page(both, monkeypatch)
+    dist = frame(at, "reference_mean")
+    assert set(dist["distribution"]) == {"k3s", "k0s"} and {"n_runs", "ci95", "diff_ci95", "verdict"} <= set(dist)
+    assert {"reference", "better"} <= set(dist["verdict"])  # k0s is the reference (no kubeadm): k3s faster
+    proxies = frame(at, "reference_throughput_mbps")
+    assert proxies["service_proxy_mode"].tolist() == ["iptables", "dnat", "nftables"]
+    assert {"n_runs", "throughput_ci95_mbps", "diff_ci95_mbps", "verdict"} <= set(proxies)
+    assert any(data.LOCAL_BANNER in w.value for w in at.warning)  # the testbed part says what it measures
+    assert any("only part of a distribution the testbed models" in m.value for m in at.markdown)
+    assert "kernel has no IPVS" in frame(at, "error")["error"].iloc[0]
+    assert len(at.get("vega_lite_chart")) == 2  # two distributions, three proxy modes: charts, not single bars
+
+
+def test_page_without_clusters_says_so_and_shows_the_testbed_part(testbed_only, monkeypatch):
+    at = page(testbed_only, monkeypatch)
+    assert any("no real-cluster runs" in i.value for i in at.info)
+    assert frame(at, "reference_mean") is None
+    assert frame(at, "default proxy") is not None
+    assert frame(at, "reference_throughput_mbps")["verdict"].tolist() == ["reference", "indistinguishable", "better"]
+
+
+def test_one_proxy_mode_is_a_table_not_a_chart(testbed_only, monkeypatch):
+    at = page(testbed_only, monkeypatch)
+    at.selectbox(key="proxy_cni").set_value("flannel").run()
+    assert len(at.get("vega_lite_chart")) == 1
+    con = data.connect(testbed_only)
+    try:  # a selection holding one mode only
+        one = data.proxy_comparison(con, "local", cni="flannel", protocol="udp")
+    finally:
+        con.close()
+    assert one.empty

@@ -1,0 +1,139 @@
+"""cmp_service_proxies and cmp_distributions on a small synthetic raw tree (FIXTURE DATA, not measurements):
+testbed pod-to-service cells per service proxy, and k3s / k0s clusters with the same CNI mode and resource samples.
+Expected values are computed here from the fixture, independently of the models."""
+from __future__ import annotations
+
+import json
+import statistics as st
+
+import duckdb
+import pytest
+
+import fixture_manifests as fx
+
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
+
+# testbed: flannel:vxlan pod-to-service per proxy mode (service-proxy entry, in-force mode, throughputs)
+PROXY_RUNS = {
+    ("default", "dnat"): [2050.0, 2100.0, 2000.0],
+    ("iptables", "iptables"): [2000.0, 2010.0, 1990.0],
+    ("nftables", "nftables"): [2100.0, 2110.0, 2090.0],
+}
+IPVS_REASON = ("unsupported: service proxy ipvs: kernel has no IPVS (ip_vs module: `modprobe ip_vs`: modprobe: FATAL: "
+               "Module ip_vs not found; /proc/net/ip_vs is absent)")
+# clusters: k3s and k0s with flannel:vxlan, pod-to-pod iperf3 TCP; (throughput, rtt) per run, cni component CPU
+DIST_RUNS = {
+    "k3s": {"tput": [900.0, 910.0, 890.0], "rtt": [300.0, 310.0, 290.0], "cni_cpu_run": [5.0, 6.0, 7.0]},
+    "k0s": {"tput": [700.0, 720.0, 680.0], "rtt": [305.0, 295.0, 315.0], "cni_cpu_run": [9.0, 10.0, 11.0]},
+}
+
+
+def _m(i, *, substrate, distribution, cni="flannel", mode="vxlan", path, proxy="default", proxy_mode, status="ok",
+       value=None, error=None, rtt=None, raw_files=()):
+    m = fx.manifest(substrate=substrate, distribution=distribution, cni=cni, cni_mode=mode, datapath="bridge-vxlan",
+                    protocol="tcp", repetition=i % 10 + 1, status=status, value=value if status == "ok" else error,
+                    sweep_id="fixture-proxies")
+    m.update(cell_id=f"c-{substrate}{distribution}{proxy}"[:12], run_id=f"r-{substrate}-{distribution}-{proxy}-{i}",
+             path=path, service_proxy=proxy, service_proxy_mode=proxy_mode, raw_files=list(raw_files))
+    if m["metrics"]:
+        m["metrics"]["mean_rtt_us"] = rtt
+    return m
+
+
+def manifests():
+    out, i = [], 0
+    for (proxy, mode), values in PROXY_RUNS.items():
+        for v in values:
+            i += 1
+            out.append(_m(i, substrate="local", distribution="none", path="pod-to-service", proxy=proxy,
+                          proxy_mode=mode, value=v))
+    out.append(_m(99, substrate="local", distribution="none", path="pod-to-service", proxy="ipvs", proxy_mode="ipvs",
+                  status="unsupported", error=IPVS_REASON))
+    for dist, d in DIST_RUNS.items():
+        for k, (tput, rtt) in enumerate(zip(d["tput"], d["rtt"])):
+            out.append(_m(k, substrate="ssh", distribution=dist, path="pod-to-pod", proxy_mode="iptables", value=tput,
+                          rtt=rtt, raw_files=["resources.json"]))
+    return out
+
+
+def resources(m):
+    d = DIST_RUNS[m["distribution"]]
+    k = int(m["run_id"].rsplit("-", 1)[1])
+    return [{"t_s": 0.0, "phase": "idle", "component": "cni", "name": "kube-flannel", "cpu_pct": 1.0, "rss_mb": 40.0},
+            {"t_s": 1.0, "phase": "run", "component": "cni", "name": "kube-flannel", "cpu_pct": d["cni_cpu_run"][k],
+             "rss_mb": 41.0}]
+
+
+@pytest.fixture(scope="module")
+def wh(tmp_path_factory):
+    from edgebench.results import warehouse
+
+    root = tmp_path_factory.mktemp("raw-proxies")
+    ms = manifests()
+    for m in ms:
+        d = root / fx.key(m).rsplit("/", 1)[0]
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps(m))
+        if m["raw_files"]:
+            (d / "resources.json").write_text(json.dumps(resources(m)))
+    path = tmp_path_factory.mktemp("wh-proxies") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
+def q(path, sql, *params):
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+def _welch(a, b):
+    va, vb = st.variance(a) / len(a), st.variance(b) / len(b)
+    df = int((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)))
+    return T95[df] * (va + vb) ** 0.5
+
+
+def test_staging_carries_the_proxy_and_old_manifests_default(wh, fixture_warehouse):
+    rows = q(wh, "select service_proxy, service_proxy_mode, count(*) from stg_edgebench__runs where substrate = "
+                 "'local' group by all order by 1")
+    assert rows == [("default", "dnat", 3), ("iptables", "iptables", 3), ("ipvs", "ipvs", 1), ("nftables", "nftables", 3)]
+    # manifests written before the field: the testbed used its plain DNAT rule; clusters did not record a mode
+    assert q(fixture_warehouse, "select distinct substrate, service_proxy, service_proxy_mode from stg_edgebench__runs "
+                                "order by 1") == [("kind", "default", None), ("local", "default", "dnat")]
+
+
+def test_cmp_service_proxies(wh):
+    rows = {r[0]: r[1:] for r in q(wh, """
+        select service_proxy_mode, n_runs, throughput_mbps, throughput_ci95_mbps, diff_mbps, diff_ci95_mbps, verdict
+        from cmp_service_proxies where substrate = 'local'""")}
+    assert set(rows) == {"dnat", "iptables", "nftables"}  # ipvs: unsupported here, no runs to compare
+    ref = PROXY_RUNS[("iptables", "iptables")]
+    for (entry, mode), values in PROXY_RUNS.items():
+        n, mean, ci, diff, diff_ci, verdict = rows[mode]
+        assert n == 3 and mean == pytest.approx(st.mean(values))
+        assert ci == pytest.approx(T95[2] * st.stdev(values) / 3 ** 0.5)
+        if mode == "iptables":
+            assert verdict == "reference"
+            continue
+        assert diff == pytest.approx(st.mean(values) - st.mean(ref))
+        assert diff_ci == pytest.approx(_welch(values, ref), rel=1e-6)
+    assert rows["nftables"][-1] == "better" and rows["dnat"][-1] == "indistinguishable"
+    # the default-proxy comparison marts keep their meaning: only the default cells' runs
+    assert q(wh, "select service_proxy_mode, count(*) from fct_iperf3_runs where substrate = 'local' "
+                 "and status = 'unsupported' group by all") == [("ipvs", 1)]
+    assert q(wh, "select n_runs from cmp_iperf3_vs_host where substrate = 'local'") == [(3,)]
+
+
+def test_cmp_distributions(wh):
+    assert q(wh, "select count(*) from cmp_distributions where substrate = 'local'") == [(0,)]
+    rows = {(r[0], r[1], r[2]): r[3:] for r in q(wh, """
+        select metric, component || '/' || phase, distribution, n_runs, mean, diff, diff_ci95, verdict
+        from cmp_distributions where reference_distribution = 'k3s'""")}
+    k3s, k0s = DIST_RUNS["k3s"], DIST_RUNS["k0s"]
+    n, mean, diff, diff_ci, verdict = rows[("throughput_mbps", "iperf3/run", "k0s")]
+    assert (n, verdict) == (3, "worse") and mean == pytest.approx(700.0)
+    assert diff == pytest.approx(-200.0) and diff_ci == pytest.approx(_welch(k0s["tput"], k3s["tput"]), rel=1e-6)
+    assert rows[("latency_us", "iperf3/run", "k0s")][-1] == "indistinguishable"
+    n, mean, diff, diff_ci, verdict = rows[("cpu_pct", "cni/run", "k0s")]
+    assert mean == pytest.approx(10.0) and diff == pytest.approx(4.0) and verdict == "worse"  # more CPU: worse
+    assert rows[("cpu_pct", "cni/idle", "k0s")][-1] == "indistinguishable"  # no spread on either side: diff 0
+    assert rows[("throughput_mbps", "iperf3/run", "k3s")][-1] == "reference"
