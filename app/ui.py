@@ -72,7 +72,17 @@ def choose(prefix: str, substrates_fn: str, values_fn: str, filters: dict[str, s
     for col, (name, label) in zip(st.columns(len(filters)), filters.items()):
         values = query(values_fn, substrate=substrate, column=name, **chosen)
         chosen[name] = col.selectbox(label, values, key=key(name)) if values else None
+    cpu_banner(chosen.get("cpu_class"))
     return substrate, chosen
+
+
+def cpu_banner(cpu_class: str | None) -> None:
+    """The CPU-limited emulation label, wherever a CPU class other than none is shown."""
+    if cpu_class not in (None, "none"):
+        from edgebench.plan import catalog
+
+        label = catalog.cpu_classes()["classes"].get(cpu_class, {}).get("label", cpu_class)
+        st.warning(data.CPU_CLASS_BANNER.format(label=f"{cpu_class} ({label})"), icon=":material/memory:")
 
 
 def local_banner(substrate: str) -> None:

@@ -174,7 +174,7 @@ def test_paper_000_report_on_the_fixtures(fixture_warehouse):
         ).fetchall()
     # Table II prints 39.3 for Flannel-VXLAN at 64 B
     assert (lat["ours"], lat["ours_ci95"], lat["value"]) == (pytest.approx(want), pytest.approx(want_ci), 39.3)
-    assert lat["unit"] == "%" and "tuning_profile=default_settings" in lat["conditions"]
+    assert lat["unit"] == "%" and lat["conditions"] == "defaults"  # every condition the default
     # the paper's other numbers are listed with a reason, never dropped
     assert rep["published_only"] and all(r["reason"] for r in rep["published_only"])
     # every claim of the paper appears; the untestable ones as such, with the seed's note

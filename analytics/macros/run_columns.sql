@@ -8,8 +8,8 @@
 {%- endmacro %}
 
 {#- The run's identity and environment: ids, substrate/distribution, CNI, MTU, link conditions (netem_*),
-    tuning and the inter-cluster tool (intercluster* / is_emulated; 'none' = one cluster), in the order of the
-    per-run marts. -#}
+    tuning, the inter-cluster tool (intercluster* / is_emulated; 'none' = one cluster) and the CPU class ('none' =
+    the machine's own cores), in the order of the per-run marts. -#}
 {% macro run_attribute_columns(prefix='') -%}
     {{ column_list([
         'run_id', 'sweep_id', 'cell_id',
@@ -18,7 +18,7 @@
         'netem_mechanism', 'netem_delay_ms', 'netem_jitter_ms', 'netem_loss_pct', 'netem_rate_mbit', 'netem_scope',
         'tuning_mtu',
         'intercluster', 'intercluster_tool', 'intercluster_mode', 'intercluster_implementation', 'is_emulated',
-        'intercluster_model',
+        'intercluster_model', 'cpu_class',
     ], prefix) }}
 {%- endmacro %}
 

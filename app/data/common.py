@@ -13,6 +13,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
                 "not the CNI's control plane")
+CPU_CLASS_BANNER = ("CPU-limited emulation: every node runs on one core of this machine limited by a cgroup CPU quota "
+                    "to the published single-thread speed of {label} (catalog/cpu_classes.yaml, calibrated per cell "
+                    "with sysbench). Only per-core speed is emulated, not the board's other cores, memory or NIC; "
+                    "softirq work deferred to ksoftirqd is not limited.")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
 # Conditions a comparison holds fixed (besides substrate), in display order: column -> label
@@ -24,6 +28,7 @@ FILTERS = {
     "distribution": "Distribution",
     "netem_scenario": "Netem scenario",
     "tuning_profile": "Tuning profile",
+    "cpu_class": "CPU class",
 }
 
 
@@ -59,7 +64,8 @@ def _where(substrate: str, filters: dict) -> tuple[str, list]:
     return _where_in(substrate, filters, FILTERS)
 
 
-_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3"}
+_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3",
+                    "cpu_class": "none"}
 
 
 def _baseline_first(column: str) -> str:

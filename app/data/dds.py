@@ -16,13 +16,14 @@ DDS_FILTERS = {
     "distribution": "Distribution",
     "netem_scenario": "Netem scenario",
     "tuning_profile": "Tuning profile",
+    "cpu_class": "CPU class",
 }
-_DDS_RUNS = """(select substrate, distribution, netem_scenario, tuning_profile, placement, security, cni, cni_mode,
-                       datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
+_DDS_RUNS = """(select substrate, distribution, netem_scenario, tuning_profile, cpu_class, placement, security, cni,
+                       cni_mode, datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
                        error, attempt, sweep_id, run_id, started_at, 'latency' as dds_mode from fct_dds_latency
                 union all
-                select substrate, distribution, netem_scenario, tuning_profile, placement, security, cni, cni_mode,
-                       datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
+                select substrate, distribution, netem_scenario, tuning_profile, cpu_class, placement, security, cni,
+                       cni_mode, datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
                        error, attempt, sweep_id, run_id, started_at, 'throughput' from fct_dds_throughput)"""
 
 

@@ -7,7 +7,8 @@ import pandas as pd
 from .common import FILTERS, _substrates, _values_of, _where_in, baseline_color
 
 
-RESOURCE_FILTERS = {"workload": "Workload", **FILTERS}
+# the CNI datapaths page's conditions; resources compare the machine's own cores only (no CPU class)
+RESOURCE_FILTERS = {"workload": "Workload", **{k: v for k, v in FILTERS.items() if k != "cpu_class"}}
 
 
 def resource_substrates(con) -> list[str]:

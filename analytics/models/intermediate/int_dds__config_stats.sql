@@ -27,6 +27,7 @@ select
     security,
     rate,
     placement,
+    cpu_class,  -- none, or a CPU-limited emulation of edge hardware (compared with the host under the same class)
     string_agg(distinct discovery, ', ' order by discovery) as discovery,
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,

@@ -17,6 +17,7 @@ samples as (
 
 select
     {{ run_attribute_columns('runs.') }},
+    runs.service_proxy,
     runs.protocol,
     runs.path,
     runs.placement,

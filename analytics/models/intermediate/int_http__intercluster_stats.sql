@@ -18,6 +18,7 @@ with runs as (
     inner join {{ ref('int_http__run_stats') }} as stats using (run_id)
     where runs.workload = 'http' and runs.status = 'ok' and runs.is_valid  -- invalid runs stay out of comparisons
       and runs.cni <> 'host'
+      and coalesce(runs.cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and stats.response_p50_ms is not null
 
 ),

@@ -22,6 +22,7 @@ select
     cni,
     cni_mode,
     datapath,
+    cpu_class,  -- none, or a CPU-limited emulation of edge hardware (compared with the host under the same class)
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,
     avg(throughput_mbps)                     as throughput_mbps,

@@ -1,6 +1,7 @@
 -- Each CNI/mode against the host-network baseline under identical conditions: same substrate (never across
 -- substrates), distribution, netem, tuning, and identical DDS parameters (mode, payload, reliability, transport,
--- subscribers, security, rate, placement). Discovery is NOT matched (the host may discover by multicast where a
+-- subscribers, security, rate, placement) and CPU class (a CPU-limited CNI is compared with the equally limited
+-- host). Discovery is NOT matched (the host may discover by multicast where a
 -- CNI needs static peers); both sides' values are exposed (discovery, host_discovery).
 --   latency_p90_overhead_pct = (cni - host) / host * 100  (Table II of seed 000: positive = slower than host)
 --   throughput_overhead_pct  = (host - cni) / host * 100  (Table I: positive = less throughput than host)
@@ -28,6 +29,7 @@ select
     stats.cni,
     stats.cni_mode,
     stats.datapath,
+    stats.cpu_class,
     stats.cni = 'host'                      as is_host_baseline,
     stats.discovery,
     host.discovery                          as host_discovery,
@@ -108,4 +110,4 @@ from stats
 left join host
     on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
                        'dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement']) }}
-    and {{ host_match(['subscribers', 'rate'], null_safe=true) }}
+    and {{ host_match(['subscribers', 'rate', 'cpu_class'], null_safe=true) }}

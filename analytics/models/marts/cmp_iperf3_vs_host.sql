@@ -1,6 +1,7 @@
 -- Each CNI/mode against the host-network baseline measured under identical conditions: same substrate (local
 -- results are never compared with cluster results), distribution, netem, tuning, protocol, path, placement and
--- length. overhead_pct = (host - cni) / host * 100, as Table I of the seed paper: positive = slower than host.
+-- length, and CPU class (none, or a CPU-limited emulation of edge hardware on the testbed).
+-- overhead_pct = (host - cni) / host * 100, as Table I of the seed paper: positive = slower than host.
 -- Host rows are kept (is_host_baseline, overhead_pct = 0) so one table feeds charts with the baseline bar;
 -- filter on is_host_baseline = false for CNI-only aggregates.
 with {{ stats_and_host_ctes(ref('int_iperf3__throughput_stats')) }}
@@ -19,6 +20,7 @@ select
     stats.cni,
     stats.cni_mode,
     stats.datapath,
+    stats.cpu_class,
     stats.cni = 'host'                      as is_host_baseline,
     stats.n_runs,
     stats.throughput_mbps,
@@ -45,4 +47,4 @@ left join host
     on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
                        'protocol', 'path', 'placement', 'length_bytes']) }}
     -- identical workload parameters
-    and {{ host_match(['duration_s', 'iperf3_bitrate'], null_safe=true) }}
+    and {{ host_match(['duration_s', 'iperf3_bitrate', 'cpu_class'], null_safe=true) }}

@@ -14,6 +14,7 @@ with runs as (
     select * from {{ ref('int_runs__deduplicated') }}
     where workload = 'iperf3' and path = 'pod-to-service' and status = 'ok' and is_valid
       and intercluster = 'none'
+      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and service_proxy_mode is not null  -- cluster manifests written before the mode was recorded
 
 ),

@@ -44,6 +44,7 @@ select
     runs.intercluster,
     runs.service_proxy,
     runs.service_proxy_mode,
+    runs.cpu_class,
     coalesce(runs.tuning_mtu, runs.mtu)               as tuning_mtu,
     runs.workload,
     runs.protocol,

@@ -31,17 +31,20 @@ class Cell:
     netem_scenario: str = "none"
     intercluster: str = "none"  # the inter-cluster tool entry (tool:mode); none = both ends in one cluster
     service_proxy: str = "default"  # the `service-proxy` entry (catalog/service_proxies.yaml); default = the substrate's
+    cpu_class: str = "none"  # the `cpu-class` entry (catalog/cpu_classes.yaml); none = this machine's own cores
 
     @property
     def env(self) -> dict[str, str]:
-        """The cell's identity. The baselines `intercluster: none` and `service_proxy: default` are left out, so that
-        cells and keys stored before those dimensions existed keep their ids."""
+        """The cell's identity. The baselines `intercluster: none`, `service_proxy: default` and `cpu_class: none` are
+        left out, so that cells and keys stored before those dimensions existed keep their ids."""
         d = asdict(self)
         d.pop("sweep_id")
         if d["intercluster"] == "none":
             d.pop("intercluster")
         if d["service_proxy"] == "default":
             d.pop("service_proxy")
+        if d["cpu_class"] == "none":
+            d.pop("cpu_class")
         return d
 
     @property
@@ -64,6 +67,8 @@ class Cell:
             parts.append(f"netem={self.netem_scenario}")
         if self.service_proxy != "default":
             parts.append(f"proxy={self.service_proxy}")
+        if self.cpu_class != "none":
+            parts.append(f"cpu={self.cpu_class}")
         return " ".join(parts)
 
     @property
@@ -152,7 +157,8 @@ def from_json(doc: dict[str, Any] | str) -> tuple["Sweep", Cell]:
               "tuning": json.dumps([doc.get("tuning_profile", "default_settings")]),
               "netem": json.dumps([doc.get("netem_scenario", "none")]),
               "intercluster": json.dumps([doc.get("intercluster", "none")]),
-              "service-proxy": json.dumps([doc.get("service_proxy", "default")])}
+              "service-proxy": json.dumps([doc.get("service_proxy", "default")]),
+              "cpu-class": json.dumps([doc.get("cpu_class", "none")])}
     sweep = from_parameters({**params, "sweep-id": doc["sweep_id"]}, source="cell")
     cell = expand(sweep)[0]
     if doc.get("cell_id") and doc["cell_id"] != cell.cell_id:
@@ -164,9 +170,9 @@ def expand(sweep: "Sweep") -> list[Cell]:
     v = sweep.values
     distribution = "none" if v["substrate"] == "local" else v["distribution"]
     return [
-        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario, tool.key, proxy)
+        Cell(sweep.sweep_id, v["substrate"], distribution, cm.cni, cm.mode, tuning, scenario, tool.key, proxy, cpu)
         for tool in v["intercluster"] for cm in v["cnis"] for tuning in v["tuning"] for scenario in v["netem"]
-        for proxy in v["service-proxy"]
+        for proxy in v["service-proxy"] for cpu in v["cpu-class"]
     ]
 
 

@@ -95,6 +95,10 @@ def _service_proxy(name: str, value: str) -> list[str]:
     return subset(catalog.SERVICE_PROXY_ENTRIES)(name, value)
 
 
+def _cpu_class(name: str, value: str) -> list[str]:
+    return subset(catalog.cpu_class_entries())(name, value)
+
+
 def _netem(name: str, value: str) -> list[str]:
     return json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
 
@@ -196,6 +200,11 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "clusters whatever the distribution and CNI run, recorded as service_proxy_mode), iptables, nftables, ipvs "
           "(kube-proxy's modes, built as that mode's kernel state in every node), none (the CNI replaces kube-proxy; "
           "pod-to-service runs unsupported on the testbed); catalog/service_proxies.yaml"),
+    Param("cpu-class", _cpu_class, json_default(["none"]),
+          "CPU classes (a cell dimension, local testbed only): none (this machine's cores), pi4, pi5, x86-small: "
+          "every process of a node and its pods runs in a cgroup pinned to one core with a CPU quota calibrated so "
+          "that the core scores the class's published single-thread benchmark figure (CPU-limited emulation; "
+          "catalog/cpu_classes.yaml)"),
     Param("sweep-id", _sweep_id, "",
           "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally "
           "(a triggered rerun: <substrate>-<cni>-<new version>-<hash>, the same for every delivery of the trigger)"),
@@ -211,7 +220,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger", "service-proxy"})
+NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger", "service-proxy", "cpu-class"})
 
 
 @dataclass(frozen=True)
@@ -354,6 +363,10 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
         raise SpecError(f"{source}: service-proxy chooses a kube-proxy mode on the local testbed only; on "
                         f"{values['substrate']} the distribution and the CNI mode decide it (every manifest records it "
                         f"as service_proxy_mode); leave it [\"default\"]; got {raw['service-proxy']}")
+    if values["substrate"] != "local" and values["cpu-class"] != ["none"]:
+        raise SpecError(f"{source}: cpu-class emulates edge hardware on the local testbed only; on "
+                        f"{values['substrate']} the nodes' own CPUs are measured; leave it [\"none\"]; got "
+                        f"{raw['cpu-class']}")
     if values["service-proxy"] != ["default"] and [t.key for t in values["intercluster"]] != ["none"]:
         raise SpecError(f"{source}: service-proxy modes are modelled in one-cluster cells only (an inter-cluster tool "
                         "exports services with its own rules); run them in a sweep with intercluster [\"none\"]")

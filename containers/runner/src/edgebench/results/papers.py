@@ -48,8 +48,10 @@ PAPERS: dict[str, tuple[str, str, str]] = {
 
 SUBSTRATE_NOTES = {
     "local": "local testbed: the kernel datapaths the CNIs configure, in network namespaces on one machine. An "
-             "emulation of the datapaths, not the paper's hardware: no Raspberry Pi CPU paying per packet, no "
-             "physical NIC, no CNI agents; agreement on a claim means the datapath alone reproduces it.",
+             "emulation of the datapaths, not the paper's hardware: no physical NIC, no CNI agents, and the CPU is "
+             "this machine's unless a row says cpu_class=pi4 / pi5 / x86-small (CPU-limited emulation: one core "
+             "limited to that board's published single-thread speed); agreement on a claim means the datapath "
+             "alone reproduces it.",
     "kind": "kind: the real CNIs in containers on one machine, not the paper's hardware.",
     "ssh": "a real edge cluster: the paper's kind of hardware if the lab matches it.",
     "imported": "results imported from elsewhere.",
@@ -59,10 +61,10 @@ SUBSTRATE_NOTES = {
 GRAINS: dict[str, tuple[str, ...]] = {
     "cmp_dds_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "dds_mode", "length_bytes",
                         "reliability", "transport", "subscribers", "security", "rate", "placement", "cni", "cni_mode",
-                        "datapath", "is_host_baseline"),
+                        "datapath", "is_host_baseline", "cpu_class"),
     "cmp_iperf3_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path",
                            "placement", "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath",
-                           "is_host_baseline"),
+                           "is_host_baseline", "cpu_class"),
     "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
                            "protocol", "path", "placement", "length_bytes", "dds_mode", "reliability", "transport",
                            "subscribers", "security", "rate", "cni", "cni_mode", "datapath", "is_host_baseline"),
@@ -95,7 +97,9 @@ COUNTERPARTS = {
                            "subscribers": 1, "security": "none"}),
 }
 
-CONDITIONS = ("distribution", "netem_scenario", "tuning_profile", "placement", "rate")
+# the conditions a measured number is labelled with, and the value each takes when it is not worth naming
+CONDITIONS = {"distribution": "none", "netem_scenario": "none", "tuning_profile": "default_settings",
+              "cpu_class": "none", "placement": "cross-node", "rate": "inf"}
 OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
 
 
@@ -326,9 +330,15 @@ def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
         for r in sorted(hits, key=lambda r: (r["substrate"], *(_norm(r.get(k)) for k in CONDITIONS))):
             matched.append({**_published(p), "substrate": r["substrate"], "ours": r.get(col), "ours_ci95": r.get(ci_col),
                             "n_runs": r.get("n_runs"), "host_n_runs": r.get("host_n_runs"), "verdict": r.get("verdict"),
-                            "conditions": " ".join(f"{k}={_norm(r.get(k))}" for k in CONDITIONS
-                                                   if r.get(k) is not None)})
+                            "conditions": _conditions(r)})
     return matched, only
+
+
+def _conditions(r: dict) -> str:
+    """The row's conditions that are not the defaults ("tuning_profile=rti-dds cpu_class=pi4"), or "defaults"."""
+    named = [f"{k}={_norm(r[k])}" for k, default in CONDITIONS.items()
+             if r.get(k) is not None and _norm(r[k]) != default]
+    return " ".join(named) or "defaults"
 
 
 def _published(p: dict) -> dict:

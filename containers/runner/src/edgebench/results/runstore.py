@@ -61,6 +61,10 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "service_proxy": cell.service_proxy,
         "service_proxy_mode": cell.service_proxy_mode,
         "service_proxy_readback": ((conditions or {}).get("service_proxy") or {}).get("readback") or None,
+        # the CPU class (testbed): the cell's entry and its calibration (published score, quota and achieved score
+        # per node; cpuclass.setup); "none" = the machine's own cores
+        "cpu_class": getattr(cell, "cpu_class", "none"),
+        "cpu_class_detail": (conditions or {}).get("cpu_class"),
         "workload": run.workload,
         "protocol": run.protocol,
         "path": run.path,

@@ -97,7 +97,8 @@ def install_cni(ctx: CellContext) -> None:
         ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
                          cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
                          distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem,
-                         service_proxy=readback.get("service_proxy"))  # the testbed's proxy mode and its readback
+                         service_proxy=readback.get("service_proxy"),  # the testbed's proxy mode and its readback
+                         cpu_class=readback.get("cpu_class"))  # the CPU class calibration (testbed)
         if problem:
             ctx.state.update(is_valid=False, invalid_reason=problem)
             ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
@@ -249,7 +250,7 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
             valid, reason = False, f"link condition not in force: {problem}"
     return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
             "invalid_reason": reason, "intercluster": ctx.state.get("intercluster"),
-            "service_proxy": ctx.state.get("service_proxy")}
+            "service_proxy": ctx.state.get("service_proxy"), "cpu_class": ctx.state.get("cpu_class")}
 
 
 def run_workload(ctx: CellContext, name: str) -> None:

@@ -215,3 +215,14 @@ def service_proxy_mode(substrate: str, distribution: str, cni: str, mode: str, e
     if replaces_kube_proxy(cni, mode, distribution):
         return "none"
     return (service_proxies()["distributions"].get(distribution) or {}).get("default")
+
+
+# ---- CPU classes (cpu_classes.yaml) ------------------------------------------------------------------------------
+def cpu_classes() -> dict[str, Any]:
+    """{"benchmark": {...}, "period_us": int, "classes": {name: {label, board_cores, score, source}}}."""
+    return _load("cpu_classes.yaml")
+
+
+def cpu_class_entries() -> tuple[str, ...]:
+    """The `cpu-class` parameter's values: none (the machine's own cores) and the catalog's classes."""
+    return ("none", *cpu_classes()["classes"])

@@ -26,6 +26,8 @@ class LocalProvider(Provider):
         # the service proxy the cell models (dnat = the testbed's plain rule); built by install_cni
         self.service_proxy = cell.service_proxy_mode if cell is not None and hasattr(cell, "service_proxy") else "dnat"
         self._netem_on = False
+        # the nodes' CPU class, set up by install_cni; later phase processes (Argo) find its cgroups by name
+        self.testbed.cpu_class = getattr(cell, "cpu_class", "none") if cell is not None else "none"
         if self.service_proxy != "dnat":  # later phase processes (Argo) rebuild the provider from the cell
             self.testbed.service_proxy, self.testbed._cni_key = self.service_proxy, f"{cell.cni}:{cell.cni_mode}"
         self._tool = cell.intercluster_info if getattr(cell, "intercluster", "none") != "none" else None
@@ -38,8 +40,9 @@ class LocalProvider(Provider):
         self.testbed.provision(tuning.lan_mtu_for(self.tuning_profile))
 
     def install_cni(self, cm: CniMode) -> dict:
-        """The mode's datapath, then the cell's service proxy (what kube-proxy's mode, or none, puts in every node).
-        A service proxy the kernel lacks is Unsupported before anything is built."""
+        """The mode's datapath, then the cell's service proxy (what kube-proxy's mode, or none, puts in every node),
+        then the nodes' CPU class. A service proxy the kernel lacks is Unsupported before anything is built; a CPU
+        class this machine cannot emulate is Unsupported with the testbed torn down."""
         from edgebench.plan import tuning
         from edgebench.substrates.local import service_proxy
 
@@ -51,6 +54,7 @@ class LocalProvider(Provider):
         except BaseException:
             self.testbed.down()
             raise
+        state["cpu_class"] = self.testbed.install_cpu_class(self.testbed.cpu_class)  # calibrated on the built nodes
         return state
 
     def _join(self, tool):

@@ -53,9 +53,15 @@ class Endpoint:
     ns: str
     ip: str
     node: int
+    cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.ns, *argv]
+        argv = ["ip", "netns", "exec", self.ns, *argv]
+        if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
+            from edgebench.substrates.local import cpuclass
+
+            return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
+        return argv
 
 
 class Testbed(Datapath):
@@ -71,6 +77,7 @@ class Testbed(Datapath):
         self.clusters = clusters
         self._run = runner
         self.service_proxy = "dnat"  # how ClusterIP services are built (service_proxy.py); set by install_service_proxy
+        self.cpu_class = "none"  # the nodes' CPU class (cpuclass.py); set by install_cpu_class
 
     # clusters ------------------------------------------------------------------------------------
     def cluster_of(self, i: int) -> int:
@@ -206,6 +213,9 @@ class Testbed(Datapath):
             removed.append(ns)
         self.state_file.unlink(missing_ok=True)
         shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
+        from edgebench.substrates.local import cpuclass
+
+        cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
         return removed
 
     def status(self) -> dict:
@@ -226,9 +236,32 @@ class Testbed(Datapath):
     def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
         """Pod `pod` of node `node`; with host networking every pod is its node's namespace."""
         host = self._is_host() if host is None else host
+        cgroups = self._cpu_cgroups(node)
         if host:
-            return Endpoint(self.node_ns(node), node_ip(node), node)
-        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node)
+            return Endpoint(self.node_ns(node), node_ip(node), node, cgroups)
+        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
+
+    def install_cpu_class(self, name: str) -> dict | None:
+        """Put every node under CPU class `name` (cpuclass.py): cgroups created and calibrated, the record every run's
+        manifest carries; None for `none`. Unsupported (the testbed torn down) when the class cannot be emulated."""
+        self.cpu_class = name
+        if name == "none":
+            return None
+        from edgebench.substrates.local import cpuclass
+
+        try:
+            return cpuclass.setup(self.prefix, self.nodes, name)
+        except BaseException:
+            self.down()
+            raise
+
+    def _cpu_cgroups(self, node: int) -> tuple[str, ...]:
+        if self.cpu_class == "none":
+            return ()
+        from edgebench.substrates.local import cpuclass
+
+        h = cpuclass.detect()
+        return tuple(str(d) for d in h.dirs(cpuclass.NAME.format(prefix=self.prefix, node=f"n{node}")))
 
     def _client_node(self) -> int:
         """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
