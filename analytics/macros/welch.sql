@@ -31,3 +31,23 @@
         else 'indistinguishable'
     end)
 {%- endmacro %}
+
+{#- The same against the host baseline, in a mart built with stats_and_host_ctes (relations `stats` and `host`, each
+    with n_runs): vs_host_ci95(sd_col) = Welch's half-width of stats - host on the column whose standard deviation is
+    sd_col; overhead_ci95_pct(mean_col, sd_col) = that half-width over the host mean in percent (0 on host rows, null
+    without a host mean); vs_host_verdict(mean_col, sd_col, is_higher_better) = welch_verdict of stats - host. -#}
+{% macro vs_host_ci95(sd_col) -%}
+    {{ welch_ci95('stats.n_runs', 'stats.' ~ sd_col, 'host.n_runs', 'host.' ~ sd_col) }}
+{%- endmacro %}
+
+{% macro overhead_ci95_pct(mean_col, sd_col) -%}
+    case
+        when host.{{ mean_col }} > 0 and stats.cni = 'host' then 0
+        when host.{{ mean_col }} > 0 then {{ vs_host_ci95(sd_col) }} / host.{{ mean_col }} * 100
+    end
+{%- endmacro %}
+
+{% macro vs_host_verdict(mean_col, sd_col, is_higher_better) -%}
+    {{ welch_verdict('stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col), 'stats.n_runs', 'host.n_runs',
+                     'host.' ~ mean_col, is_higher_better) }}
+{%- endmacro %}

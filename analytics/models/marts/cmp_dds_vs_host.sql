@@ -51,12 +51,8 @@ select
         when host.latency_p90_us > 0
             then (stats.latency_p90_us - host.latency_p90_us) / host.latency_p90_us * 100
     end                                     as latency_p90_overhead_pct,
-    case
-        when host.latency_p90_us > 0 and stats.cni = 'host' then 0
-        when host.latency_p90_us > 0
-            then {{ welch_ci95('stats.n_runs', 'stats.latency_p90_stddev_us', 'host.n_runs', 'host.latency_p90_stddev_us') }}
-                 / host.latency_p90_us * 100
-    end                                     as latency_p90_overhead_ci95_pct,
+    {{ overhead_ci95_pct('latency_p90_us', 'latency_p90_stddev_us') }}
+                                            as latency_p90_overhead_ci95_pct,
 
     -- throughput mode
     stats.throughput_mbps,
@@ -71,12 +67,8 @@ select
         when host.throughput_mbps > 0
             then (host.throughput_mbps - stats.throughput_mbps) / host.throughput_mbps * 100
     end                                     as throughput_overhead_pct,
-    case
-        when host.throughput_mbps > 0 and stats.cni = 'host' then 0
-        when host.throughput_mbps > 0
-            then {{ welch_ci95('stats.n_runs', 'stats.throughput_stddev_mbps', 'host.n_runs', 'host.throughput_stddev_mbps') }}
-                 / host.throughput_mbps * 100
-    end                                     as throughput_overhead_ci95_pct,
+    {{ overhead_ci95_pct('throughput_mbps', 'throughput_stddev_mbps') }}
+                                            as throughput_overhead_ci95_pct,
 
     -- conservative, on the mode's headline metric (latency p90 / throughput): the two 95% intervals do not
     -- overlap; null without both intervals
@@ -89,13 +81,9 @@ select
     case
         when stats.cni = 'host' then 'baseline'
         when stats.dds_mode = 'latency' and host.latency_p90_us is not null
-            then {{ welch_verdict('stats.latency_p90_us - host.latency_p90_us',
-                                  welch_ci95('stats.n_runs', 'stats.latency_p90_stddev_us', 'host.n_runs', 'host.latency_p90_stddev_us'),
-                                  'stats.n_runs', 'host.n_runs', 'host.latency_p90_us', 'false') }}
+            then {{ vs_host_verdict('latency_p90_us', 'latency_p90_stddev_us', 'false') }}
         when stats.dds_mode = 'throughput' and host.throughput_mbps is not null
-            then {{ welch_verdict('stats.throughput_mbps - host.throughput_mbps',
-                                  welch_ci95('stats.n_runs', 'stats.throughput_stddev_mbps', 'host.n_runs', 'host.throughput_stddev_mbps'),
-                                  'stats.n_runs', 'host.n_runs', 'host.throughput_mbps', 'true') }}
+            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true') }}
     end                                     as verdict,
 
     stats.cpu_pub_pct,
