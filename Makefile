@@ -144,8 +144,8 @@ portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
 test: setup ## install everything, then run the whole test suite
 	@$(PY) -m pytest -q tests
 
-bench: setup ## benchmarks: host baseline vs iperf3 by hand, side by side
-	@$(PY) bench/host_baseline.py
+bench: setup ## benchmarks, side by side in one run: fidelity, sweep overhead, warehouse and portal at scale (QUICK=1, ONLY=part,...)
+	@$(PY) bench/run.py $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY))
 
 clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 	-@[ -x $(EDGEBENCH) ] && $(EDGEBENCH) testbed down || true

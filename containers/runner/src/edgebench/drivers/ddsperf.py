@@ -28,7 +28,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from time import monotonic
 from typing import Any, Sequence
 from xml.sax.saxutils import quoteattr
 
@@ -178,6 +180,57 @@ def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
     return out or b""
 
 
+# longest wait for the responders to see the initiator leave (their output is cut there: _responder_text); the
+# wait ends as soon as every responder printed the initiator's "gone" line, usually within ms of its exit
+LINGER_MAX = 1.2
+
+
+class _Responder:
+    """A responder process (pong/sub) whose output is read as it comes, so the driver can stop it as soon as it
+    reported the initiator leaving instead of after a fixed pause. Output is identical to what `_stop` returns."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.gone = threading.Event()
+        self._buf = bytearray()
+        self._thread = None
+        if getattr(proc, "stdout", None) is not None and hasattr(proc.stdout, "read1"):
+            self._thread = threading.Thread(target=self._read, daemon=True)
+            self._thread.start()
+        else:  # nothing to follow (a test double): behave as the fixed pause did
+            self.gone.set()
+
+    def _read(self) -> None:
+        try:
+            while chunk := self.proc.stdout.read1(65536):
+                self._buf += chunk
+                if b": gone\n" in self._buf:
+                    self.gone.set()
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.gone.set()  # EOF: the process ended
+
+    def stop(self, grace: float = 5.0) -> bytes:
+        if self._thread is None:
+            return _stop(self.proc, grace)
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self._thread.join(timeout=grace)
+        return bytes(self._buf)
+
+
 def _diagnose(rc: int, text: str, what: str, init_wait: float) -> str | None:
     """Error text for a ddsperf exit code, or None when the run counts as a measurement.
 
@@ -299,11 +352,13 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
                         minmatch=len(subs), init_wait=init_wait))
 
     procs: list[tuple[str, str, int | None, subprocess.Popen]] = []
+    followed: dict[str, _Responder] = {}
     outputs: dict[str, tuple[str, int | None, str, int | None]] = {}
     error = None
     try:
         for name, role, n, ep, argv in responders:
             procs.append((name, role, n, _popen(ep, argv, xml(ep, resp_sec))))
+            followed[name] = _Responder(procs[-1][3])
         time.sleep(0.2)
         name, role, n, ep, argv = init
         iproc = _popen(ep, argv, xml(ep, init_sec))
@@ -315,9 +370,12 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
             iout, irc = _stop(iproc), None
             error = f"{role}: ddsperf did not finish within {init_wait + duration + timeout_extra:g}s"
         outputs[name] = (role, n, iout.decode(errors="replace"), irc)
-        time.sleep(1.2)  # let the responders print the last full second
+        # let the responders print everything up to the initiator leaving (what _responder_text keeps)
+        deadline = monotonic() + LINGER_MAX
+        for r in followed.values():
+            r.gone.wait(max(0.0, deadline - monotonic()))
         for pname, prole, pn, proc in procs[:-1]:
-            out = _stop(proc)
+            out = followed[pname].stop()
             outputs[pname] = (prole, pn, out.decode(errors="replace"), proc.returncode)
     finally:
         for *_, proc in procs:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,15 +97,17 @@ class ResultStore:
         tmp.write_bytes(data)
         tmp.replace(path)
 
-    def pending(self) -> list[Path]:
-        files = [p for p in self.spool.rglob("*") if p.is_file() and not p.name.endswith(".part")]
+    def pending(self, prefix: str = "") -> list[Path]:
+        root = self.spool / prefix if prefix else self.spool
+        files = [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".part")]
         # raw files before manifests, so a manifest never points at objects that are not there yet
         return sorted(files, key=lambda p: (p.name == "manifest.json", str(p)))
 
-    def flush(self) -> int:
-        """Upload everything in the spool; remove what was uploaded. Returns the number of objects sent."""
+    def flush(self, prefix: str = "") -> int:
+        """Upload everything in the spool (or only the objects under key `prefix`, e.g. one finished run's
+        directory); remove what was uploaded. Returns the number of objects sent."""
         sent = 0
-        for path in self.pending():
+        for path in self.pending(prefix):
             key = path.relative_to(self.spool).as_posix()
             data = path.read_bytes()
             for attempt in range(1, self.attempts + 1):
@@ -140,3 +144,39 @@ class ResultStore:
 
     def keys(self, prefix: str = "") -> list[str]:
         return sorted(o.object_name for o in self.client.list_objects(self.cfg.bucket, prefix=prefix, recursive=True))
+
+
+class BackgroundUploader:
+    """Uploads finished runs from the spool in a thread of its own, so the next run measures while the last one is
+    sent. Only complete run directories are handed over (`submit(prefix)` after the manifest is written), never a
+    directory still being written. An upload that fails leaves its objects in the spool (nothing measured is lost);
+    the first error is kept and reported, and `close()` waits for the queue, then flushes what is left in the
+    caller's thread, raising StoreError as a direct flush would."""
+
+    def __init__(self, store: ResultStore, log=None):
+        self.store = store
+        self.log = log
+        self.error: Exception | None = None
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="edgebench-upload", daemon=True)
+        self._thread.start()
+
+    def submit(self, prefix: str) -> None:
+        self._queue.put(prefix)
+
+    def _loop(self) -> None:
+        while (prefix := self._queue.get()) is not None:
+            if self.error is not None:  # the store is failing: leave the rest in the spool for close()
+                continue
+            try:
+                self.store.flush(prefix)
+            except Exception as exc:  # kept in the spool; reported once, retried by close()
+                self.error = exc
+                if self.log:
+                    self.log(f"upload failed ({exc}); results stay in the spool and are sent at the end")
+
+    def close(self) -> int:
+        """Wait for every submitted upload, then upload whatever is still in the spool (raises StoreError)."""
+        self._queue.put(None)
+        self._thread.join()
+        return self.store.flush()

@@ -1,11 +1,14 @@
 """The local step runner: runs a sweep's cells through the phases (phases.PHASES), the order the Argo DAG uses.
 
-Every run ends in a manifest (ok, failed or unsupported) that is spooled and uploaded at once, so a failure or an
-interrupt mid-sweep loses nothing already measured; teardown always runs.
+Every run ends in a manifest (ok, failed or unsupported) that is spooled at once and uploaded in the background
+while the next run measures (store.BackgroundUploader), so a failure or an interrupt mid-sweep loses nothing
+already measured (what was not sent yet stays in the spool, sent by the next sweep or `edgebench upload`); the sweep
+waits for its uploads before it returns; teardown always runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -16,7 +19,7 @@ from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
-from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.store import BackgroundUploader, ResultStore, state_dir
 from edgebench.substrates.local.testbed import Testbed, require_root
 
 PHASES = phases.PHASES
@@ -61,8 +64,10 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     progress = {"done": 0}
     reasons: set[tuple[str, str]] = set()
 
+    uploader = BackgroundUploader(store, log)
+
     def sink(run: Run, doc: dict[str, Any]) -> None:
-        store.flush()  # upload at once: nothing measured is lost if the sweep dies later
+        uploader.submit(run.prefix)  # spooled complete: sent while the next run measures
         progress["done"] += 1
         report.counts[doc["status"]] += 1
         report.results.append(doc)
@@ -76,6 +81,18 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
             reasons.add((run.cell.cell_id, doc["error"]))
             log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
+    try:
+        _run_cells(sweep, cells, store, testbed, previous, report, progress, total, sink, log)
+    except BaseException:  # interrupted or broken: still send what was measured, but report the original error
+        with contextlib.suppress(Exception):
+            uploader.close()
+        raise
+    uploader.close()  # every run measured is uploaded before the sweep returns (else StoreError, kept in the spool)
+    return report
+
+
+def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
+               progress: dict, total: int, sink, log: Log) -> None:
     for cell in cells:
         runs = runs_for(sweep, cell)
         todo = {r.run_id for r in runs if previous.get(r.run_id, {}).get("status") != "ok"}
@@ -100,5 +117,3 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         if ctx.state.get("supported") is False:
             log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
         shutil.rmtree(workdir, ignore_errors=True)
-    store.flush()
-    return report

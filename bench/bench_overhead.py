@@ -1,0 +1,239 @@
+"""Benchmark part "overhead": how much of a small local sweep's wall time is measurement.
+
+Runs a sweep of about 20 cells (quick: 4) through the code `edgebench sweep --local` runs (runner.run_local), into a
+throwaway MinIO and a throwaway state directory, on a testbed prefix of its own (EDGEBENCH_TESTBED_PREFIX, default
+`ebbench`). Reports, side by side from that one sweep:
+
+  - wall time / the sum of the tools' own measurement durations (iperf3 -t and ddsperf -D, which the tools measure
+    for exactly that long; fortio: the sum of its per-request times, its calls being sequential on one connection);
+  - per-cell setup + teardown of the testbed (provision, install-cni, connect, tune, netem, teardown), median and max;
+  - where the rest goes: per-run time outside the tool (median) and the phases' totals, in `detail`/`extra`.
+
+The phases are timed by wrapping phases.FUNCTIONS from here (the package itself carries no bench code).
+`python bench/bench_overhead.py [--quick] [--profile]` runs it alone; --profile adds a cProfile summary.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Row  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TOOLS = Path.home() / ".local/share/edgebench/tools"
+USER, PASSWORD = "edgebench", "edgebench-secret"
+
+# ~20 cells: 5 CNI modes (host, two VXLAN flavours, two routed) x 2 tuning profiles x 2 link conditions;
+# each cell runs one short iperf3 TCP, one DDS latency and one HTTP run (3 runs per cell)
+CNIS = ["host", "flannel:vxlan", "flannel:host-gw", "calico:vxlan", "kube-router"]
+PARAMS = {
+    "cnis": CNIS, "tuning": ["default_settings", "network-latency"], "netem": ["none", "lcl"],
+    "workloads": ["iperf3:tcp", "dds:latency", "http:payload-echo"], "repetitions": "1", "duration": "2",
+    "iperf3-paths": ["pod-to-pod:cross-node"], "dds-payloads": ["64"], "dds-duration": "2",
+    "http-payloads": ["1000"], "http-requests": "200",
+}
+QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan"], "netem": ["none"], "duration": "1",
+         "http-requests": "50"}
+SETUP = ("provision-cluster", "install-cni", "connect-clusters", "tune-nodes", "apply-netem")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def throwaway_minio(data_dir: Path):
+    """A MinIO on a free port with an empty bucket (the pattern of tests/conftest.py's minio_server)."""
+    from minio import Minio
+
+    binary = Path(os.environ.get("EDGEBENCH_MINIO_BIN", TOOLS / "minio"))
+    port = _free_port()
+    env = {**os.environ, "MINIO_ROOT_USER": USER, "MINIO_ROOT_PASSWORD": PASSWORD, "MINIO_BROWSER": "off",
+           "MINIO_UPDATE": "off"}
+    log = open(data_dir.parent / "minio.log", "wb")
+    proc = subprocess.Popen([str(binary), "server", str(data_dir), "--address", f"127.0.0.1:{port}", "--quiet"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"MinIO exited with {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(f"{endpoint}/minio/health/ready", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"MinIO did not become ready on {endpoint}")
+            time.sleep(0.2)
+        Minio(f"127.0.0.1:{port}", USER, PASSWORD, secure=False).make_bucket("edgebench")
+        yield {"EDGEBENCH_S3_ENDPOINT": endpoint, "EDGEBENCH_S3_ACCESS_KEY": USER,
+               "EDGEBENCH_S3_SECRET_KEY": PASSWORD, "EDGEBENCH_BUCKET": "edgebench"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def tool_seconds(doc: dict) -> float:
+    """The tool's own measurement time of one ok run (see the module docstring); 0 for runs that measured nothing."""
+    if doc.get("status") != "ok":
+        return 0.0
+    m = doc.get("metrics") or {}
+    if doc["workload"] == "http":
+        return (m.get("response_mean_ms") or 0) * (m.get("requests") or 0) / 1000
+    return float(doc.get("duration_s") or 0)
+
+
+def _seconds(a: str, b: str) -> float:
+    import datetime as dt
+
+    f = "%Y-%m-%dT%H:%M:%S.%fZ"
+    return (dt.datetime.strptime(b, f) - dt.datetime.strptime(a, f)).total_seconds()
+
+
+def sweep_once(quick: bool, profile: bool = False) -> dict:
+    """One sweep through runner.run_local with the phases timed; returns the raw timings."""
+    import json
+
+    os.environ.setdefault("EDGEBENCH_TESTBED_PREFIX", "ebbench")
+    os.environ["PATH"] = f"{TOOLS}:{os.environ['PATH']}"
+    work = Path(tempfile.mkdtemp(prefix="edgebench-bench-overhead-"))
+    (work / "minio").mkdir()
+    with throwaway_minio(work / "minio") as s3:
+        old = {k: os.environ.get(k) for k in [*s3, "EDGEBENCH_STATE"]}
+        os.environ.update(s3, EDGEBENCH_STATE=str(work / "state"))
+        try:
+            from edgebench.plan import spec
+            from edgebench.results.store import ResultStore
+            from edgebench.sweep import phases, runner
+            from edgebench.substrates.local.testbed import Testbed
+
+            values = {k: json.dumps(v) if isinstance(v, list) else v for k, v in (QUICK if quick else PARAMS).items()}
+            sweep = spec.load(REPO / "workflows" / "sweep.yaml", values, substrate="local")
+            timings: dict[str, dict[str, float]] = {}
+            originals = dict(phases.FUNCTIONS), phases.teardown_cluster
+
+            def timed(name, fn):
+                def wrapper(ctx, *a, **kw):
+                    t0 = time.perf_counter()
+                    try:
+                        return fn(ctx, *a, **kw)
+                    finally:
+                        cell = timings.setdefault(ctx.cell.cell_id, {})
+                        cell[name] = cell.get(name, 0.0) + time.perf_counter() - t0
+                return wrapper
+
+            for name, fn in originals[0].items():
+                phases.FUNCTIONS[name] = timed(name, fn)
+            phases.teardown_cluster = phases.FUNCTIONS["teardown-cluster"]
+            lines: list[str] = []
+            prof = None
+            if profile:
+                import cProfile
+
+                prof = cProfile.Profile()
+            t0 = time.perf_counter()
+            try:
+                if prof:
+                    prof.enable()
+                report = runner.run_local(sweep, ResultStore(), log=lines.append,
+                                          testbed=Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]))
+            finally:
+                if prof:
+                    prof.disable()
+                wall = time.perf_counter() - t0
+                phases.FUNCTIONS.update(originals[0])
+                phases.teardown_cluster = originals[1]
+                Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]).down()
+            stored = len(ResultStore().keys("runs/"))
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    if prof:
+        import pstats
+
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(35)
+    return {"wall": wall, "report": report, "timings": timings, "log": lines, "stored_objects": stored}
+
+
+def rows_from(res: dict, quick: bool) -> list[Row]:
+    report, timings, wall = res["report"], res["timings"], res["wall"]
+    docs = report.results
+    tool = sum(tool_seconds(d) for d in docs)
+    per_cell = [sum(t.get(p, 0.0) for p in SETUP) + t.get("teardown-cluster", 0.0) for t in timings.values()]
+    phase_tot = {}
+    for t in timings.values():
+        for k, v in t.items():
+            phase_tot[k] = phase_tot.get(k, 0.0) + v
+    run_over: dict[str, list[float]] = {}
+    for d in docs:
+        if d["status"] == "ok":
+            run_over.setdefault(d["workload"], []).append(_seconds(d["started_at"], d["finished_at"]) - tool_seconds(d))
+    c = report.counts
+    ratio = wall / tool if tool else None
+    ncells = len(timings)
+    size = f"{ncells} cells, {len(docs)} runs ({c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported)"
+    phases_txt = ", ".join(f"{k} {v:.1f}" for k, v in sorted(phase_tot.items(), key=lambda kv: -kv[1]) if v >= 0.05)
+    over_txt = ", ".join(f"{w} {statistics.median(v):.2f}" for w, v in run_over.items())
+    extra = {"wall_s": round(wall, 2), "tool_s": round(tool, 2), "cells": ncells, "counts": c,
+             "phase_totals_s": {k: round(v, 2) for k, v in phase_tot.items()},
+             "per_cell_setup_teardown_s": [round(x, 3) for x in per_cell],
+             "per_run_overhead_median_s": {w: round(statistics.median(v), 3) for w, v in run_over.items()},
+             "failures": report.failures[:10], "stored_objects": res["stored_objects"]}
+    rows = [Row("overhead", f"local sweep wall / tool measurement time ({ncells} cells)", ratio, "ratio", "<= 1.15",
+                None if ratio is None else ratio <= 1.15,
+                f"wall {wall:.1f} s, tools {tool:.1f} s; {size}; phases (s): {phases_txt}", extra)]
+    if per_cell:
+        med, mx = statistics.median(per_cell), max(per_cell)
+        rows.append(Row("overhead", "per-cell setup + teardown, median", med, "s", "<= 1 s", med <= 1.0,
+                        f"provision + install-cni + connect + tune + netem + teardown over {ncells} cells"))
+        rows.append(Row("overhead", "per-cell setup + teardown, max", mx, "s", "<= 1 s", mx <= 1.0,
+                        f"slowest of {ncells} cells"))
+    if run_over:
+        rows.append(Row("overhead", "per-run time outside the tool, median", statistics.median(
+            [x for v in run_over.values() for x in v]), "s", "", None,
+            f"run wall (manifest started..finished) - tool time, median per workload (s): {over_txt}"))
+    if report.failures:
+        rows.append(Row("overhead", "sweep runs failed", float(len(report.failures)), "runs", "0", False,
+                        "; ".join(report.failures[:3])))
+    return rows
+
+
+def run(quick: bool) -> list[Row]:
+    return rows_from(sweep_once(quick), quick)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile summary of the sweep")
+    a = ap.parse_args()
+    res = sweep_once(a.quick, a.profile)
+    for r in rows_from(res, a.quick):
+        print(f"{r.name}: {r.value if r.value is None else round(r.value, 3)} {r.unit} (target {r.target}, "
+              f"ok={r.ok}) {r.detail}")
+    print("\n".join(res["log"][-5:]))
