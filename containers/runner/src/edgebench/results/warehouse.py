@@ -9,9 +9,20 @@ Environment (the contract with the runner; defaults in parentheses):
 The build writes a temporary DuckDB file beside the warehouse and swaps it in with os.replace() only when
 `dbt build` (models + data tests + unit tests) passed and found at least one run: readers such as the portal see
 the old or the new warehouse, never a half-built one, and a failed build leaves the previous warehouse in place.
+
+Incremental: the warehouse keeps a raw cache (schema edgebench_raw_cache: every manifest.json, dds-samples.json,
+http-requests.json and resources.json as text, with the object's size and last-modified time). A build starts from
+a copy of the previous warehouse, lists the raw root (names, sizes, times only), drops cached objects that are gone
+or changed, reads only the new or changed ones, and then rebuilds every model from the cache: the result is the
+same as a full build by construction, without reading the raw root again. The unit tests (which test the SQL on
+fixed inputs, not the data) are skipped when the analytics project is the one of the previous build, whose unit tests
+passed. A changed analytics project (hash of analytics/, dbt and DuckDB versions) or `full_refresh=True` starts from
+an empty file.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -110,10 +121,100 @@ def _failure_lines(output: str, limit: int = 40) -> str:
     return "\n".join((picked or lines)[-limit:])
 
 
-def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
-          quiet: bool = False) -> None:
-    """Run `dbt build` for analytics/ into a fresh DuckDB file and atomically replace the warehouse with it.
+RAW_CACHE_SCHEMA = "edgebench_raw_cache"
+# source table (analytics/models/staging/_edgebench__sources.yml) -> the raw file it reads beside each manifest
+RAW_FILES = {"run_manifests": "manifest.json", "dds_samples": "dds-samples.json",
+             "http_requests": "http-requests.json", "resource_samples": "resources.json"}
 
+
+def project_hash(project: Path | None = None) -> str:
+    """A hash of the analytics project (every file but dbt's own output) and of the dbt / DuckDB versions: a build
+    whose hash differs from the previous warehouse's starts from scratch."""
+    project = project or analytics_dir()
+    h = hashlib.sha256()
+    for p in sorted(project.rglob("*")):
+        rel = p.relative_to(project)
+        if rel.parts[0] in ("target", "logs", "dbt_packages") or not p.is_file():
+            continue
+        h.update(rel.as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    for dist in ("dbt-core", "dbt-duckdb"):
+        try:
+            h.update(f"{dist} {importlib.metadata.version(dist)}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    h.update(f"duckdb {duckdb.__version__}".encode())
+    return h.hexdigest()
+
+
+def _previous_build(path: Path) -> dict | None:
+    """The build info of an existing warehouse with a raw cache, else None."""
+    if not path.exists():
+        return None
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return None
+    try:
+        row = con.execute(f"select project_hash, ran_unit_tests from {RAW_CACHE_SCHEMA}.build_info").fetchone()
+        return {"project_hash": row[0], "ran_unit_tests": row[1]} if row else None
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+
+
+def _s3_secret_sql() -> str:
+    """The S3 secret of analytics/profiles.yml, for reading an s3:// raw root outside dbt."""
+    endpoint = os.environ.get("EDGEBENCH_S3_ENDPOINT", "http://127.0.0.1:9000")
+    return ("create or replace secret edgebench_raw (type s3, "
+            f"key_id {_sql_string(os.environ.get('EDGEBENCH_S3_ACCESS_KEY', 'edgebench'))}, "
+            f"secret {_sql_string(os.environ.get('EDGEBENCH_S3_SECRET_KEY', 'edgebench-secret'))}, "
+            f"region 'us-east-1', endpoint {_sql_string(endpoint.split('://')[-1].rstrip('/'))}, "
+            f"url_style 'path', use_ssl {'true' if endpoint.startswith('https://') else 'false'})")
+
+
+def sync_raw_cache(db_path: Path, root: str) -> dict:
+    """Bring the raw cache in db_path in step with the raw root: list every raw file the sources read (name, size,
+    last-modified; no content), delete cached objects that are gone or whose size or time changed, read the new or
+    changed ones. Returns {source table: (objects listed, objects read)}."""
+    con = duckdb.connect(str(db_path))
+    stats = {}
+    try:
+        con.execute("set enable_progress_bar = false")
+        if "://" in root:
+            con.execute("load httpfs")
+            con.execute(_s3_secret_sql())
+        con.execute(f"create schema if not exists {RAW_CACHE_SCHEMA}")
+        for table, name in RAW_FILES.items():
+            t = f"{RAW_CACHE_SCHEMA}.{table}"
+            con.execute(f"create table if not exists {t} "
+                        "(filename varchar, content varchar, size bigint, last_modified timestamptz)")
+            glob = _sql_string(f"{root.rstrip('/')}/runs/*/*/*/{name}")
+            con.execute("create or replace temp table listing as "
+                        f"select filename, size, last_modified from read_text({glob})")
+            con.execute(f"delete from {t} where not exists (select 1 from listing l where l.filename = {t}.filename "
+                        f"and l.size = {t}.size and l.last_modified = {t}.last_modified)")
+            new = [r[0] for r in con.execute(
+                f"select filename from listing l anti join {t} c on c.filename = l.filename order by 1").fetchall()]
+            for i in range(0, len(new), 5000):
+                files = "[" + ", ".join(_sql_string(f) for f in new[i:i + 5000]) + "]"
+                con.execute(f"insert into {t} select filename, content, size, last_modified from read_text({files})")
+            stats[table] = (con.execute("select count(*) from listing").fetchone()[0], len(new))
+        con.execute("drop table listing")
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read the raw results under {root}: {exc}") from exc
+    finally:
+        con.close()
+    return stats
+
+
+def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
+          quiet: bool = False, full_refresh: bool = False) -> dict:
+    """Run `dbt build` for analytics/ and atomically replace the warehouse with the result.
+
+    Starts from a copy of the previous warehouse (its raw cache: only new or changed raw objects are read; see the
+    module docstring) unless there is none, the analytics project changed, or full_refresh. Returns what was done:
+    {"mode": "full" | "incremental", "raw": {source table: (objects, read)}, "unit_tests": bool}.
     Raises NoResultsError when the raw root holds no manifest (an empty warehouse would only hide a wrong
     bucket/endpoint/root; the previous warehouse is kept), WarehouseError when dbt fails (with dbt's failing lines).
     """
@@ -131,14 +232,27 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
         # sibling directory (same filesystem, so os.replace() is an atomic rename)
         with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as build_dir:
             tmp_db = Path(build_dir) / target.name
+            phash = project_hash(project)
+            previous = None if full_refresh else _previous_build(target)
+            incremental = previous is not None and previous["project_hash"] == phash
+            if incremental:  # the previous warehouse was checkpointed before it was swapped in: one file, no WAL
+                shutil.copyfile(target, tmp_db)
+            raw = sync_raw_cache(tmp_db, root)
+            if raw["run_manifests"][0] == 0:
+                raise NoResultsError(_no_results(root))
+            # unit tests test the SQL on fixed inputs, not the data: they passed for this very project already
+            run_unit_tests = not (incremental and previous["ran_unit_tests"])
             env = {**os.environ,
                    "EDGEBENCH_WAREHOUSE": str(tmp_db),
                    "EDGEBENCH_RAW_ROOT": root,
+                   "EDGEBENCH_RAW_CACHE": "1",
                    "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
                    "DBT_USE_COLORS": "false",
                    "DBT_TARGET_PATH": str(Path(work) / "target"),  # no shared state: concurrent builds are safe
                    "DBT_LOG_PATH": str(Path(work) / "logs")}
             cmd = [_dbt_executable(), "build", "--project-dir", str(project), "--profiles-dir", str(project)]
+            if not run_unit_tests:
+                cmd += ["--exclude-resource-type", "unit_test"]
             code, text = _run(cmd, env, quiet)
             if code != 0:
                 if "No files found that match the pattern" in text:
@@ -152,6 +266,9 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             con = duckdb.connect(str(tmp_db))
             try:
                 n_manifests = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
+                con.execute(f"create or replace table {RAW_CACHE_SCHEMA}.build_info as select ? as project_hash, "
+                            "true as ran_unit_tests, ? as mode, now() as built_at",
+                            [phash, "incremental" if incremental else "full"])
                 con.execute("checkpoint")
             finally:
                 con.close()
@@ -163,6 +280,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             os.replace(tmp_db, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return {"mode": "incremental" if incremental else "full", "raw": raw, "unit_tests": run_unit_tests}
 
 
 def _no_results(root: str) -> str:

@@ -1,0 +1,165 @@
+"""Warehouse at scale (part "warehouse"): `edgebench warehouse` (warehouse.build()) on a synthetic store of 10,000 runs
+and 1,000,000 samples (bench/gen_store.py, the layout the sweep writes to MinIO), against one plain DuckDB query over
+the same raw files computing the headline mart cmp_iperf3_vs_host (per CNI throughput vs the host baseline), and a
+second build after 10 new runs against the first.
+
+Rows: build seconds (target < 60 s); build / plain query (target <= 3); incremental build / first build (target <=
+0.25, "a small fraction"). Quick mode: 500 runs, 50,000 samples.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Row  # noqa: E402
+import gen_store  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+KEYS = ["substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
+        "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath", "cpu_class"]
+
+
+def _t95(df: str) -> str:  # the t_critical_95 macro of analytics/macros/t_critical_95.sql
+    whens = " ".join(f"when {df} = {i} then {v}" for i, v in enumerate(T95, start=1))
+    return (f"(case when {df} < 1 then null {whens} when {df} <= 40 then 2.042 when {df} <= 60 then 2.021 "
+            f"when {df} <= 120 then 2.000 else 1.980 end)")
+
+
+def plain_query(root: str) -> str:
+    """cmp_iperf3_vs_host written by hand: one statement over the raw manifests (read_json), same rules as the dbt
+    models (latest finished_at per run_id, ok + valid one-cluster default-proxy iperf3 runs, Student-t 95% CI, host
+    matched on the conditions and the workload parameters)."""
+    cols = ("{run_id: 'VARCHAR', workload: 'VARCHAR', status: 'VARCHAR', substrate: 'VARCHAR', "
+            "distribution: 'VARCHAR', cni: 'VARCHAR', cni_mode: 'VARCHAR', datapath: 'VARCHAR', netem: 'JSON', "
+            "netem_scenario: 'VARCHAR', tuning: 'JSON', tuning_profile: 'VARCHAR', is_valid: 'JSON', "
+            "intercluster: 'VARCHAR', service_proxy: 'VARCHAR', cpu_class: 'VARCHAR', protocol: 'VARCHAR', "
+            "path: 'VARCHAR', placement: 'VARCHAR', length_bytes: 'BIGINT', duration_s: 'BIGINT', params: 'JSON', "
+            "metrics: 'JSON', started_at: 'VARCHAR', finished_at: 'VARCHAR'}")
+    k = ", ".join(KEYS)
+    same = " and ".join(f"s.{c} = h.{c}" for c in KEYS[:8]) + " and " + \
+        " and ".join(f"s.{c} is not distinct from h.{c}" for c in ("duration_s", "iperf3_bitrate", "cpu_class"))
+    return f"""
+with m as (
+    select run_id, workload, status, substrate, distribution, cni, cni_mode, datapath,
+           coalesce(netem->>'scenario', netem_scenario, 'none') as netem_scenario,
+           coalesce(tuning->>'profile', tuning_profile, 'default_settings') as tuning_profile,
+           case when is_valid is null or json_type(is_valid) = 'NULL' then true
+                when json_type(is_valid) = 'BOOLEAN' then is_valid::varchar = 'true' end as is_valid,
+           coalesce(intercluster, 'none') as intercluster, coalesce(service_proxy, 'default') as service_proxy,
+           coalesce(cpu_class, 'none') as cpu_class, protocol, path, placement, length_bytes::integer as length_bytes,
+           duration_s::integer as duration_s, params->>'bitrate' as iperf3_bitrate,
+           try_cast(metrics->>'throughput_mbps' as double) as throughput_mbps,
+           try_cast(started_at as timestamptz) as started_at, try_cast(finished_at as timestamptz) as finished_at,
+           filename
+    from read_json('{root.rstrip('/')}/runs/*/*/*/manifest.json', columns = {cols}, filename = true)
+),
+runs as (
+    select * from m
+    qualify row_number() over (partition by run_id order by finished_at desc nulls last, started_at desc nulls last,
+                                                           filename desc) = 1
+),
+stats as (
+    select {k}, count(*) as n_runs, avg(throughput_mbps) as throughput_mbps,
+           stddev_samp(throughput_mbps) as throughput_stddev_mbps,
+           {_t95('(count(*) - 1)')} * stddev_samp(throughput_mbps) / sqrt(count(*)) as throughput_ci95_mbps
+    from runs
+    where workload = 'iperf3' and status = 'ok' and is_valid and intercluster = 'none' and service_proxy = 'default'
+    group by all
+)
+select s.*, s.cni = 'host' as is_host_baseline, h.n_runs as host_n_runs, h.throughput_mbps as host_throughput_mbps,
+       case when h.throughput_mbps > 0 then (h.throughput_mbps - s.throughput_mbps) / h.throughput_mbps * 100 end
+           as overhead_pct
+from stats s left join (select * from stats where cni = 'host') h on {same}
+"""
+
+
+def _time_plain(root: str) -> tuple[float, duckdb.DuckDBPyRelation | list]:
+    con = duckdb.connect()
+    con.execute("set enable_progress_bar = false")
+    t0 = time.perf_counter()
+    rows = con.execute(plain_query(root)).fetchall()
+    dt = time.perf_counter() - t0
+    con.close()
+    return dt, rows
+
+
+def _agrees(rows: list, wh: Path) -> tuple[bool, str]:
+    """The plain query's rows equal the mart's (keys, n, mean, overhead to 1e-9 relative)."""
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        mart = con.execute(f"select {', '.join(KEYS)}, n_runs, throughput_mbps, overhead_pct "
+                           "from cmp_iperf3_vs_host").fetchall()
+    finally:
+        con.close()
+    n = len(KEYS)
+
+    def norm(r):
+        return (tuple(r[:n]), r[n], round(r[n + 1], 6) if r[n + 1] is not None else None,
+                round(r[n + 2], 6) if r[n + 2] is not None else None)
+
+    plain = sorted((norm(r[:n + 2] + (r[-1],)) for r in rows), key=repr)
+    mart = sorted((norm(r) for r in mart), key=repr)
+    return plain == mart, f"{len(plain)} rows vs mart {len(mart)}"
+
+
+def run(quick: bool) -> list[Row]:
+    from edgebench.results import warehouse
+
+    runs, samples = (500, 50_000) if quick else (10_000, 1_000_000)
+    tmp = Path(tempfile.mkdtemp(prefix="edgebench-bench-warehouse-"))
+    try:
+        t0 = time.perf_counter()
+        info = gen_store.generate(tmp / "raw", runs=runs, samples=samples)
+        gen_s = time.perf_counter() - t0
+        root = str(tmp / "raw")
+        wh = tmp / "wh" / "warehouse.duckdb"
+        plain1, rows = _time_plain(root)                       # warm cache for both sides: the generator just wrote
+        t0 = time.perf_counter()
+        first = warehouse.build(warehouse_path=wh, raw_root=root, quiet=True)
+        build_s = time.perf_counter() - t0
+        plain2, _ = _time_plain(root)
+        plain_s = min(plain1, plain2)
+        agrees, agree_detail = _agrees(rows, wh)
+        added = gen_store.add_runs(tmp / "raw", 10)
+        t0 = time.perf_counter()
+        second = warehouse.build(warehouse_path=wh, raw_root=root, quiet=True)
+        inc_s = time.perf_counter() - t0
+        size_mb = wh.stat().st_size / 2 ** 20
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    scale = f"{info['runs']:,} runs, {info['samples']:,} samples (+{info['resources']:,} resource samples)"
+    extra = {"store": info, "generate_s": round(gen_s, 2), "build_s": round(build_s, 2),
+             "plain_query_s": [round(plain1, 3), round(plain2, 3)], "incremental_s": round(inc_s, 2),
+             "first": first, "second": second, "added": added, "warehouse_mb": round(size_mb, 1),
+             "plain_query_agrees_with_mart": agrees}
+    ratio = build_s / plain_s if plain_s else None
+    inc = inc_s / build_s if build_s else None
+    return [
+        Row("warehouse", f"edgebench warehouse, full build ({scale})", build_s, "s", "< 60 s", build_s < 60,
+            f"dbt build incl. data + unit tests, raw read into the cache; store generated in {gen_s:.1f} s; "
+            f"warehouse {size_mb:.0f} MiB", extra),
+        Row("warehouse", "full build / plain DuckDB query of cmp_iperf3_vs_host", ratio, "ratio", "<= 3",
+            None if ratio is None else ratio <= 3,
+            f"build {build_s:.1f} s vs read_json over the manifests {plain_s:.2f} s (min of {plain1:.2f}, "
+            f"{plain2:.2f}); same rows as the mart: {agrees} ({agree_detail})"),
+        Row("warehouse", "incremental build after 10 new runs / full build", inc, "ratio", "<= 0.25 (a small fraction)",
+            None if inc is None else inc <= 0.25,
+            f"{inc_s:.1f} s ({second['mode']}; raw objects read: "
+            f"{sum(n for _, n in second['raw'].values())}; unit tests {'run' if second['unit_tests'] else 'skipped: same project'}"
+            f") vs {build_s:.1f} s"),
+    ]
+
+
+if __name__ == "__main__":
+    for r in run(quick="--quick" in sys.argv):
+        print(r)
