@@ -16,6 +16,9 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
                  wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm
+# the portal's browser test and benchmark (headless Chromium driven by Selenium): Debian's packages; Ubuntu ships
+# chromium as a snap (chromium-browser), which often cannot run in containers: best effort, the test skips without it
+BROWSER_PACKAGES := chromium chromium-driver
 FORTIO_VERSION := v1.66.5
 KUBECTL_VERSION := v1.32.4
 KUSTOMIZE_VERSION := v5.5.0
@@ -50,6 +53,13 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  [ "$$(id -u)" = 0 ] || { echo "error: installing packages needs root (sudo make ...)" >&2; exit 1; }; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@missing=$$(for p in $(BROWSER_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "apt: installing $$missing (the portal's browser test)"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1; } || \
+	    echo "note: $$missing not installable here (Ubuntu: chromium is a snap); tests/test_browser.py will skip"; \
 	fi
 	@command -v go >/dev/null || { echo "apt: installing golang-go (MinIO is built from source)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
