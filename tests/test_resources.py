@@ -93,3 +93,42 @@ def test_summarize_shape():
     }
     with pytest.raises(ValueError):
         resources.Sampler({}, interval_s=0)
+
+
+def test_idle_baseline_is_sampled_once_per_cell_and_carried_by_every_run(monkeypatch):
+    """phases._sampler: the first run of a cell samples the idle phase (IDLE_S), later runs reuse it from the cell's
+    state; each run's samples are the baseline's, then its own (phase run, t_s after the baseline's)."""
+    from edgebench.sweep import phases
+
+    slept, real_sleep = [], time.sleep
+    monkeypatch.setattr(phases, "IDLE_S", 0.6)
+    monkeypatch.setattr(phases.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+
+    class Provider:
+        @staticmethod
+        def workload_pids():
+            return {}
+
+    class Ctx:
+        provider, state, saved = Provider(), {}, 0
+
+        def save(self):
+            self.saved += 1
+
+    ctx = Ctx()
+    files = []
+    for _ in range(2):
+        s = phases._sampler(ctx)
+        real_sleep(0.6)
+        files.append(s.stop())
+    assert slept == [0.6]  # one idle phase for the cell
+    idle = [[x for x in f if x["phase"] == "idle"] for f in files]
+    assert idle[0] and idle[0] == idle[1] == ctx.state["idle_baseline"] and ctx.saved == 1
+    for f in files:
+        phases_in_order = [x["phase"] for x in f]
+        assert phases_in_order == sorted(phases_in_order) and "run" in phases_in_order
+        ts = [x["t_s"] for x in f]
+        assert ts == sorted(ts) and min(x["t_s"] for x in f if x["phase"] == "run") > max(x["t_s"] for x in idle[0])
+    ctx.state.pop("idle_baseline")  # provision-cluster drops it: a new cluster gets a new baseline
+    phases._sampler(ctx).stop()
+    assert slept == [0.6, 0.6]

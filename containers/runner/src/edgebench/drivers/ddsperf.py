@@ -29,7 +29,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from time import monotonic
 from typing import Any, Sequence
 from xml.sax.saxutils import quoteattr
@@ -359,7 +358,6 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
         for name, role, n, ep, argv in responders:
             procs.append((name, role, n, _popen(ep, argv, xml(ep, resp_sec))))
             followed[name] = _Responder(procs[-1][3])
-        time.sleep(0.2)
         name, role, n, ep, argv = init
         iproc = _popen(ep, argv, xml(ep, init_sec))
         procs.append((name, role, n, iproc))

@@ -10,6 +10,8 @@ Every cpu_pct is PERCENT OF ONE CPU (the contract's unit, as `top` shows it): a 
 `system`, not in the processes.
 
 Phases: samples start as `idle` (knb-style baseline before the workload starts); `mark_run()` switches to `run`.
+A sampler given an `idle` baseline taken earlier (the sweep samples it once per cell) starts in `run`: its samples
+follow copies of the baseline's, their t_s counting on from the baseline's last.
 The first sample of each process is taken one interval after start (a delta needs two readings); a process
 that exits simply stops producing samples.
 """
@@ -75,14 +77,16 @@ class Sampler:
     pids_by_name may be a callable returning the mapping; it is called at every sample, so processes started
     after start() (the workload itself) are picked up."""
 
-    def __init__(self, pids_by_name: PidSource, interval_s: float = 0.5, component: str = "workload"):
+    def __init__(self, pids_by_name: PidSource, interval_s: float = 0.5, component: str = "workload",
+                 idle: list[dict] | None = None):
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
         self._source = pids_by_name
         self.interval_s = interval_s
         self.component = component
-        self._phase = "idle"
-        self._samples: list[dict] = []
+        self._phase = "idle" if idle is None else "run"
+        self._samples: list[dict] = [dict(s) for s in idle or ()]
+        self._t_offset = max((s["t_s"] for s in self._samples), default=0.0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -129,7 +133,7 @@ class Sampler:
                 prev_proc[(name, pid)] = (ticks, time.monotonic())
         while not self._stop.wait(self.interval_s):
             now = time.monotonic()
-            t_s = round(now - self._t0, 3)
+            t_s = round(self._t_offset + now - self._t0, 3)
             with self._lock:
                 phase = self._phase
             batch = []
