@@ -34,15 +34,16 @@ TOOLS = Path.home() / ".local/share/edgebench/tools"
 USER, PASSWORD = "edgebench", "edgebench-secret"
 
 # ~20 cells: 5 CNI modes (host, two VXLAN flavours, two routed) x 2 tuning profiles x 2 link conditions;
-# each cell runs one short iperf3 TCP, one DDS latency and one HTTP run (3 runs per cell)
+# each cell runs one iperf3 TCP, one DDS latency and one HTTP run (3 runs per cell) for the sweep's default
+# durations (`duration` and `dds-duration`, 3 s each): the ratio of the sweep as a user runs it
 CNIS = ["host", "flannel:vxlan", "flannel:host-gw", "calico:vxlan", "kube-router"]
 PARAMS = {
     "cnis": CNIS, "tuning": ["default_settings", "network-latency"], "netem": ["none", "lcl"],
-    "workloads": ["iperf3:tcp", "dds:latency", "http:payload-echo"], "repetitions": "1", "duration": "2",
-    "iperf3-paths": ["pod-to-pod:cross-node"], "dds-payloads": ["64"], "dds-duration": "2",
+    "workloads": ["iperf3:tcp", "dds:latency", "http:payload-echo"], "repetitions": "1",
+    "iperf3-paths": ["pod-to-pod:cross-node"], "dds-payloads": ["64"],
     "http-payloads": ["1000"], "http-requests": "200",
 }
-QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan"], "netem": ["none"], "duration": "1",
+QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan"], "netem": ["none"], "duration": "1", "dds-duration": "2",
          "http-requests": "50"}
 SETUP = ("provision-cluster", "install-cni", "connect-clusters", "tune-nodes", "apply-netem")
 

@@ -158,3 +158,49 @@ def test_workload_processes_are_found_by_namespace(tb):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_build_commands_run_batched_in_the_order_issued():
+    """Inside _batched, consecutive `ip` commands of one namespace whose output nobody reads become one `ip -batch`;
+    any other command (or a command that reads output) runs the queue first."""
+    calls = []
+
+    def rec(argv, check=True, input=None):
+        calls.append((list(argv), input))
+        return ""
+
+    t = Testbed("ebrec", runner=rec)
+    with t._batched():
+        t._ip("a", "link", "set", "x", "up")
+        t._ip("a", "addr", "add", "10.0.0.1/32", "dev", "x")
+        t._ns("a", "sysctl", "-qw", "k=v")
+        t._ip("b", "link", "set", "y", "up")
+        t._ip("b", "-j", "link", "show")
+        t._ip("a", "route", "add", "default", "dev", "x")
+    t._ip("a", "link", "set", "x", "down")  # outside: runs at once
+    assert calls == [
+        (["ip", "-n", "a", "-batch", "-"], "link set x up\naddr add 10.0.0.1/32 dev x\n"),
+        (["ip", "netns", "exec", "a", "sysctl", "-qw", "k=v"], None),
+        (["ip", "-n", "b", "link", "set", "y", "up"], None),
+        (["ip", "-n", "b", "-j", "link", "show"], None),
+        (["ip", "-n", "a", "route", "add", "default", "dev", "x"], None),
+        (["ip", "-n", "a", "link", "set", "x", "down"], None),
+    ]
+    with pytest.raises(Exception, match="ip -batch"):
+        with t._batched():
+            t._ip("a", "link", "set", "x y", "up")  # a word `ip -batch` would split
+
+
+def test_a_failing_batched_command_fails_the_build(tb):
+    """A bad line in an `ip -batch` raises with ip's message, as the command alone would."""
+    from edgebench.sh import CommandError
+
+    tb.provision()
+    try:
+        with pytest.raises(CommandError, match="batch"):
+            with tb._batched():
+                tb._ip(tb.node_ns(1), "link", "set", "lo", "up")
+                tb._ip(tb.node_ns(1), "link", "set", "nosuchdev0", "up")
+    finally:
+        tb.down()
+    assert not netns()

@@ -21,7 +21,7 @@ class LocalProvider(Provider):
     def __init__(self, testbed: Testbed | None = None, cell: Any = None):
         self.testbed = testbed or Testbed()
         if getattr(cell, "intercluster", "none") != "none":  # two clusters of two nodes: gateway + worker each
-            self.testbed = Testbed(self.testbed.prefix, nodes=4, runner=self.testbed._run, clusters=2)
+            self.testbed = Testbed(self.testbed.prefix, nodes=4, runner=self.testbed._runner, clusters=2)
         self.tuning_profile = getattr(cell, "tuning_profile", "default_settings")
         # the service proxy the cell models (dnat = the testbed's plain rule); built by install_cni
         self.service_proxy = cell.service_proxy_mode if cell is not None and hasattr(cell, "service_proxy") else "dnat"
@@ -144,27 +144,21 @@ class LocalProvider(Provider):
         sampling itself costs the measured machine next to nothing."""
         import os
 
-        inodes = {}
+        from edgebench.substrates.local.testbed import netns_pids
+
         try:
             names = [n for n in os.listdir("/run/netns") if n.startswith(self.testbed.prefix + "-")]
         except OSError:
             names = []
-        for ns in names:
-            try:
-                inodes[os.stat(f"/run/netns/{ns}").st_ino] = ns
-            except OSError:
-                continue
         out = {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                ino = os.stat(f"/proc/{pid}/ns/net").st_ino
-                if ino not in inodes:
+        for ns, pids in netns_pids(names).items():
+            for pid in pids:
+                try:
+                    comm = open(f"/proc/{pid}/comm").read().strip()
+                except OSError:
                     continue
-                comm = open(f"/proc/{pid}/comm").read().strip()
-            except OSError:
-                continue
-            if not comm.startswith("edgebench-netem"):
-                out[f"{comm}@{inodes[ino]}"] = int(pid)
+                if not comm.startswith("edgebench-netem"):
+                    out[f"{comm}@{ns}"] = pid
         return out
 
     def client(self, placement: str = "cross-node") -> Endpoint:

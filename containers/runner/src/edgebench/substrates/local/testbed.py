@@ -17,6 +17,7 @@ cleans up after a killed run. A datapath this kernel cannot build raises Unsuppo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -44,6 +45,38 @@ def require_root() -> None:
         raise NotRootError(
             "the local testbed creates network namespaces and needs root: run as root (e.g. `sudo make sweep`)"
         )
+
+
+def _batch_word(arg: str) -> str:
+    if not arg or any(c.isspace() or c in "\"'\\#" for c in arg):
+        raise EdgebenchError(f"cannot pass {arg!r} to `ip -batch`")
+    return arg
+
+
+def _batch_split(line: str) -> list[str]:
+    return line.split(" ")
+
+
+def netns_pids(names: Sequence[str]) -> dict[str, list[int]]:
+    """{namespace: pids of the processes in it} for named network namespaces (/run/netns), read from /proc: the
+    same as `ip netns pids` per namespace, without a process each."""
+    inodes = {}
+    for ns in names:
+        try:
+            inodes[os.stat(f"/run/netns/{ns}").st_ino] = ns
+        except OSError:
+            continue
+    out: dict[str, list[int]] = {ns: [] for ns in inodes.values()}
+    if not inodes:
+        return out
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ino = os.stat(f"/proc/{pid}/ns/net").st_ino
+        except OSError:
+            continue
+        if ino in inodes:
+            out[inodes[ino]].append(int(pid))
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,7 +108,9 @@ class Testbed(Datapath):
             raise EdgebenchError(f"a testbed of {nodes} nodes cannot form {clusters} clusters of two or more nodes")
         self.nodes = nodes
         self.clusters = clusters
-        self._run = runner
+        self._runner = runner
+        self._batch: tuple[str, list[str]] | None = None  # (namespace, queued `ip` lines) while batching
+        self._batching = False
         self.service_proxy = "dnat"  # how ClusterIP services are built (service_proxy.py); set by install_service_proxy
         self.cpu_class = "none"  # the nodes' CPU class (cpuclass.py); set by install_cpu_class
 
@@ -106,11 +141,46 @@ class Testbed(Datapath):
     def state_file(self) -> Path:
         return STATE_DIR / f"testbed-{self.prefix}.json"
 
+    def _run(self, argv: Sequence[str], check: bool = True, input: str | None = None) -> str:
+        self._flush_ip()  # queued `ip` lines first: commands run in the order they were issued
+        return self._runner(argv, check=check, input=input)
+
     def _ns(self, ns: str, *argv: str, check: bool = True, input: str | None = None) -> str:
         return self._run(["ip", "netns", "exec", ns, *argv], check=check, input=input)
 
     def _ip(self, ns: str, *argv: str, check: bool = True) -> str:
+        """`ip -n ns argv`. While building (see _batched), checked commands whose output nobody reads are queued,
+        and consecutive ones in one namespace run as one `ip -batch` (a process per command was most of the build's
+        time); any other command runs the queue first."""
+        if self._batching and check and not any(a in ("show", "-j", "list") for a in argv):
+            if self._batch is not None and self._batch[0] != ns:
+                self._flush_ip()
+            if self._batch is None:
+                self._batch = (ns, [])
+            self._batch[1].append(" ".join(_batch_word(a) for a in argv))
+            return ""
         return self._run(["ip", "-n", ns, *argv], check=check)
+
+    def _flush_ip(self) -> None:
+        if self._batch is None:
+            return
+        ns, lines = self._batch
+        self._batch = None
+        if len(lines) == 1:
+            self._runner(["ip", "-n", ns, *_batch_split(lines[0])], check=True, input=None)
+        else:
+            self._runner(["ip", "-n", ns, "-batch", "-"], check=True, input="\n".join(lines) + "\n")
+
+    @contextlib.contextmanager
+    def _batched(self):
+        """Queue the `ip` commands issued inside (see _ip); the queue has run when the block is left (or failed)."""
+        self._batching = True
+        try:
+            yield
+            self._flush_ip()
+        finally:
+            self._batching = False
+            self._batch = None
 
     # discovery -----------------------------------------------------------------------------------
     def namespaces(self) -> list[str]:
@@ -172,7 +242,8 @@ class Testbed(Datapath):
         require_root()
         self.down()
         try:
-            self._build_nodes(lan_mtu or 1500)
+            with self._batched():
+                self._build_nodes(lan_mtu or 1500)
         except BaseException:
             self.down()
             raise
@@ -189,7 +260,8 @@ class Testbed(Datapath):
             raise EdgebenchError(f"testbed {self.prefix} is not provisioned (no namespaces); provision it first")
         self._host = cm.is_host
         try:
-            self._build_datapath(cm)
+            with self._batched():
+                self._build_datapath(cm)
         except BaseException:
             self.down()
             raise
@@ -200,17 +272,17 @@ class Testbed(Datapath):
         return state
 
     def down(self) -> list[str]:
-        """Remove every namespace carrying the prefix (killing processes inside first). Idempotent."""
-        removed = []
-        for ns in self.namespaces():
-            pids = self._run(["ip", "netns", "pids", ns], check=False).split()
+        """Remove every namespace carrying the prefix (killing processes inside first). Idempotent. The processes
+        are found in /proc and the namespaces deleted by one `ip -batch` (-force: a failed line does not stop it)."""
+        removed = self.namespaces()
+        for pids in netns_pids(removed).values():
             for pid in pids:
                 try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
                     pass
-            self._run(["ip", "netns", "del", ns], check=False)
-            removed.append(ns)
+        if removed:
+            self._run(["ip", "-force", "-batch", "-"], check=False, input="".join(f"netns del {ns}\n" for ns in removed))
         self.state_file.unlink(missing_ok=True)
         shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
         from edgebench.substrates.local import cpuclass
@@ -317,17 +389,15 @@ class Testbed(Datapath):
 
             return service_proxy.add_service(self, self.service_proxy, cluster_ip, port, [backend],
                                              getattr(self, "_cni_key", ""), cluster)
+        rules = "".join(f"add rule ip {SVC_TABLE} {chain} ip daddr {cluster_ip} {proto} dport {port} "
+                        f"dnat to {backend.ip}:{port}\n" for proto in ("tcp", "udp") for chain in ("prerouting", "output"))
         for i in (self.cluster_nodes(cluster) if cluster else range(1, self.nodes + 1)):
-            ns = self.node_ns(i)
-            for proto in ("tcp", "udp"):
-                for chain in ("prerouting", "output"):
-                    self._ns(ns, "nft", "add", "rule", "ip", SVC_TABLE, chain, "ip", "daddr", cluster_ip, proto,
-                             "dport", str(port), "dnat", "to", f"{backend.ip}:{port}")
+            self._ns(self.node_ns(i), "nft", "-f", "-", input=rules)  # one transaction per node
 
     def flush_services(self) -> None:
+        flush = "".join(f"flush chain ip {SVC_TABLE} {chain}\n" for chain in ("prerouting", "output"))
         for i in range(1, self.nodes + 1):
-            for chain in ("prerouting", "output"):
-                self._ns(self.node_ns(i), "nft", "flush", "chain", "ip", SVC_TABLE, chain)
+            self._ns(self.node_ns(i), "nft", "-f", "-", input=flush)
         if self.service_proxy not in ("dnat", "none"):
             from edgebench.substrates.local import service_proxy
 

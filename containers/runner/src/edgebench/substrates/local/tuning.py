@@ -29,12 +29,44 @@ def _host_sysctl(key: str) -> str | None:
         return None
 
 
+# prints "<path>\t<value>" per readable /proc/sys file and "<path>\t" alone for a missing one: a whole profile's
+# sysctls of one namespace read by one process (a process per key was most of tune-nodes' time)
+_READ_SYSCTLS = ('for f; do if [ -r "$f" ]; then printf "%s\t" "$f"; tr "\t\n" "  " < "$f"; echo; '
+                 'else printf "%s\t\n" "$f"; fi; done')
+
+
+def _ns_sysctls(ns: str, keys: Sequence[str]) -> dict[str, str | None]:
+    """The values of `keys` inside namespace `ns` (None for a key the namespace does not have), in one process."""
+    if not keys:
+        return {}
+    paths = {"/proc/sys/" + k.replace(".", "/"): k for k in keys}
+    out = sh.run(_nsx(ns, ["sh", "-c", _READ_SYSCTLS, "sh", *paths]), check=False)
+    got: dict[str, str | None] = dict.fromkeys(keys)
+    for line in out.splitlines():
+        path, _, value = line.partition("\t")
+        if path in paths and value.strip():
+            got[paths[path]] = _norm(value)
+    return got
+
+
 def _ns_sysctl(ns: str, key: str) -> str | None:
-    good, _ = sh.ok(_nsx(ns, ["test", "-e", "/proc/sys/" + key.replace(".", "/")]))
-    if not good:
-        return None
-    out = sh.run(_nsx(ns, ["sysctl", "-n", key]), check=False)
-    return _norm(out) if out.strip() else None
+    return _ns_sysctls(ns, [key])[key]
+
+
+def _ns_write(ns: str, settings: Mapping[str, str]) -> dict[str, str]:
+    """Write sysctls inside `ns`, all in one process; if that fails, key by key to name the one that failed.
+    Returns {key: error} for the failed writes."""
+    if not settings:
+        return {}
+    good, err = sh.ok(_nsx(ns, ["sysctl", "-qw", *(f"{k}={v}" for k, v in settings.items())]))
+    if good:
+        return {}
+    failed = {}
+    for k, v in settings.items():
+        good, err = sh.ok(_nsx(ns, ["sysctl", "-qw", f"{k}={v}"]))
+        if not good:
+            failed[k] = err
+    return failed
 
 
 @lru_cache(maxsize=None)
@@ -95,6 +127,8 @@ def _readback(namespaces: Sequence[str], dev: str, req: Mapping[str, str],
     per: dict[str, dict[str, str | None]] = {}
     feats = {ns: _read_features(ns, dev) for ns in namespaces} if any(k.startswith("ethtool.") for k in req) else {}
     rings = {ns: _read_rings(ns, dev) for ns in namespaces} if any(k.startswith("ethtool.ring.") for k in req) else {}
+    sysctl_keys = [k for k in req if k not in unsupported and k != "mtu" and not k.startswith("ethtool.")]
+    sysctls = {ns: _ns_sysctls(ns, sysctl_keys) for ns in namespaces}
     for key in req:
         if key in unsupported or key == "mtu":
             continue
@@ -106,7 +140,7 @@ def _readback(namespaces: Sequence[str], dev: str, req: Mapping[str, str],
                 v = feats[ns].get(key.split(".", 1)[1])
                 vals[ns] = v.split()[0] if v else None
             else:
-                vals[ns] = _ns_sysctl(ns, key)
+                vals[ns] = sysctls[ns][key]
         per[key] = vals
     out: dict[str, str | None] = {}
     for key, vals in per.items():
@@ -134,12 +168,8 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
     state_file.parent.mkdir(parents=True, exist_ok=True)
     # snapshot first (also for settings we will skip per device)
     for ns in namespaces:
-        snap: dict[str, str] = {}
-        for key in p["sysctl"]:
-            if key not in unsupported:
-                cur = _ns_sysctl(ns, key)
-                if cur is not None:
-                    snap[key] = cur
+        current = _ns_sysctls(ns, [k for k in p["sysctl"] if k not in unsupported])
+        snap: dict[str, str] = {k: v for k, v in current.items() if v is not None}
         if p["ethtool"]:
             d = dev if ns in node_namespaces else pod_dev
             feats = _read_features(ns, d)
@@ -157,12 +187,10 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
 
     for ns in namespaces:
         d = dev if ns in node_namespaces else pod_dev
-        for key, value in p["sysctl"].items():
-            if key in unsupported:
-                continue
-            good, err = sh.ok(_nsx(ns, ["sysctl", "-qw", f"{key}={target_value(_str(value), snapshot[ns].get(key))}"]))
-            if not good:
-                unsupported[key] = f"write failed in {ns}: {err}"
+        writes = {key: target_value(_str(value), snapshot[ns].get(key))
+                  for key, value in p["sysctl"].items() if key not in unsupported}
+        for key, err in _ns_write(ns, writes).items():
+            unsupported[key] = f"write failed in {ns}: {err}"
         feats = p["ethtool"].get("features") or {}
         for f, v in feats.items():
             key = f"ethtool.{f}"
@@ -218,7 +246,6 @@ def revert_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str]) 
                 sh.ok(_nsx(ns, ["ethtool", "-G", d, key.rsplit(".", 1)[1], val]))
             elif key.startswith("ethtool."):
                 sh.ok(_nsx(ns, ["ethtool", "-K", d, key.split(".", 1)[1], val]))
-            else:
-                sh.ok(_nsx(ns, ["sysctl", "-qw", f"{key}={val}"]))
+        _ns_write(ns, {k: v for k, v in snap.items() if not k.startswith("ethtool.")})
     sf.unlink(missing_ok=True)
     return state["snapshot"]
