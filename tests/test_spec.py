@@ -78,6 +78,7 @@ def test_overrides_and_default_mode():
         ("dds-subscribers=[\"0\"]", "not an integer in 1..16"),
         ("workloads=[\"http:teapot\"]", "unknown variant 'teapot'"),
         ("http-requests=0", "must be >= 1"),
+        ("dds-duration=1", "'dds-duration' must be >= 2"),  # ddsperf prints nothing for a 1 s run
         ("colour=blue", "unknown parameter 'colour'"),
         ("novalue", "NAME=VALUE"),
         ("repetitions=" + "9" * 5000, "at most 12 digits"),

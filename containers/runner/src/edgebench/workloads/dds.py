@@ -28,7 +28,8 @@ class Dds(Workload):
               "subscribers on the publisher's node (same-node) or on the other node (cross-node)"),
         Param("dds-security", subset(("none", "auth-encrypt")), json_default(["none"]),
               "DDS Security: none, auth-encrypt (where the Cyclone DDS build ships the security plugins)"),
-        Param("dds-duration", lambda n, v: integer(n, v, 1), "3", "seconds per DDS run"),
+        Param("dds-duration", lambda n, v: integer(n, v, 2), "3",
+              "seconds per DDS run, at least 2 (ddsperf prints no statistics for a 1 s run)"),
     )
     tools = ("ddsperf",)
     staging_model = "stg_edgebench__dds_samples"
