@@ -8,6 +8,7 @@ Rows: build seconds (target < 60 s); build / plain query (target <= 3); incremen
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -116,6 +117,8 @@ def run(quick: bool) -> list[Row]:
 
     runs, samples = (500, 50_000) if quick else (10_000, 1_000_000)
     tmp = Path(tempfile.mkdtemp(prefix="edgebench-bench-warehouse-"))
+    old_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp / "cache")  # a new user's first build: the dbt unit tests run too
     try:
         t0 = time.perf_counter()
         info = gen_store.generate(tmp / "raw", runs=runs, samples=samples)
@@ -135,6 +138,10 @@ def run(quick: bool) -> list[Row]:
         inc_s = time.perf_counter() - t0
         size_mb = wh.stat().st_size / 2 ** 20
     finally:
+        if old_cache is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = old_cache
         shutil.rmtree(tmp, ignore_errors=True)
 
     scale = f"{info['runs']:,} runs, {info['samples']:,} samples (+{info['resources']:,} resource samples)"
@@ -146,7 +153,7 @@ def run(quick: bool) -> list[Row]:
     inc = inc_s / build_s if build_s else None
     return [
         Row("warehouse", f"edgebench warehouse, full build ({scale})", build_s, "s", "< 60 s", build_s < 60,
-            f"dbt build incl. data + unit tests, raw read into the cache; store generated in {gen_s:.1f} s; "
+            f"dbt build incl. data tests and unit tests ({'run' if first['unit_tests'] else 'skipped'}), raw read into the cache; store generated in {gen_s:.1f} s; "
             f"warehouse {size_mb:.0f} MiB", extra),
         Row("warehouse", "full build / plain DuckDB query of cmp_iperf3_vs_host", ratio, "ratio", "<= 3",
             None if ratio is None else ratio <= 3,

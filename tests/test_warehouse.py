@@ -99,7 +99,8 @@ def test_broken_fixture_fails_build_and_keeps_old_warehouse(tmp_path, fixture_wa
     assert "accepted_values" in str(exc.value) and "status" in str(exc.value)
     assert target.read_bytes() == before
     # no temp database left behind; dbt's logs and compiled SQL are kept for diagnosis
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dbt-last-failure", "raw", "wh.duckdb"]
+    # beside the warehouse: dbt's partial-parse state and the build lock (.wh.duckdb.dbt), no half-built file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".wh.duckdb.dbt", "dbt-last-failure", "raw", "wh.duckdb"]
     assert "dbt-last-failure" in str(exc.value)
 
 

@@ -46,7 +46,8 @@ def _differences(a, b) -> dict[str, tuple[int, int]]:
     return out
 
 
-def test_incremental_build_equals_full_build(tmp_path):
+def test_incremental_build_equals_full_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no record of earlier builds' unit tests
     manifests = fx.fixture_manifests()
     dds = [m for m in manifests if m["workload"] == "dds"]
     first = [m for m in manifests if m["workload"] != "dds"]
@@ -75,7 +76,8 @@ def test_incremental_build_equals_full_build(tmp_path):
     assert read["http_requests"] == 0
 
     full = tmp_path / "full" / "warehouse.duckdb"
-    assert warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True)["mode"] == "full"
+    r3 = warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True)
+    assert r3["mode"] == "full" and not r3["unit_tests"]  # they passed for this project on this machine (r1)
     assert _tables(wh) == _tables(full)
     assert _differences(wh, full) == {}
 

@@ -17,6 +17,7 @@
                 else error('{{ file_name }} is not a JSON array: ' || filename)
             end as doc
         from {{ source('edgebench_raw', source_table) }}
+        {{ raw_staging_only_changed() }}
 
     ),
 

@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ raw_staging_delete_changed() }}") }}
+
 -- One row per ddsperf per-second line of a DDS run (dds-samples.json beside the manifest). The file is read as
 -- raw text and each array element parsed by name, so missing or null fields become null instead of breaking a
 -- type inference; the run keys come from the object key runs/<sweep_id>/<cell_id>/<run_id>/dds-samples.json.

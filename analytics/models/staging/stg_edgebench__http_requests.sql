@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ raw_staging_delete_changed() }}") }}
+
 -- One row per HTTP request of an HTTP run (http-requests.json beside the manifest), parsed by name from the raw
 -- text (missing/null fields -> null); run keys from the object key runs/<sweep_id>/<cell_id>/<run_id>/....
 with elements as (

@@ -1,9 +1,12 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ raw_staging_delete_changed() }}") }}
+
 -- One row per manifest of a loaded-latency run (workloads/loaded_latency.py): the probe's latency and the
 -- background flow, from the manifest's metrics object (null for runs that are not ok). Run attributes come from
 -- int_runs__deduplicated, joined on raw_key in the mart.
 with source as (
 
-    select filename, content from {{ source('edgebench_raw', 'run_manifests') }}
+    select filename, content from {{ source('edgebench_raw', 'run_manifests') }} {{ raw_staging_only_changed() }}
 
 ),
 

@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ raw_staging_delete_changed() }}") }}
+
 -- One row per resource sample of a run (resources.json beside the manifest: idle phase before the workload
 -- starts, then the run). Read as raw text and parsed by name, so missing or null fields become null; run keys
 -- come from the object key runs/<sweep_id>/<cell_id>/<run_id>/resources.json.

@@ -1,8 +1,11 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ raw_staging_delete_changed() }}") }}
+
 -- One row per manifest.json. Fields are pulled out of the raw JSON text by name, so unknown fields and other
 -- workloads' metrics objects never break the parse; missing fields are null.
 with source as (
 
-    select filename, content from {{ source('edgebench_raw', 'run_manifests') }}
+    select filename, content from {{ source('edgebench_raw', 'run_manifests') }} {{ raw_staging_only_changed() }}
 
 ),
 

@@ -16,11 +16,18 @@ a copy of the previous warehouse, lists the raw root (names, sizes, times only),
 or changed, reads only the new or changed ones, and then rebuilds every model from the cache: the result is the
 same as a full build by construction, without reading the raw root again. The unit tests (which test the SQL on
 fixed inputs, not the data) are skipped when the analytics project is the one of the previous build, whose unit tests
-passed. A changed analytics project (hash of analytics/, dbt and DuckDB versions) or `full_refresh=True` starts from
+passed, or one whose unit tests passed in any build on this machine (a record per project hash in
+$XDG_CACHE_HOME/edgebench/dbt-unit-tests-passed/). A changed analytics project (hash of analytics/, dbt and DuckDB versions) or `full_refresh=True` starts from
 an empty file.
+
+Beside the warehouse, `.<name>.dbt/` keeps dbt's partial-parse state of the last good build (dbt then re-parses only
+what changed, by its own checks) and a lock: builds of one warehouse run one at a time, in a fixed build directory
+`.<name>.build/`, so the profile dbt sees does not change between builds.
 """
 from __future__ import annotations
 
+import datetime
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -122,6 +129,7 @@ def _failure_lines(output: str, limit: int = 40) -> str:
 
 
 RAW_CACHE_SCHEMA = "edgebench_raw_cache"
+PARTIAL_PARSE = "partial_parse.msgpack"
 # source table (analytics/models/staging/_edgebench__sources.yml) -> the raw file it reads beside each manifest
 RAW_FILES = {"run_manifests": "manifest.json", "dds_samples": "dds-samples.json",
              "http_requests": "http-requests.json", "resource_samples": "resources.json"}
@@ -144,6 +152,27 @@ def project_hash(project: Path | None = None) -> str:
             pass
     h.update(f"duckdb {duckdb.__version__}".encode())
     return h.hexdigest()
+
+
+def _unit_tests_record(phash: str) -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "edgebench" / "dbt-unit-tests-passed" / phash
+
+
+def _unit_tests_passed(phash: str) -> bool:
+    """The dbt unit tests of the analytics project with this hash (which covers the project's files and the dbt and
+    DuckDB versions) passed in an earlier build on this machine: they test the SQL on fixed inputs, so they would
+    pass again. A changed project has another hash and runs them."""
+    return _unit_tests_record(phash).exists()
+
+
+def _record_unit_tests_passed(phash: str) -> None:
+    try:
+        f = _unit_tests_record(phash)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.touch()
+    except OSError:  # a read-only home only costs the next build its unit tests
+        pass
 
 
 def _previous_build(path: Path) -> dict | None:
@@ -173,10 +202,62 @@ def _s3_secret_sql() -> str:
             f"url_style 'path', use_ssl {'true' if endpoint.startswith('https://') else 'false'})")
 
 
+def list_raw(root: str) -> dict[str, list[tuple[str, int, datetime.datetime]]]:
+    """{source table: [(filename, size, last-modified)]} of the raw files under root/runs/*/*/*/, names as
+    DuckDB's read_text reports them. One object listing for s3:// (sizes and times come with it), a directory walk
+    with stat() for a local root: DuckDB's read_text(glob) opened every file just to report its size and time,
+    which was most of an incremental build's time."""
+    by_name = {name: table for table, name in RAW_FILES.items()}
+    out: dict[str, list] = {table: [] for table in RAW_FILES}
+    if root.startswith("s3://"):
+        from minio import Minio
+        from minio.error import S3Error
+        from urllib.parse import urlparse
+        from edgebench.results.store import S3Config
+
+        cfg = S3Config.from_env()
+        url = urlparse(cfg.endpoint if "://" in cfg.endpoint else "http://" + cfg.endpoint)
+        bucket, _, prefix = root[len("s3://"):].partition("/")
+        prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        client = Minio(url.netloc, access_key=cfg.access_key, secret_key=cfg.secret_key, secure=url.scheme == "https")
+        try:
+            for obj in client.list_objects(bucket, prefix=f"{prefix}runs/", recursive=True):
+                parts = obj.object_name[len(prefix):].split("/")
+                if len(parts) == 5 and parts[4] in by_name:
+                    out[by_name[parts[4]]].append((f"s3://{bucket}/{obj.object_name}", obj.size, obj.last_modified))
+        except (S3Error, OSError, ValueError) as exc:
+            raise WarehouseError(f"cannot list the raw results under {root}: {exc}") from exc
+        return out
+    runs = Path(root) / "runs"
+    utc = datetime.timezone.utc
+    for sweep in _dirs(runs):
+        for cell in _dirs(sweep):
+            for run in _dirs(cell):
+                with os.scandir(run) as it:
+                    for e in it:
+                        if e.name in by_name and e.is_file():
+                            st = e.stat()
+                            out[by_name[e.name]].append(
+                                (e.path, st.st_size, datetime.datetime.fromtimestamp(st.st_mtime, utc)))
+    return out
+
+
+def _dirs(path: Path) -> list[Path]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(Path(e.path) for e in it if e.is_dir())
+    except FileNotFoundError:
+        return []
+
+
 def sync_raw_cache(db_path: Path, root: str) -> dict:
     """Bring the raw cache in db_path in step with the raw root: list every raw file the sources read (name, size,
-    last-modified; no content), delete cached objects that are gone or whose size or time changed, read the new or
-    changed ones. Returns {source table: (objects listed, objects read)}."""
+    last-modified; no content; list_raw), delete cached objects that are gone or whose size or time changed, read
+    the new or changed ones, and list every object deleted or read in edgebench_raw_cache.changed (what the
+    incremental staging models redo). Returns {source table: (objects listed, objects read)}."""
+    import pyarrow as pa
+
+    listing_by_table = list_raw(root)
     con = duckdb.connect(str(db_path))
     stats = {}
     try:
@@ -185,21 +266,34 @@ def sync_raw_cache(db_path: Path, root: str) -> dict:
             con.execute("load httpfs")
             con.execute(_s3_secret_sql())
         con.execute(f"create schema if not exists {RAW_CACHE_SCHEMA}")
-        for table, name in RAW_FILES.items():
+        # the objects this sync deleted or read: the incremental staging models redo exactly these
+        # (analytics/macros/raw_incremental.sql)
+        con.execute(f"create or replace table {RAW_CACHE_SCHEMA}.changed (filename varchar)")
+        for table in RAW_FILES:
             t = f"{RAW_CACHE_SCHEMA}.{table}"
             con.execute(f"create table if not exists {t} "
                         "(filename varchar, content varchar, size bigint, last_modified timestamptz)")
-            glob = _sql_string(f"{root.rstrip('/')}/runs/*/*/*/{name}")
-            con.execute("create or replace temp table listing as "
-                        f"select filename, size, last_modified from read_text({glob})")
-            con.execute(f"delete from {t} where not exists (select 1 from listing l where l.filename = {t}.filename "
-                        f"and l.size = {t}.size and l.last_modified = {t}.last_modified)")
+            rows = listing_by_table[table]
+            listed = pa.table({"filename": pa.array([r[0] for r in rows], pa.string()),
+                               "size": pa.array([r[1] for r in rows], pa.int64()),
+                               "last_modified": pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))})
+            con.register("listed", listed)
+            con.execute("create or replace temp table listing as select * from listed")
+            con.unregister("listed")
+            stale = (f"not exists (select 1 from listing l where l.filename = {t}.filename "
+                     f"and l.size = {t}.size and l.last_modified = {t}.last_modified)")
+            con.execute(f"insert into {RAW_CACHE_SCHEMA}.changed select filename from {t} where {stale}")
+            con.execute(f"delete from {t} where {stale}")
             new = [r[0] for r in con.execute(
                 f"select filename from listing l anti join {t} c on c.filename = l.filename order by 1").fetchall()]
             for i in range(0, len(new), 5000):
                 files = "[" + ", ".join(_sql_string(f) for f in new[i:i + 5000]) + "]"
-                con.execute(f"insert into {t} select filename, content, size, last_modified from read_text({files})")
-            stats[table] = (con.execute("select count(*) from listing").fetchone()[0], len(new))
+                # size and time as listed (not as read_text reports them): the next listing compares with these
+                con.execute(f"insert into {t} select r.filename, r.content, l.size, l.last_modified "
+                            f"from read_text({files}) r join listing l on l.filename = r.filename")
+            if new:
+                con.execute(f"insert into {RAW_CACHE_SCHEMA}.changed select unnest(?::varchar[])", [new])
+            stats[table] = (len(rows), len(new))
         con.execute("drop table listing")
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot read the raw results under {root}: {exc}") from exc
@@ -227,11 +321,19 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
     target.parent.mkdir(parents=True, exist_ok=True)
 
     work = tempfile.mkdtemp(prefix="edgebench-dbt-")  # dbt target/ and logs/
+    cache = target.parent / f".{target.name}.dbt"  # dbt's partial-parse state between builds, and the build lock
+    cache.mkdir(exist_ok=True)
+    lock = open(cache / "lock", "w")
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build of a warehouse at a time: the next one waits
         # dbt names the DuckDB catalog after the file, so the temporary file keeps the final name and lives in a
-        # sibling directory (same filesystem, so os.replace() is an atomic rename)
-        with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as build_dir:
-            tmp_db = Path(build_dir) / target.name
+        # sibling directory (same filesystem, so os.replace() is an atomic rename). The directory's name is fixed
+        # (the lock makes that safe): the profile, and with it dbt's partial parsing, stays the same between builds.
+        build_dir = target.parent / f".{target.name}.build"
+        shutil.rmtree(build_dir, ignore_errors=True)  # left by a killed build
+        build_dir.mkdir()
+        try:
+            tmp_db = build_dir / target.name
             phash = project_hash(project)
             previous = None if full_refresh else _previous_build(target)
             incremental = previous is not None and previous["project_hash"] == phash
@@ -240,16 +342,20 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             raw = sync_raw_cache(tmp_db, root)
             if raw["run_manifests"][0] == 0:
                 raise NoResultsError(_no_results(root))
-            # unit tests test the SQL on fixed inputs, not the data: they passed for this very project already
-            run_unit_tests = not (incremental and previous["ran_unit_tests"])
+            # unit tests test the SQL on fixed inputs, not the data: skipped if they passed for this very project
+            # already (the previous build of this warehouse, or any build on this machine: _unit_tests_passed)
+            run_unit_tests = not (incremental and previous["ran_unit_tests"] or _unit_tests_passed(phash))
             env = {**os.environ,
                    "EDGEBENCH_WAREHOUSE": str(tmp_db),
                    "EDGEBENCH_RAW_ROOT": root,
                    "EDGEBENCH_RAW_CACHE": "1",
                    "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
                    "DBT_USE_COLORS": "false",
-                   "DBT_TARGET_PATH": str(Path(work) / "target"),  # no shared state: concurrent builds are safe
+                   "DBT_TARGET_PATH": str(Path(work) / "target"),  # a fresh target/ (compiled SQL) per build
                    "DBT_LOG_PATH": str(Path(work) / "logs")}
+            if (cache / PARTIAL_PARSE).exists():  # dbt re-parses only what changed since (its own checks)
+                (Path(work) / "target").mkdir(exist_ok=True)
+                shutil.copyfile(cache / PARTIAL_PARSE, Path(work) / "target" / PARTIAL_PARSE)
             cmd = [_dbt_executable(), "build", "--project-dir", str(project), "--profiles-dir", str(project)]
             if not run_unit_tests:
                 cmd += ["--exclude-resource-type", "unit_test"]
@@ -278,7 +384,15 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             if stale_wal.exists():  # a WAL of the file being replaced must not be replayed onto the new one
                 stale_wal.unlink()
             os.replace(tmp_db, target)
+            if run_unit_tests:
+                _record_unit_tests_passed(phash)
+            parsed = Path(work) / "target" / PARTIAL_PARSE
+            if parsed.exists():
+                shutil.copyfile(parsed, cache / PARTIAL_PARSE)
+        finally:
+            shutil.rmtree(build_dir, ignore_errors=True)
     finally:
+        lock.close()
         shutil.rmtree(work, ignore_errors=True)
     return {"mode": "incremental" if incremental else "full", "raw": raw, "unit_tests": run_unit_tests}
 
