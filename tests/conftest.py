@@ -37,6 +37,34 @@ def fixture_warehouse(fixture_raw_root, tmp_path_factory) -> Path:
     return path
 
 
+def build_distributions_tree(tmp_path_factory, name: str, ms: list[dict]) -> Path:
+    """A warehouse of the service-proxy / distribution manifests of test_warehouse_distributions (`ms`, a subset of
+    its manifests()), each with its resources.json, built through warehouse.build()."""
+    import json
+
+    from edgebench.results import warehouse
+    from test_warehouse_distributions import resources
+
+    root = tmp_path_factory.mktemp(f"raw-{name}")
+    for m in ms:
+        d = root / fixture_manifests.key(m).rsplit("/", 1)[0]
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps(m))
+        if m["raw_files"]:
+            (d / "resources.json").write_text(json.dumps(resources(m)))
+    path = tmp_path_factory.mktemp(f"wh-{name}") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def distributions_warehouse(tmp_path_factory) -> Path:
+    """Every manifest of test_warehouse_distributions (clusters and testbed), built once per session."""
+    from test_warehouse_distributions import manifests
+
+    return build_distributions_tree(tmp_path_factory, "distributions", manifests())
+
+
 @pytest.fixture(scope="session")
 def iperf3_only_warehouse(tmp_path_factory) -> Path:
     """A warehouse built from iperf3 manifests only: no dds-samples.json / http-requests.json exists anywhere."""

@@ -2,43 +2,27 @@
 proxy / distribution fixture of test_warehouse_distributions (with clusters, and testbed runs only)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import data
-import fixture_manifests as fx
-from test_warehouse_distributions import manifests, resources
+from conftest import build_distributions_tree
+from test_warehouse_distributions import manifests
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 PAGE = "app_pages/distributions.py"
 
 
-def _build(tmp_path_factory, name, ms):
-    from edgebench.results import warehouse
-
-    root = tmp_path_factory.mktemp(f"raw-{name}")
-    for m in ms:
-        d = root / fx.key(m).rsplit("/", 1)[0]
-        d.mkdir(parents=True)
-        (d / "manifest.json").write_text(json.dumps(m))
-        if m["raw_files"]:
-            (d / "resources.json").write_text(json.dumps(resources(m)))
-    path = tmp_path_factory.mktemp(f"wh-{name}") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
-
-
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    return _build(tmp_path_factory, "dist-both", manifests())
+def both(distributions_warehouse):
+    return distributions_warehouse
 
 
 @pytest.fixture(scope="module")
 def testbed_only(tmp_path_factory):
-    return _build(tmp_path_factory, "dist-local", [m for m in manifests() if m["substrate"] == "local"])
+    return build_distributions_tree(tmp_path_factory, "dist-local", [m for m in manifests() if m["substrate"] == "local"])
 
 
 def page(path, monkeypatch):

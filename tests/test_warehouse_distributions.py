@@ -3,7 +3,6 @@ testbed pod-to-service cells per service proxy, and k3s / k0s clusters with the 
 Expected values are computed here from the fixture, independently of the models."""
 from __future__ import annotations
 
-import json
 import statistics as st
 
 import duckdb
@@ -65,20 +64,8 @@ def resources(m):
 
 
 @pytest.fixture(scope="module")
-def wh(tmp_path_factory):
-    from edgebench.results import warehouse
-
-    root = tmp_path_factory.mktemp("raw-proxies")
-    ms = manifests()
-    for m in ms:
-        d = root / fx.key(m).rsplit("/", 1)[0]
-        d.mkdir(parents=True)
-        (d / "manifest.json").write_text(json.dumps(m))
-        if m["raw_files"]:
-            (d / "resources.json").write_text(json.dumps(resources(m)))
-    path = tmp_path_factory.mktemp("wh-proxies") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
+def wh(distributions_warehouse):
+    return distributions_warehouse  # manifests() with their resources.json (conftest, shared with the portal tests)
 
 
 def q(path, sql, *params):
