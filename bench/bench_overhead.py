@@ -14,24 +14,21 @@ The phases are timed by wrapping phases.FUNCTIONS from here (the package itself 
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/servers.py: the throwaway MinIO
 
 from common import Row  # noqa: E402
+from servers import throwaway_minio  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"
-USER, PASSWORD = "edgebench", "edgebench-secret"
 
 # ~20 cells: 5 CNI modes (host, two VXLAN flavours, two routed) x 2 tuning profiles x 2 link conditions;
 # each cell runs one iperf3 TCP, one DDS latency and one HTTP run (3 runs per cell) for the sweep's default
@@ -46,52 +43,6 @@ PARAMS = {
 QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan"], "netem": ["none"], "duration": "1", "dds-duration": "2",
          "http-requests": "50"}
 SETUP = ("provision-cluster", "install-cni", "connect-clusters", "tune-nodes", "apply-netem")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def throwaway_minio(data_dir: Path):
-    """A MinIO on a free port with an empty bucket (the pattern of tests/conftest.py's minio_server)."""
-    from minio import Minio
-
-    binary = Path(os.environ.get("EDGEBENCH_MINIO_BIN", TOOLS / "minio"))
-    port = _free_port()
-    env = {**os.environ, "MINIO_ROOT_USER": USER, "MINIO_ROOT_PASSWORD": PASSWORD, "MINIO_BROWSER": "off",
-           "MINIO_UPDATE": "off"}
-    log = open(data_dir.parent / "minio.log", "wb")
-    proc = subprocess.Popen([str(binary), "server", str(data_dir), "--address", f"127.0.0.1:{port}", "--quiet"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"MinIO exited with {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{endpoint}/minio/health/ready", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"MinIO did not become ready on {endpoint}")
-            time.sleep(0.2)
-        Minio(f"127.0.0.1:{port}", USER, PASSWORD, secure=False).make_bucket("edgebench")
-        yield {"EDGEBENCH_S3_ENDPOINT": endpoint, "EDGEBENCH_S3_ACCESS_KEY": USER,
-               "EDGEBENCH_S3_SECRET_KEY": PASSWORD, "EDGEBENCH_BUCKET": "edgebench"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def tool_seconds(doc: dict) -> float:
@@ -119,7 +70,8 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
     os.environ["PATH"] = f"{TOOLS}:{os.environ['PATH']}"
     work = Path(tempfile.mkdtemp(prefix="edgebench-bench-overhead-"))
     (work / "minio").mkdir()
-    with throwaway_minio(work / "minio") as s3:
+    with throwaway_minio(work / "minio") as server:
+        s3 = server["env"]
         old = {k: os.environ.get(k) for k in [*s3, "EDGEBENCH_STATE"]}
         os.environ.update(s3, EDGEBENCH_STATE=str(work / "state"))
         try:

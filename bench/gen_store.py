@@ -34,6 +34,9 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from fixture_manifests import NETEM  # noqa: E402  the link conditions as the testbed records them (tests' fixtures)
+
 T0 = datetime(2026, 9, 1, 8, 0, 0, tzinfo=timezone.utc)
 STATE = ".gen_store.json"  # beside runs/: how the store was generated (add_runs continues from it)
 
@@ -51,16 +54,6 @@ CNIS = [
 CNI_VERSIONS = {"flannel": ("v0.26.7", "v0.27.0"), "calico": ("v3.29.3", "v3.30.2"), "cilium": ("v1.16.9", "v1.17.4"),
                 "antrea": ("v2.2.1", "v2.3.0"), "kube-router": ("v2.4.1", "v2.5.0")}
 SUBSTRATES = [("local", "none"), ("kind", "kind")]
-NETEM = {
-    "none": {"scenario": "none", "mechanism": "none", "delay_ms": 0.0, "jitter_ms": 0.0, "loss_pct": 0.0,
-             "rate_mbit": None, "scope": "all", "readback": "qdisc noqueue 0: dev eth0 root refcnt 2"},
-    "lcl": {"scenario": "lcl", "mechanism": "tc-netem", "delay_ms": 1.0, "jitter_ms": 0.2, "loss_pct": 0.0,
-            "rate_mbit": None, "scope": "all",
-            "readback": "qdisc netem 8001: dev eth0 root refcnt 2 limit 1000 delay 1ms  200us"},
-    "edg10": {"scenario": "edg10", "mechanism": "tc-netem", "delay_ms": 10.0, "jitter_ms": 2.0, "loss_pct": 0.1,
-              "rate_mbit": 100.0, "scope": "all",
-              "readback": "qdisc netem 8002: dev eth0 root refcnt 2 limit 1000 delay 10ms  2ms loss 0.1% rate 100Mbit"},
-}
 KOPT = {"net.core.rmem_max": 67108864, "net.core.wmem_max": 67108864, "net.ipv4.tcp_rmem": "4096 87380 67108864"}
 TUNING = ["default_settings", "kernel_optimizations"]
 HTTP_KPIS_MS = {"payload-echo": {"remote-maintenance-inference": 1000},

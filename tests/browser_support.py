@@ -14,15 +14,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from servers import free_port, stop, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "app" / "streamlit_app.py"
@@ -70,12 +70,6 @@ def missing_browser() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def portal(warehouse: str | Path, timeout: float = 60, log: Path | None = None):
     """`streamlit run app/streamlit_app.py` on a free port against `warehouse`; yields its base URL, stops it after."""
@@ -90,29 +84,16 @@ def portal(warehouse: str | Path, timeout: float = 60, log: Path | None = None):
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
+
+    def output() -> str:
+        log_file.seek(0)
+        return ":\n" + log_file.read().decode(errors="replace")[-3000:]
+
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log_file.seek(0)
-                raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log_file.read().decode()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not serve {url} within {timeout:.0f} s")
-            time.sleep(0.2)
+        wait_ready(proc, f"{url}/_stcore/health", "streamlit", timeout=timeout, why=output)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, grace=10)
         log_file.close()
 
 

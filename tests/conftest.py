@@ -1,12 +1,7 @@
 """Shared fixtures: fixture raw data, a warehouse built from it (once per session), a throwaway MinIO server."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,8 +12,6 @@ for extra in (REPO / "containers" / "runner" / "src", REPO / "app"):  # in case 
         sys.path.insert(0, str(extra))
 
 import fixture_manifests  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
-
-MINIO_USER, MINIO_PASSWORD = "edgebench", "edgebench-secret"
 
 
 @pytest.fixture(scope="session")
@@ -104,12 +97,6 @@ def intercluster_warehouse(intercluster_raw_root, tmp_path_factory) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def minio_server(tmp_path_factory):
     """A throwaway MinIO (binary from EDGEBENCH_MINIO_BIN) on a free port with an empty bucket `edgebench`.
@@ -117,48 +104,13 @@ def minio_server(tmp_path_factory):
     Yields {endpoint, access_key, secret_key, bucket, env}; env holds the matching EDGEBENCH_* variables.
     Fails (does not skip) when the binary is missing: `make test` always builds it.
     """
-    binary = Path(os.environ.get("EDGEBENCH_MINIO_BIN",
-                                 Path.home() / ".local/share/edgebench/tools/minio"))
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"MinIO binary not found at {binary} (set EDGEBENCH_MINIO_BIN, or build it with `make tools`; "
-                    "`make test` does)", pytrace=False)
-    from minio import Minio
+    from servers import ServerError, throwaway_minio
 
-    port = _free_port()
-    data_dir = tmp_path_factory.mktemp("minio-data")
-    log = open(data_dir.parent / "minio.log", "wb")
-    env = {**os.environ, "MINIO_ROOT_USER": MINIO_USER, "MINIO_ROOT_PASSWORD": MINIO_PASSWORD,
-           "MINIO_BROWSER": "off", "MINIO_UPDATE": "off"}
-    proc = subprocess.Popen([str(binary), "server", str(data_dir), "--address", f"127.0.0.1:{port}", "--quiet"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"MinIO exited with {proc.returncode}; see {log.name}", pytrace=False)
-            try:
-                with urllib.request.urlopen(f"{endpoint}/minio/health/ready", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"MinIO did not become ready on {endpoint}; see {log.name}", pytrace=False)
-            time.sleep(0.2)
-        bucket = "edgebench"
-        Minio(f"127.0.0.1:{port}", MINIO_USER, MINIO_PASSWORD, secure=False).make_bucket(bucket)
-        yield {"endpoint": endpoint, "access_key": MINIO_USER, "secret_key": MINIO_PASSWORD, "bucket": bucket,
-               "env": {"EDGEBENCH_S3_ENDPOINT": endpoint, "EDGEBENCH_S3_ACCESS_KEY": MINIO_USER,
-                       "EDGEBENCH_S3_SECRET_KEY": MINIO_PASSWORD, "EDGEBENCH_BUCKET": bucket}}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        with throwaway_minio(tmp_path_factory.mktemp("minio-data")) as server:
+            yield server
+    except ServerError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
