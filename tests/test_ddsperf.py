@@ -402,7 +402,6 @@ def fake_run(monkeypatch, outputs: dict[str, str], **kw):
         return FakeProc(next(subs) if mode == "sub" and subs else outputs[mode])
 
     monkeypatch.setattr(d, "_popen", popen)
-    monkeypatch.setattr(d, "time", type("T", (), {"sleep": staticmethod(lambda s: None)}))
     ep = Endpoint("nowhere", "10.0.0.1", 0)
     args = dict(payload=64, duration=3, reliability="reliable", transport="unicast", discovery="multicast",
                 peers=None)
