@@ -149,8 +149,45 @@ def test_dds_queries(con):
 def test_http_queries(con):
     kpis = data.http_kpis(con, "local", service="static-reply")
     assert sorted(kpis["kpi_ms"].unique()) == sorted({float(v) for v in fx.HTTP_KPIS_MS.values()})
-    spec = data.response_chart(data.http_requests(con, "local", service="static-reply"), kpis).to_dict()
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["boxplot", "rule", "text"]
+    boxes = data.http_response_boxes(con, "local", service="static-reply")
+    outliers = data.http_response_outliers(con, "local", service="static-reply")
+    spec = data.response_chart(boxes, outliers, kpis).to_dict()
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    assert marks == ["rule", "bar", "tick"] + (["point"] if len(outliers) else []) + ["rule", "text"]
+    # the host baseline is grey, as on every page
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert dict(zip(scale["domain"], scale["range"]))["host / host"] == data.BASELINE_COLOR
+
+
+def test_http_box_statistics_equal_the_requests(con):
+    """The warehouse's box statistics recomputed here from every request: quartiles by linear interpolation, the
+    whiskers at the most extreme request within 1.5 IQR, the requests beyond them (all of them: fewer than the cap)."""
+    import statistics
+
+    rows = con.execute("""select cni || ' / ' || cni_mode, length_bytes, response_ms from fct_http_requests
+                          where substrate = 'local' and status = 'ok' and not is_error and intercluster = 'none'
+                          and service = 'payload-echo'""").fetchall()
+    groups: dict = {}
+    for variant, length, ms in rows:
+        groups.setdefault((variant, length), []).append(ms)
+    boxes = data.http_response_boxes(con, "local", service="payload-echo").set_index(["variant", "length_bytes"])
+    outliers = data.http_response_outliers(con, "local", service="payload-echo")
+    assert sorted(boxes.index) == sorted(groups) and len(groups) >= 2
+    n_beyond = 0
+    for key, ms in groups.items():
+        q1, med, q3 = statistics.quantiles(ms, n=4, method="inclusive")
+        lo, hi = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+        b = boxes.loc[key]
+        assert b["n"] == len(ms)
+        assert (b["q1"], b["median"], b["q3"]) == pytest.approx((q1, med, q3))
+        assert b["whisker_lo"] == pytest.approx(min(x for x in ms if x >= lo))
+        assert b["whisker_hi"] == pytest.approx(max(x for x in ms if x <= hi))
+        beyond = sorted(x for x in ms if x < lo or x > hi)
+        assert b["n_outliers"] == len(beyond) < data.OUTLIERS_PER_BOX
+        mine = outliers[(outliers["variant"] == key[0]) & (outliers["length_bytes"] == key[1])]
+        assert sorted(mine["response_ms"]) == pytest.approx(beyond)
+        n_beyond += len(beyond)
+    assert n_beyond > 0, "the fixture should have requests beyond the whiskers somewhere"
 
 
 def test_dds_page_renders_with_banner_and_tables(app):
@@ -214,7 +251,7 @@ def test_http_page_renders_with_kpi_lines(app):
     assert any(data.LOCAL_BANNER in w.value for w in at.warning)
     (chart,) = at.get("vega_lite_chart")
     # KPI rules drawn at kpi_ms (their values travel as a dataset; test_http_queries checks they come from the data)
-    assert '"boxplot"' in chart.proto.spec and '"rule"' in chart.proto.spec and '"kpi_ms"' in chart.proto.spec
+    assert '"whisker_hi"' in chart.proto.spec and '"q3"' in chart.proto.spec and '"kpi_ms"' in chart.proto.spec
     shares = frame(at, "pct_beyond_kpi")
     assert set(shares["use_case"]) == set(fx.HTTP_KPIS_MS)
 

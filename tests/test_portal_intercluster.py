@@ -196,10 +196,10 @@ def test_page_missing_warehouse(tmp_path, monkeypatch):
 
 def test_http_page_keeps_to_one_cluster(con, intercluster_warehouse, monkeypatch):
     """The HTTP page's CNI-vs-host view must not mix runs across tools into flannel's one-cluster numbers."""
-    reqs = data.http_requests(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
+    boxes = data.http_response_boxes(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
     one_cluster = [m for m in fx.intercluster_manifests()
                    if "intercluster" not in m and m["status"] == "ok"]
-    assert len(reqs) == sum(len(fx.intercluster_requests(m)) for m in one_cluster)
+    assert boxes["n"].sum() == sum(len(fx.intercluster_requests(m)) for m in one_cluster)
     shares = data.http_kpi_shares(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
     assert shares.set_index(["variant", "length_bytes"]).loc[("flannel / vxlan", 1000), "n_runs"] == 3
     assert data.http_problem_runs(con, "local").empty  # the failed / unsupported runs are across tools

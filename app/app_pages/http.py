@@ -12,14 +12,17 @@ st.caption("Sequential HTTP requests over one kept-alive connection to three ser
 substrate, filters = ui.choose("http", "http_substrates", "http_filter_values", data.HTTP_FILTERS,
                                "The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
 
-requests = ui.query("http_requests", substrate=substrate, **filters)
+boxes = ui.query("http_response_boxes", substrate=substrate, **filters)
 kpis = ui.query("http_kpis", substrate=substrate, **filters)
 
 st.subheader("Response time by payload")
-if requests.empty:
+if boxes.empty:
     st.info("No successful requests for this selection (see failed runs below).")
 else:
-    st.altair_chart(data.response_chart(requests, kpis), width="stretch")
+    outliers = ui.query("http_response_outliers", substrate=substrate, **filters)
+    st.altair_chart(data.response_chart(boxes, outliers, kpis), width="stretch")
+    st.caption(f"{int(boxes['n'].sum()):,} requests in {len(boxes)} boxes; the quartiles are computed in the "
+               "warehouse, the browser gets one row per box and the requests beyond its whiskers.")
 
 st.subheader("Share of requests beyond each KPI")
 shares = ui.query("http_kpi_shares", substrate=substrate, **filters)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _filter_values, _substrates, _where_in
+from .common import _filter_values, _substrates, _where_in, baseline_scale
 
 
 HTTP_FILTERS = {
@@ -31,13 +31,55 @@ def http_filter_values(con, substrate: str, column: str, **chosen) -> list:
     return _filter_values(con, _ONE_CLUSTER_RUNS, HTTP_FILTERS, substrate, column, chosen)
 
 
-def http_requests(con, substrate: str, **filters) -> pd.DataFrame:
-    """Successful (2xx) requests of ok runs, for the response-time distribution, with a `variant` label."""
+# the requests of the response-time chart: 2xx requests of ok one-cluster runs, labelled per CNI / mode
+_CHART_REQUESTS = """
+    select cni || ' / ' || cni_mode as variant, cni = 'host' as is_host_baseline, length_bytes, response_ms
+    from fct_http_requests where status = 'ok' and not is_error and intercluster = 'none' and {where}"""
+OUTLIERS_PER_BOX = 200  # the chart draws at most this many requests beyond a box's whiskers (the most extreme)
+
+
+def http_response_boxes(con, substrate: str, **filters) -> pd.DataFrame:
+    """Box-plot statistics of the response times per CNI / mode and payload, computed in the warehouse so the browser
+    gets one row per box instead of every request: n, q1 / median / q3 (linear interpolation, as Vega-Lite's box plot),
+    the whiskers at the most extreme request within 1.5 IQR of the box, and how many requests lie beyond them."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, length_bytes, response_ms, run_id, seq, repetition
-        from fct_http_requests where status = 'ok' and not is_error and intercluster = 'none' and {where}
-        order by cni = 'host' desc, variant, length_bytes, run_id, seq""", params).df()
+        with r as ({_CHART_REQUESTS.format(where=where)}),
+        b as (
+            select variant, is_host_baseline, length_bytes, count(*) as n,
+                   quantile_cont(response_ms, 0.25) as q1, quantile_cont(response_ms, 0.5) as median,
+                   quantile_cont(response_ms, 0.75) as q3
+            from r group by all
+        )
+        select b.variant, b.is_host_baseline, b.length_bytes, b.n, b.q1, b.median, b.q3,
+               min(r.response_ms) filter (where r.response_ms >= b.q1 - 1.5 * (b.q3 - b.q1)) as whisker_lo,
+               max(r.response_ms) filter (where r.response_ms <= b.q3 + 1.5 * (b.q3 - b.q1)) as whisker_hi,
+               count(*) filter (where r.response_ms < b.q1 - 1.5 * (b.q3 - b.q1)
+                                   or r.response_ms > b.q3 + 1.5 * (b.q3 - b.q1)) as n_outliers
+        from b join r on r.variant = b.variant and r.length_bytes = b.length_bytes
+        group by b.variant, b.is_host_baseline, b.length_bytes, b.n, b.q1, b.median, b.q3
+        order by b.is_host_baseline desc, b.variant, b.length_bytes""", params).df()
+
+
+def http_response_outliers(con, substrate: str, **filters) -> pd.DataFrame:
+    """The requests beyond the whiskers of http_response_boxes, at most OUTLIERS_PER_BOX per box (farthest from the
+    median first): variant, is_host_baseline, length_bytes, response_ms."""
+    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    return con.execute(f"""
+        with r as ({_CHART_REQUESTS.format(where=where)}),
+        b as (
+            select variant, length_bytes, quantile_cont(response_ms, 0.25) as q1,
+                   quantile_cont(response_ms, 0.5) as median, quantile_cont(response_ms, 0.75) as q3
+            from r group by all
+        ),
+        o as (
+            select r.*, row_number() over (partition by r.variant, r.length_bytes
+                                           order by abs(r.response_ms - b.median) desc) as k
+            from r join b on r.variant = b.variant and r.length_bytes = b.length_bytes
+            where r.response_ms < b.q1 - 1.5 * (b.q3 - b.q1) or r.response_ms > b.q3 + 1.5 * (b.q3 - b.q1)
+        )
+        select variant, is_host_baseline, length_bytes, response_ms from o where k <= {OUTLIERS_PER_BOX}
+        order by is_host_baseline desc, variant, length_bytes, response_ms""", params).df()
 
 
 def http_kpis(con, substrate: str, **filters) -> pd.DataFrame:
@@ -118,16 +160,30 @@ def http_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
         order by status, cni, cni_mode, length_bytes, repetition""", params).df()
 
 
-def response_chart(requests: pd.DataFrame, kpis: pd.DataFrame) -> alt.LayerChart:
-    """Box plot of response times per payload and CNI / mode (log scale), a dashed rule at every KPI boundary."""
-    variants = list(dict.fromkeys(requests["variant"]))
-    boxes = alt.Chart(requests).mark_boxplot(extent=1.5, size=22).encode(
-        x=alt.X("length_bytes:O", title="payload (bytes)"),
-        xOffset=alt.XOffset("variant:N", sort=variants),
-        y=alt.Y("response_ms:Q", title="response time (ms, log scale)", scale=alt.Scale(type="log")),
-        color=alt.Color("variant:N", title="CNI / mode", sort=variants),
-    )
-    layers = [boxes]
+def response_chart(boxes: pd.DataFrame, outliers: pd.DataFrame, kpis: pd.DataFrame) -> alt.LayerChart:
+    """Box plot of response times per payload and CNI / mode (log scale) from http_response_boxes and
+    http_response_outliers, the host baseline in grey, a dashed rule at every KPI boundary."""
+    variants = list(dict.fromkeys(boxes["variant"]))
+    host = boxes.loc[boxes["is_host_baseline"].astype(bool), "variant"]
+    color = alt.Color("variant:N", title="CNI / mode", sort=variants,
+                      scale=baseline_scale(variants, host.iloc[0] if len(host) else None))
+    x = alt.X("length_bytes:O", title="payload (bytes)")
+    offset = alt.XOffset("variant:N", sort=variants)
+    y_title = "response time (ms, log scale)"
+    tooltip = ["variant:N", "length_bytes:O", "n:Q", alt.Tooltip("median:Q", format=".3f"),
+               alt.Tooltip("q1:Q", format=".3f"), alt.Tooltip("q3:Q", format=".3f"),
+               alt.Tooltip("whisker_lo:Q", format=".3f"), alt.Tooltip("whisker_hi:Q", format=".3f"), "n_outliers:Q"]
+    base = alt.Chart(boxes).encode(x=x, xOffset=offset, color=color, tooltip=tooltip)
+    layers = [
+        base.mark_rule().encode(y=alt.Y("whisker_lo:Q", title=y_title, scale=alt.Scale(type="log")),
+                                y2="whisker_hi:Q"),
+        base.mark_bar(size=22).encode(y="q1:Q", y2="q3:Q"),
+        base.mark_tick(size=22, thickness=2, color="white").encode(y="median:Q"),
+    ]
+    if not outliers.empty:
+        layers.append(alt.Chart(outliers).mark_point(size=14).encode(
+            x=x, xOffset=offset, y="response_ms:Q", color=color,
+            tooltip=["variant:N", "length_bytes:O", alt.Tooltip("response_ms:Q", format=".3f")]))
     if not kpis.empty:
         k = kpis.groupby("kpi_ms", as_index=False).agg(use_cases=("use_case", lambda s: ", ".join(s)))
         k["label"] = k.apply(lambda r: f"KPI {r.kpi_ms:g} ms ({r.use_cases})", axis=1)
@@ -136,4 +192,6 @@ def response_chart(requests: pd.DataFrame, kpis: pd.DataFrame) -> alt.LayerChart
         text = alt.Chart(k).mark_text(align="left", dx=4, dy=-6, color="#d62728").encode(
             y="kpi_ms:Q", x=alt.value(0), text="label:N")
         layers += [rules, text]
-    return alt.layer(*layers).properties(height=380, title="Response time per request (box plot), KPI boundaries dashed")
+    return alt.layer(*layers).properties(
+        height=380, title="Response time per request (box: quartiles; whiskers: 1.5 IQR; points beyond, at most "
+                          f"{OUTLIERS_PER_BOX} per box), KPI boundaries dashed")
