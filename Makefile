@@ -152,7 +152,7 @@ portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
 	  --server.headless true --browser.gatherUsageStats false
 
 test: setup ## install everything, then run the whole test suite
-	@$(PY) -m pytest -q tests
+	@$(PY) -m pytest -q --durations=20 tests
 
 bench: setup ## benchmarks, side by side in one run: fidelity, sweep overhead, warehouse and portal at scale (QUICK=1, ONLY=part,...)
 	@$(PY) bench/run.py $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY))
