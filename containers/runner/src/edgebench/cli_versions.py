@@ -159,12 +159,14 @@ def watch(
         from edgebench.results.store import ResultStore
         from edgebench.sweep.runner import run_local
 
-        def run(sweep):  # noqa: E306
+        def rerun(sweep):
             report = run_local(sweep, ResultStore(), log=out.print)
             c = report.counts
             out.print(f"rerun {sweep.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
                       f"{c['skipped']} already stored")
             return report
+
+        run = rerun
 
         signal.signal(signal.SIGTERM, _on_sigterm)
     failed = False
