@@ -1,6 +1,7 @@
 """warehouse.build() on the fixture raw data in a local directory (EDGEBENCH_RAW_ROOT = a bucket-shaped dir)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +97,8 @@ def test_broken_fixture_fails_build_and_keeps_old_warehouse(tmp_path, fixture_wa
     before = target.read_bytes()
     with pytest.raises(warehouse.WarehouseError) as exc:
         warehouse.build(warehouse_path=target, raw_root=str(root), quiet=True)
-    assert "accepted_values" in str(exc.value) and "status" in str(exc.value)
+    # the failing rule is named with its column and the offending value (column_contract's rows, rerun by build())
+    assert "status: accepted_values" in str(exc.value) and "e.g. exploded" in str(exc.value)
     assert target.read_bytes() == before
     # no temp database left behind; dbt's logs and compiled SQL are kept for diagnosis
     # beside the warehouse: dbt's partial-parse state and the build lock (.wh.duckdb.dbt), no half-built file
@@ -196,3 +198,22 @@ def test_dbt_layers_never_point_backwards_and_every_model_is_documented():
         assert name.startswith(prefixes), f"{name}: {path.parent.name} models are named {'/'.join(prefixes)}*"
     portal = "\n".join(p.read_text() for p in (root.parents[1] / "app").rglob("*.py"))
     assert not re.search(r"\b(stg|int)_[a-z0-9_]+__", portal), "the portal reads marts only"
+
+
+def test_column_contract_names_each_broken_rule(tmp_path):
+    """One column_contract test per model checks its not_null, accepted_values and unique rules in one pass; a
+    broken rule fails the build, and the message names the column, the rule and what broke it."""
+    ms = [m for m in fx.http_manifests() if m["status"] == "ok"][:2]
+    ms[0]["schema_version"] = 2                                   # accepted_values on a number (unquoted)
+    root = fx.write_tree(tmp_path / "raw", ms)
+    requests = fx.http_requests(ms[1])
+    requests[1]["seq"] = requests[0]["seq"]                       # (raw_key, seq) unique as a combination
+    requests[2]["seq"] = None                                     # not_null
+    (root / fx.key(ms[1])).with_name("http-requests.json").write_text(json.dumps(requests))
+    with pytest.raises(warehouse.WarehouseError) as exc:
+        warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(root), quiet=True)
+    text = str(exc.value)
+    assert "stg_edgebench__runs__column_contract" in text and "stg_edgebench__http_requests__column_contract" in text
+    assert "rule=schema_version: accepted_values, problem=1 rows outside [1], e.g. 2" in text
+    assert "rule=seq: not_null, problem=1 null rows" in text
+    assert "rule=raw_key, seq: unique, problem=1 duplicate rows" in text

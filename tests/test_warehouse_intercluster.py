@@ -285,5 +285,5 @@ def test_bad_intercluster_fields_fail_the_build(tmp_path):
     with pytest.raises(warehouse.WarehouseError) as exc:
         warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(root), quiet=True)
     text = str(exc.value)
-    assert "accepted_values_stg_edgebench__runs_intercluster" in text
+    assert "intercluster: accepted_values" in text and "skupper:quic" in text
     assert "assert_intercluster_fields_agree" in text

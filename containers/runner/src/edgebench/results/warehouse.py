@@ -30,6 +30,7 @@ import datetime
 import fcntl
 import hashlib
 import importlib.metadata
+import json
 import importlib.util
 import os
 import re
@@ -126,6 +127,38 @@ def _failure_lines(output: str, limit: int = 40) -> str:
             return "\n".join(lines[i:])[-6000:]
     picked = [ln for ln in lines if "rror" in ln or "FAIL" in ln]
     return "\n".join((picked or lines)[-limit:])
+
+
+def _failing_rows(run_results: Path, db: Path, limit: int = 5) -> str:
+    """What each failed data test found: its query rerun on the half-built warehouse, first rows (dbt itself only
+    counts them). For a column_contract test these name the column, the rule and the offending values."""
+    try:
+        results = json.loads(run_results.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    failed = [r for r in results if r.get("status") == "fail" and r.get("compiled_code")]
+    if not failed:
+        return ""
+    out = []
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error:
+        return ""
+    try:
+        for r in failed:
+            name = r["unique_id"].split(".")[2]
+            try:
+                cur = con.execute(f"select * from ({r['compiled_code']}) limit {limit}")
+                cols = [d[0] for d in cur.description]
+                rows = cur.fetchall()
+            except duckdb.Error as e:
+                out.append(f"  {name}: (could not rerun: {str(e).splitlines()[0]})")
+                continue
+            out.append(f"  {name}:")
+            out += ["    " + ", ".join(f"{c}={v}" for c, v in zip(cols, row)) for row in rows]
+    finally:
+        con.close()
+    return "failing rows (first %d per test):\n" % limit + "\n".join(out) + "\n"
 
 
 RAW_CACHE_SCHEMA = "edgebench_raw_cache"
@@ -363,11 +396,12 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             if code != 0:
                 if "No files found that match the pattern" in text:
                     raise NoResultsError(_no_results(root))
+                rows = _failing_rows(Path(work) / "target" / "run_results.json", tmp_db)
                 kept = target.parent / "dbt-last-failure"  # logs + compiled SQL of the failed build
                 shutil.rmtree(kept, ignore_errors=True)
                 shutil.move(work, kept)
                 raise WarehouseError(f"dbt build failed (exit {code}):\n"
-                                     f"{_failure_lines(text).replace(work, str(kept))}\n"
+                                     f"{_failure_lines(text).replace(work, str(kept))}\n{rows}"
                                      f"(dbt logs and compiled SQL: {kept})")
             con = duckdb.connect(str(tmp_db))
             try:
