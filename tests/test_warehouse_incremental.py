@@ -67,13 +67,17 @@ def test_incremental_build_equals_full_build(tmp_path, monkeypatch):
     gone = next(m for m in first if m["workload"] == "http" and m["status"] == "ok")
     for p in (root / fx.key(gone)).parent.iterdir():
         p.unlink()
+    # an HTTP run measured again under another sweep, finishing later: its requests now come from the new directory
+    moved = [m for m in first if m["workload"] == "http" and m["status"] == "ok"][1]
+    moved = {**moved, "sweep_id": "fixture-again", "finished_at": "2030-01-01T00:00:00Z"}
+    fx.write_tree(root, [moved])
 
     r2 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True)
     assert r2["mode"] == "incremental" and not r2["unit_tests"]
     read = {t: n for t, (_, n) in r2["raw"].items()}
-    assert read["run_manifests"] == len(dds) + 1          # only the new and the changed objects were read
+    assert read["run_manifests"] == len(dds) + 2          # only the new and the changed objects were read
     assert read["dds_samples"] == sum(1 for m in dds if "dds-samples.json" in m["raw_files"])
-    assert read["http_requests"] == 0
+    assert read["http_requests"] == 1
 
     full = tmp_path / "full" / "warehouse.duckdb"
     r3 = warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True)
@@ -86,6 +90,8 @@ def test_incremental_build_equals_full_build(tmp_path, monkeypatch):
         assert con.execute("select throughput_mbps from fct_iperf3_runs where run_id = ?",
                            [rerun["run_id"]]).fetchone()[0] == 123.0
         assert con.execute("select count(*) from fct_runs where run_id = ?", [gone["run_id"]]).fetchone()[0] == 0
+        assert con.execute("select distinct sweep_id from fct_http_requests where run_id = ?",
+                           [moved["run_id"]]).fetchall() == [("fixture-again",)]
     finally:
         con.close()
 

@@ -24,3 +24,27 @@
     where {{ filename }} in (select filename from edgebench_raw_cache.changed)
     {%- endif -%}
 {%- endmacro %}
+
+{#- Models with rows of a run's samples joined to its deduplicated manifest (int_dds__samples, int_http__requests,
+    fct_http_requests) are incremental the same way, by run: every row depends only on the raw objects of its own
+    run_id (the samples beside a manifest and the run's manifests, whichever sweep/cell directory they are in), so
+    the rows of a run with any object added, changed or deleted are deleted and recomputed, and the others kept. -#}
+{% macro changed_run_ids() -%}
+    select distinct regexp_extract(filename, 'runs/[^/]+/[^/]+/([^/]+)/[^/]+$', 1) from edgebench_raw_cache.changed
+{%- endmacro %}
+
+{#- pre-hook of a run-incremental model: drop the rows of the changed runs -#}
+{% macro run_incremental_delete_changed() -%}
+    {%- if is_incremental() -%}
+    delete from {{ this }} where run_id in ({{ changed_run_ids() }})
+    {%- else -%}
+    select 1
+    {%- endif -%}
+{%- endmacro %}
+
+{#- condition on a run_id column: only the changed runs, in an incremental build ('and ...' or nothing) -#}
+{% macro only_changed_runs(run_id='run_id', keyword='and') -%}
+    {%- if is_incremental() -%}
+    {{ keyword }} {{ run_id }} in ({{ changed_run_ids() }})
+    {%- endif -%}
+{%- endmacro %}

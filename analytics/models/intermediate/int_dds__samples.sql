@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ run_incremental_delete_changed() }}") }}
+
 -- ddsperf per-second lines joined to their run's attributes. Only the files beside the manifest that won
 -- deduplication count (join on run_id and the sweep/cell of that manifest), so a run rerun under another sweep
 -- directory never doubles its samples.
@@ -40,3 +43,4 @@ inner join {{ ref('int_runs__deduplicated') }} as runs
     and samples.sweep_id = runs.sweep_id
     and samples.cell_id = runs.cell_id
 where runs.workload = 'dds'
+{{ only_changed_runs('samples.run_id') }}

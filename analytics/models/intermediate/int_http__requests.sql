@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ run_incremental_delete_changed() }}") }}
+
 -- HTTP requests joined to their run's attributes (including the inter-cluster tool; 'none' = one cluster). Only the file beside the manifest that won deduplication
 -- counts (join on run_id and that manifest's sweep/cell). is_error: not a 2xx response (a transport error has
 -- status 0 or null).
@@ -42,3 +45,4 @@ inner join {{ ref('int_runs__deduplicated') }} as runs
     and requests.sweep_id = runs.sweep_id
     and requests.cell_id = runs.cell_id
 where runs.workload = 'http'
+{{ only_changed_runs('requests.run_id') }}

@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ run_incremental_delete_changed() }}") }}
+
 -- One row per HTTP request of every HTTP run that stored http-requests.json (a failed run usually did not).
 -- is_error: not a 2xx response. KPI boundaries are per run and use case in fct_http_kpi_compliance.
 select
@@ -36,3 +39,4 @@ select
     is_error,
     raw_key
 from {{ ref('int_http__requests') }}
+{{ only_changed_runs(keyword='where') }}
