@@ -38,24 +38,28 @@ _CHART_REQUESTS = """
 OUTLIERS_PER_BOX = 200  # the chart draws at most this many requests beyond a box's whiskers (the most extreme)
 
 
+# The chart's requests (r) and each box's n and quartiles (b), shared by the box statistics and their outliers.
+_BOXES = """with r as ({requests}),
+        b as (
+            select variant, is_host_baseline, length_bytes, count(*) as n,
+                   quantile_cont(response_ms, 0.25) as q1, quantile_cont(response_ms, 0.5) as median,
+                   quantile_cont(response_ms, 0.75) as q3
+            from r group by all
+        )"""
+_BEYOND_WHISKERS = "(r.response_ms < b.q1 - 1.5 * (b.q3 - b.q1) or r.response_ms > b.q3 + 1.5 * (b.q3 - b.q1))"
+
+
 def http_response_boxes(con, substrate: str, **filters) -> pd.DataFrame:
     """Box-plot statistics of the response times per CNI / mode and payload, computed in the warehouse so the browser
     gets one row per box instead of every request: n, q1 / median / q3 (linear interpolation, as Vega-Lite's box plot),
     the whiskers at the most extreme request within 1.5 IQR of the box, and how many requests lie beyond them."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
-        with r as ({_CHART_REQUESTS.format(where=where)}),
-        b as (
-            select variant, is_host_baseline, length_bytes, count(*) as n,
-                   quantile_cont(response_ms, 0.25) as q1, quantile_cont(response_ms, 0.5) as median,
-                   quantile_cont(response_ms, 0.75) as q3
-            from r group by all
-        )
+        {_BOXES.format(requests=_CHART_REQUESTS.format(where=where))}
         select b.variant, b.is_host_baseline, b.length_bytes, b.n, b.q1, b.median, b.q3,
                min(r.response_ms) filter (where r.response_ms >= b.q1 - 1.5 * (b.q3 - b.q1)) as whisker_lo,
                max(r.response_ms) filter (where r.response_ms <= b.q3 + 1.5 * (b.q3 - b.q1)) as whisker_hi,
-               count(*) filter (where r.response_ms < b.q1 - 1.5 * (b.q3 - b.q1)
-                                   or r.response_ms > b.q3 + 1.5 * (b.q3 - b.q1)) as n_outliers
+               count(*) filter (where {_BEYOND_WHISKERS}) as n_outliers
         from b join r on r.variant = b.variant and r.length_bytes = b.length_bytes
         group by b.variant, b.is_host_baseline, b.length_bytes, b.n, b.q1, b.median, b.q3
         order by b.is_host_baseline desc, b.variant, b.length_bytes""", params).df()
@@ -66,17 +70,12 @@ def http_response_outliers(con, substrate: str, **filters) -> pd.DataFrame:
     median first): variant, is_host_baseline, length_bytes, response_ms."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
-        with r as ({_CHART_REQUESTS.format(where=where)}),
-        b as (
-            select variant, length_bytes, quantile_cont(response_ms, 0.25) as q1,
-                   quantile_cont(response_ms, 0.5) as median, quantile_cont(response_ms, 0.75) as q3
-            from r group by all
-        ),
+        {_BOXES.format(requests=_CHART_REQUESTS.format(where=where))},
         o as (
             select r.*, row_number() over (partition by r.variant, r.length_bytes
                                            order by abs(r.response_ms - b.median) desc) as k
             from r join b on r.variant = b.variant and r.length_bytes = b.length_bytes
-            where r.response_ms < b.q1 - 1.5 * (b.q3 - b.q1) or r.response_ms > b.q3 + 1.5 * (b.q3 - b.q1)
+            where {_BEYOND_WHISKERS}
         )
         select variant, is_host_baseline, length_bytes, response_ms from o where k <= {OUTLIERS_PER_BOX}
         order by is_host_baseline desc, variant, length_bytes, response_ms""", params).df()

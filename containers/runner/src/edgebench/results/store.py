@@ -51,6 +51,13 @@ class S3Config:
             bucket=os.environ.get("EDGEBENCH_BUCKET", "edgebench"),
         )
 
+    def client(self):
+        """A MinIO client for this endpoint (http:// unless the endpoint says https://)."""
+        from minio import Minio  # imported here so the CLI's validation paths do not need it
+
+        url = urlparse(self.endpoint if "://" in self.endpoint else "http://" + self.endpoint)
+        return Minio(url.netloc, access_key=self.access_key, secret_key=self.secret_key, secure=url.scheme == "https")
+
 
 class StoreError(EdgebenchError):
     pass
@@ -58,12 +65,8 @@ class StoreError(EdgebenchError):
 
 class ResultStore:
     def __init__(self, cfg: S3Config | None = None, spool: Path | None = None, attempts: int = 4):
-        from minio import Minio  # imported here so the CLI's validation paths do not need it
-
         self.cfg = cfg or S3Config.from_env()
-        url = urlparse(self.cfg.endpoint if "://" in self.cfg.endpoint else "http://" + self.cfg.endpoint)
-        self.client = Minio(url.netloc, access_key=self.cfg.access_key, secret_key=self.cfg.secret_key,
-                            secure=url.scheme == "https")
+        self.client = self.cfg.client()
         self.spool = spool or state_dir() / "spool"
         self.attempts = attempts
 

@@ -243,16 +243,12 @@ def list_raw(root: str) -> dict[str, list[tuple[str, int, datetime.datetime]]]:
     by_name = {name: table for table, name in RAW_FILES.items()}
     out: dict[str, list] = {table: [] for table in RAW_FILES}
     if root.startswith("s3://"):
-        from minio import Minio
         from minio.error import S3Error
-        from urllib.parse import urlparse
         from edgebench.results.store import S3Config
 
-        cfg = S3Config.from_env()
-        url = urlparse(cfg.endpoint if "://" in cfg.endpoint else "http://" + cfg.endpoint)
         bucket, _, prefix = root[len("s3://"):].partition("/")
         prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        client = Minio(url.netloc, access_key=cfg.access_key, secret_key=cfg.secret_key, secure=url.scheme == "https")
+        client = S3Config.from_env().client()
         try:
             for obj in client.list_objects(bucket, prefix=f"{prefix}runs/", recursive=True):
                 parts = obj.object_name[len(prefix):].split("/")

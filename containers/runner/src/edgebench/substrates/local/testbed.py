@@ -53,10 +53,6 @@ def _batch_word(arg: str) -> str:
     return arg
 
 
-def _batch_split(line: str) -> list[str]:
-    return line.split(" ")
-
-
 def netns_pids(names: Sequence[str]) -> dict[str, list[int]]:
     """{namespace: pids of the processes in it} for named network namespaces (/run/netns), read from /proc: the
     same as `ip netns pids` per namespace, without a process each."""
@@ -109,7 +105,7 @@ class Testbed(Datapath):
         self.nodes = nodes
         self.clusters = clusters
         self._runner = runner
-        self._batch: tuple[str, list[str]] | None = None  # (namespace, queued `ip` lines) while batching
+        self._batch: tuple[str, list[list[str]]] | None = None  # (namespace, queued `ip` argvs) while batching
         self._batching = False
         self.service_proxy = "dnat"  # how ClusterIP services are built (service_proxy.py); set by install_service_proxy
         self.cpu_class = "none"  # the nodes' CPU class (cpuclass.py); set by install_cpu_class
@@ -157,19 +153,20 @@ class Testbed(Datapath):
                 self._flush_ip()
             if self._batch is None:
                 self._batch = (ns, [])
-            self._batch[1].append(" ".join(_batch_word(a) for a in argv))
+            self._batch[1].append([_batch_word(a) for a in argv])
             return ""
         return self._run(["ip", "-n", ns, *argv], check=check)
 
     def _flush_ip(self) -> None:
         if self._batch is None:
             return
-        ns, lines = self._batch
+        ns, commands = self._batch
         self._batch = None
-        if len(lines) == 1:
-            self._runner(["ip", "-n", ns, *_batch_split(lines[0])], check=True, input=None)
+        if len(commands) == 1:
+            self._runner(["ip", "-n", ns, *commands[0]], check=True, input=None)
         else:
-            self._runner(["ip", "-n", ns, "-batch", "-"], check=True, input="\n".join(lines) + "\n")
+            self._runner(["ip", "-n", ns, "-batch", "-"], check=True,
+                         input="".join(" ".join(argv) + "\n" for argv in commands))
 
     @contextlib.contextmanager
     def _batched(self):
