@@ -10,6 +10,16 @@ from typing import Any
 from edgebench.substrates.base import Provider
 
 
+def build_key(cell: Any) -> tuple | None:
+    """What the cell's substrate builds for it (Provider.build_key): consecutive cells with equal keys may share a
+    cluster. None: not shared (kind and ssh clusters are provisioned per cell)."""
+    if cell.substrate == "local":
+        from edgebench.substrates.local.provider import LocalProvider
+
+        return LocalProvider.build_key(cell)
+    return None
+
+
 def get(substrate: str, testbed: Any = None, *, cell: Any = None, workdir: Path | None = None,
         inventory: str | None = None, ssh_key: str | None = None, known_hosts: str | None = None,
         cni_version: str | None = None) -> Provider:

@@ -49,6 +49,25 @@ class Provider(ABC):
     def teardown(self) -> list[str]:
         """Remove the cluster and everything the CNI left behind; idempotent. Returns what was removed."""
 
+    # ---- one cluster for consecutive cells of the same build (the local runner) -------------------------------
+    @classmethod
+    def build_key(cls, cell: Any) -> tuple | None:
+        """What provision + install-cni build for `cell`: consecutive cells with equal keys may share one cluster,
+        reset between them (reset()). None: never shared."""
+        return None
+
+    def fingerprint(self) -> dict[str, str]:
+        """What a cell's link conditions and services change in the built cluster (no counters), taken right after
+        install-cni, for reset() to compare with."""
+        return {}
+
+    def reset(self, built: dict[str, str]) -> list[str]:
+        """Instead of teardown, for the next cell of the same build: undo the cell's link condition, tuning and
+        services, stop every process left in the cluster, forget cached traffic state, then check that the cluster
+        reads as it did when built (`built` = fingerprint()) and every tuned setting as before the profile. Returns
+        what differs: [] = ready for the next cell; anything else and the caller tears the cluster down."""
+        return [f"{self.name} clusters are not reused between cells"]
+
     # ---- endpoints and services ------------------------------------------------------------------------------
     @abstractmethod
     def client(self, placement: str = "cross-node") -> Endpoint: ...

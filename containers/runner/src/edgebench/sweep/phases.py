@@ -41,6 +41,9 @@ class CellContext:
     only: set[str] | None = None  # run ids to (re)measure; None = all
     attempts: dict[str, int] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    # the local runner's reuse of one cluster by consecutive cells of the same build (Provider.build_key):
+    reuse: dict[str, Any] | None = None  # the previous cell's reset cluster: handover() of that cell
+    keep: bool = False  # the next cell builds the same cluster: reset it for that cell instead of tearing it down
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -74,12 +77,23 @@ class CellContext:
 
 
 def provision_cluster(ctx: CellContext) -> None:
-    """Create the cell's cluster (local: the LAN and node namespaces), replacing a leftover one."""
+    """Create the cell's cluster (local: the LAN and node namespaces), replacing a leftover one; or, when the local
+    runner kept the previous cell's cluster of the same build (ctx.reuse, reset and verified by reset_cluster), take
+    that one."""
     ctx.state["provisioned_at"] = now()
-    ctx.state.pop("idle_baseline", None)  # a new cluster gets a new idle baseline (_sampler)
-    ctx.provider.provision()
+    ctx.state.pop("idle_baseline", None)  # every cell samples its own idle baseline (_sampler)
+    if ctx.reuse is not None:
+        ctx.state["reused_cluster_of"] = ctx.reuse["cell_id"]
+        ctx.log(f"{ctx.cell.label}: the cluster of the previous cell, reset and verified, is reused")
+    else:
+        ctx.provider.provision()
     ctx.state["provisioned"] = True
     ctx.save()
+
+
+# what install-cni records about the built cluster: handed on with it to the next cell that reuses it
+INSTALL_KEYS = ("supported", "reason", "mtu", "datapath", "cni_version", "distribution_version", "cni_invalid_reason",
+                "service_proxy", "cpu_class", "built")
 
 
 def install_cni(ctx: CellContext) -> None:
@@ -88,6 +102,12 @@ def install_cni(ctx: CellContext) -> None:
     version that the cluster does not read back makes the cell's runs invalid (kept, but out of the comparisons),
     as a tuning readback mismatch does."""
     cm = ctx.cell.cni_info
+    if ctx.reuse is not None:  # built by an earlier cell of the same build (Provider.build_key) and reset since
+        ctx.state.update(ctx.reuse["install"])
+        if ctx.state.get("cni_invalid_reason"):
+            ctx.state.update(is_valid=False, invalid_reason=ctx.state["cni_invalid_reason"])
+        ctx.save()
+        return
     try:
         readback = ctx.provider.install_cni(cm)
     except Unsupported as exc:
@@ -103,6 +123,8 @@ def install_cni(ctx: CellContext) -> None:
         if problem:
             ctx.state.update(is_valid=False, invalid_reason=problem)
             ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
+        if ctx.keep:  # the next cell reuses this cluster: what reset_cluster must find again
+            ctx.state["built"] = ctx.provider.fingerprint()
     ctx.save()
 
 
@@ -318,6 +340,30 @@ def teardown_cluster(ctx: CellContext) -> list[str]:
     return removed
 
 
+def reset_cluster(ctx: CellContext) -> bool:
+    """In place of teardown-cluster when the next cell builds the same cluster (ctx.keep; the local runner): undo
+    this cell's link condition, tuning and services, stop what still runs, and verify that the cluster reads as it
+    did when built (Provider.reset). False, and the caller tears down as usual, if anything differs or the cell's
+    cluster was not built."""
+    if not ctx.keep or ctx.state.get("supported") is not True or "built" not in ctx.state:
+        return False
+    try:
+        problems = ctx.provider.reset(ctx.state["built"])
+    except Exception as exc:  # noqa: BLE001 - any failure means: not reusable, tear it down
+        problems = [f"reset failed: {exc}"]
+    if problems:
+        ctx.log(f"{ctx.cell.label}: cluster not reused ({'; '.join(problems[:3])}); tearing it down")
+        return False
+    ctx.state["reset_at"] = now()
+    ctx.save()
+    return True
+
+
+def handover(ctx: CellContext) -> dict[str, Any]:
+    """What the next cell needs to reuse this cell's reset cluster (CellContext.reuse)."""
+    return {"cell_id": ctx.cell.cell_id, "install": {k: ctx.state[k] for k in INSTALL_KEYS if k in ctx.state}}
+
+
 FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
     "provision-cluster": provision_cluster,
     "install-cni": install_cni,
@@ -332,10 +378,16 @@ FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
 PHASES = tuple(FUNCTIONS)
 
 
-def run_cell(ctx: CellContext) -> None:
-    """All phases in order; teardown (which disconnects too) always runs, also on failure or interrupt."""
+def run_cell(ctx: CellContext) -> bool:
+    """All phases in order; teardown (which disconnects too) always runs, also on failure or interrupt, except that
+    with ctx.keep a cluster that reset_cluster verified is left for the next cell. Returns True if it was left."""
     try:
         for phase in PHASES[:-1]:
             FUNCTIONS[phase](ctx)
-    finally:
+    except BaseException:
         teardown_cluster(ctx)
+        raise
+    if reset_cluster(ctx):
+        return True
+    teardown_cluster(ctx)
+    return False

@@ -93,27 +93,44 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
                progress: dict, total: int, sink, log: Log) -> None:
-    for cell in cells:
-        runs = runs_for(sweep, cell)
-        todo = {r.run_id for r in runs if previous.get(r.run_id, {}).get("status") != "ok"}
-        report.counts["skipped"] += len(runs) - len(todo)
-        progress["done"] += len(runs) - len(todo)
-        if not todo:
-            log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
-            continue
-        log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
-        workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
-        shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
-        ctx = phases.CellContext(
-            sweep, cell, workdir=workdir, results=store.spool,
-            provider=substrates.get(cell.substrate, testbed, cell=cell), log=log, sink=sink, only=todo,
-            attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
-        )
-        try:
-            phases.run_cell(ctx)
-        except Exception as exc:  # a phase failed outright: the runs it left without a manifest are failed
-            log(f"{cell.label}: FAILED {exc}")
-            phases.collect_results(ctx, reason=f"{cell.label}: {exc}")
-        if ctx.state.get("supported") is False:
-            log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
-        shutil.rmtree(workdir, ignore_errors=True)
+    """The cells in order. Consecutive measuring cells of the same build (Provider.build_key: local testbed, same
+    datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
+    earlier cell resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
+    anything that does not read back as built, a failure or an interrupt, and it is torn down as before."""
+    todos = [{r.run_id for r in runs_for(sweep, c) if previous.get(r.run_id, {}).get("status") != "ok"} for c in cells]
+    measuring = [i for i, todo in enumerate(todos) if todo]
+    following = dict(zip(measuring, measuring[1:]))  # cell index -> the next cell that measures anything
+    keys = [substrates.build_key(c) for c in cells]
+    kept = None  # (provider, phases.handover) of the cluster the previous cell reset for the next one
+    try:
+        for i, cell in enumerate(cells):
+            runs, todo = runs_for(sweep, cell), todos[i]
+            report.counts["skipped"] += len(runs) - len(todo)
+            progress["done"] += len(runs) - len(todo)
+            if not todo:
+                log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
+                continue
+            log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
+            workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
+            shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
+            provider = substrates.get(cell.substrate, getattr(kept[0], "testbed", testbed) if kept else testbed,
+                                      cell=cell)
+            nxt = following.get(i)
+            ctx = phases.CellContext(
+                sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,
+                attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
+                reuse=kept[1] if kept else None, keep=keys[i] is not None and nxt is not None and keys[nxt] == keys[i],
+            )
+            kept = None  # the cell owns the cluster now: run_cell tears it down unless it resets it for the next
+            try:
+                if phases.run_cell(ctx):
+                    kept = (provider, phases.handover(ctx))
+            except Exception as exc:  # a phase failed outright: the runs it left without a manifest are failed
+                log(f"{cell.label}: FAILED {exc}")
+                phases.collect_results(ctx, reason=f"{cell.label}: {exc}")
+            if ctx.state.get("supported") is False:
+                log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
+            shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        if kept is not None:  # interrupted between two cells: the kept cluster goes too
+            kept[0].teardown()

@@ -33,6 +33,40 @@ class LocalProvider(Provider):
         self._tool = cell.intercluster_info if getattr(cell, "intercluster", "none") != "none" else None
         self._joiner = None
 
+    @classmethod
+    def build_key(cls, cell: Any) -> tuple | None:
+        """One cluster, the CNI mode's datapath with the cell's service proxy and CPU class, and the MTUs of its
+        tuning profile (built in at provision and install-cni): what a cell's testbed is. Two clusters are never
+        shared (the inter-cluster tools' joins are per cell)."""
+        from edgebench.plan import tuning
+
+        if cell.intercluster != "none":
+            return None
+        cm = cell.cni_info
+        return (cell.substrate, cm.key, cell.service_proxy_mode, cell.cpu_class,
+                tuning.lan_mtu_for(cell.tuning_profile), tuning.mtu_for(cell.tuning_profile, 1500 - cm.mtu))
+
+    def fingerprint(self) -> dict[str, str]:
+        return self.testbed.fingerprint(self._nodes())
+
+    def reset(self, built: dict[str, str]) -> list[str]:
+        from edgebench.substrates.local import netem as netem_local
+        from edgebench.substrates.local import tuning as tuning_local
+
+        self.disconnect_clusters()
+        self.flush_services()
+        netem_local.revert_local(self._nodes(), "eth0")
+        problems = tuning_local.revert_and_verify(self._nodes(), self._pods())
+        left = self.testbed.kill_processes()
+        if left:
+            problems.append(f"{left} process(es) were still running in the testbed")
+        self.testbed.forget_traffic()
+        now = self.fingerprint()
+        problems += [f"{ns} differs from the freshly built testbed" for ns in sorted(set(built) | set(now))
+                     if built.get(ns) != now.get(ns)]
+        self._netem_on = False
+        return problems
+
     # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
     def provision(self) -> None:
         from edgebench.plan import tuning

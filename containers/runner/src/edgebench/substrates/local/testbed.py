@@ -272,12 +272,7 @@ class Testbed(Datapath):
         """Remove every namespace carrying the prefix (killing processes inside first). Idempotent. The processes
         are found in /proc and the namespaces deleted by one `ip -batch` (-force: a failed line does not stop it)."""
         removed = self.namespaces()
-        for pids in netns_pids(removed).values():
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        self.kill_processes(removed)
         if removed:
             self._run(["ip", "-force", "-batch", "-"], check=False, input="".join(f"netns del {ns}\n" for ns in removed))
         self.state_file.unlink(missing_ok=True)
@@ -286,6 +281,36 @@ class Testbed(Datapath):
 
         cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
         return removed
+
+    def kill_processes(self, namespaces: Sequence[str] | None = None) -> int:
+        """SIGKILL every process in the testbed's namespaces (found in /proc); returns how many there were."""
+        n = 0
+        for pids in netns_pids(self.namespaces() if namespaces is None else namespaces).values():
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    n += 1
+                except ProcessLookupError:
+                    pass
+        return n
+
+    def forget_traffic(self) -> None:
+        """Flush what earlier traffic left in the kernel's caches of every namespace (TCP metrics: cached RTT and
+        congestion window of past peers; the neighbour tables; cached path MTUs), so a reused testbed starts like a
+        new one."""
+        for ns in self.namespaces():
+            self._run(["ip", "-n", ns, "-force", "-batch", "-"], check=False,
+                      input="tcp_metrics flush all\nneigh flush all\nroute flush cache\n")
+
+    def fingerprint(self, namespaces: Sequence[str]) -> dict[str, str]:
+        """{namespace: its qdiscs and nftables ruleset, without counters}: what link conditions and services change
+        in a built testbed (tuning is checked against its own snapshot). A reused testbed must read as when built."""
+        out = {}
+        for ns in namespaces:
+            text = self._ns(ns, "sh", "-c", "tc qdisc show; "
+                            "nft list ruleset 2>/dev/null | sed -E 's/(packets|bytes) [0-9]+/\\1 -/g'", check=False)
+            out[ns] = "\n".join(ln for ln in text.splitlines() if ln.strip())
+        return out
 
     def status(self) -> dict:
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else None

@@ -249,3 +249,24 @@ def revert_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str]) 
         _ns_write(ns, {k: v for k, v in snap.items() if not k.startswith("ethtool.")})
     sf.unlink(missing_ok=True)
     return state["snapshot"]
+
+
+def revert_and_verify(node_namespaces: Sequence[str], pod_namespaces: Sequence[str]) -> list[str]:
+    """revert_local, then read every reverted setting again: the settings that do not read back as they were before
+    the profile was applied ('ns key: now X, was Y'); [] also when no profile was applied."""
+    sf = _state_file([*node_namespaces, *pod_namespaces])
+    if not sf.exists():
+        return []
+    state = json.loads(sf.read_text())
+    snapshot = revert_local(node_namespaces, pod_namespaces)
+    problems = []
+    for ns, snap in snapshot.items():
+        d = state["dev"] if ns in state["node_namespaces"] else state["pod_dev"]
+        now = {k: v for k, v in _ns_sysctls(ns, [k for k in snap if not k.startswith("ethtool.")]).items()}
+        if any(k.startswith("ethtool.ring.") for k in snap):
+            now.update({f"ethtool.ring.{r}": v for r, v in _read_rings(ns, d)["current"].items()})
+        if any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in snap):
+            now.update({f"ethtool.{f}": v.split()[0] for f, v in _read_features(ns, d).items() if v})
+        problems += [f"{ns} {k}: now {now.get(k)}, was {v}" for k, v in snap.items()
+                     if _norm(str(now.get(k))) != _norm(v)]
+    return problems
