@@ -6,7 +6,8 @@ throwaway MinIO and a throwaway state directory, on a testbed prefix of its own 
 
   - wall time / the sum of the tools' own measurement durations (iperf3 -t and ddsperf -D, which the tools measure
     for exactly that long; fortio: the sum of its per-request times, its calls being sequential on one connection);
-  - per-cell setup + teardown of the testbed (provision, install-cni, connect, tune, netem, teardown), median and max;
+  - per-cell setup + teardown of the testbed (provision, install-cni, connect, tune, netem, teardown, or the reset
+    when the next cell of the same datapath reuses the testbed), median and max;
   - where the rest goes: per-run time outside the tool (median) and the phases' totals, in `detail`/`extra`.
 
 The phases are timed by wrapping phases.FUNCTIONS from here (the package itself carries no bench code).
@@ -83,7 +84,7 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
             values = {k: json.dumps(v) if isinstance(v, list) else v for k, v in (QUICK if quick else PARAMS).items()}
             sweep = spec.load(REPO / "workflows" / "sweep.yaml", values, substrate="local")
             timings: dict[str, dict[str, float]] = {}
-            originals = dict(phases.FUNCTIONS), phases.teardown_cluster
+            originals = dict(phases.FUNCTIONS), phases.teardown_cluster, phases.reset_cluster
 
             def timed(name, fn):
                 def wrapper(ctx, *a, **kw):
@@ -98,6 +99,7 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
             for name, fn in originals[0].items():
                 phases.FUNCTIONS[name] = timed(name, fn)
             phases.teardown_cluster = phases.FUNCTIONS["teardown-cluster"]
+            phases.reset_cluster = timed("reset-cluster", originals[2])  # a testbed kept for the next cell
             lines: list[str] = []
             prof = None
             if profile:
@@ -116,6 +118,7 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
                 wall = time.perf_counter() - t0
                 phases.FUNCTIONS.update(originals[0])
                 phases.teardown_cluster = originals[1]
+                phases.reset_cluster = originals[2]
                 Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]).down()
             stored = len(ResultStore().keys("runs/"))
         finally:
@@ -135,7 +138,9 @@ def rows_from(res: dict, quick: bool) -> list[Row]:
     report, timings, wall = res["report"], res["timings"], res["wall"]
     docs = report.results
     tool = sum(tool_seconds(d) for d in docs)
-    per_cell = [sum(t.get(p, 0.0) for p in SETUP) + t.get("teardown-cluster", 0.0) for t in timings.values()]
+    # teardown-cluster, or reset-cluster when the next cell reuses the testbed (its verification included)
+    per_cell = [sum(t.get(p, 0.0) for p in (*SETUP, "teardown-cluster", "reset-cluster")) for t in timings.values()]
+    reused = sum(1 for line in res["log"] if "reset and verified, is reused" in line)
     phase_tot = {}
     for t in timings.values():
         for k, v in t.items():
@@ -147,10 +152,12 @@ def rows_from(res: dict, quick: bool) -> list[Row]:
     c = report.counts
     ratio = wall / tool if tool else None
     ncells = len(timings)
-    size = f"{ncells} cells, {len(docs)} runs ({c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported)"
+    size = (f"{ncells} cells ({reused} on the previous cell's testbed), {len(docs)} runs ({c['ok']} ok, "
+            f"{c['failed']} failed, {c['unsupported']} unsupported)")
     phases_txt = ", ".join(f"{k} {v:.1f}" for k, v in sorted(phase_tot.items(), key=lambda kv: -kv[1]) if v >= 0.05)
     over_txt = ", ".join(f"{w} {statistics.median(v):.2f}" for w, v in run_over.items())
-    extra = {"wall_s": round(wall, 2), "tool_s": round(tool, 2), "cells": ncells, "counts": c,
+    extra = {"wall_s": round(wall, 2), "tool_s": round(tool, 2), "cells": ncells, "cells_reusing_testbed": reused,
+             "counts": c,
              "phase_totals_s": {k: round(v, 2) for k, v in phase_tot.items()},
              "per_cell_setup_teardown_s": [round(x, 3) for x in per_cell],
              "per_run_overhead_median_s": {w: round(statistics.median(v), 3) for w, v in run_over.items()},
@@ -161,7 +168,8 @@ def rows_from(res: dict, quick: bool) -> list[Row]:
     if per_cell:
         med, mx = statistics.median(per_cell), max(per_cell)
         rows.append(Row("overhead", "per-cell setup + teardown, median", med, "s", "<= 1 s", med <= 1.0,
-                        f"provision + install-cni + connect + tune + netem + teardown over {ncells} cells"))
+                        f"provision + install-cni + connect + tune + netem + teardown (or the reset for the next "
+                        f"cell) over {ncells} cells"))
         rows.append(Row("overhead", "per-cell setup + teardown, max", mx, "s", "<= 1 s", mx <= 1.0,
                         f"slowest of {ncells} cells"))
     if run_over:
