@@ -26,7 +26,7 @@
 {%- endmacro %}
 
 {#- Models with rows of a run's samples joined to its deduplicated manifest (int_dds__samples, int_http__requests,
-    fct_http_requests) are incremental the same way, by run: every row depends only on the raw objects of its own
+    fct_http_requests, fct_resource_usage: per run) are incremental the same way, by run: every row depends only on the raw objects of its own
     run_id (the samples beside a manifest and the run's manifests, whichever sweep/cell directory they are in), so
     the rows of a run with any object added, changed or deleted are deleted and recomputed, and the others kept. -#}
 {% macro changed_run_ids() -%}

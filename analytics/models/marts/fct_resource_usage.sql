@@ -1,3 +1,6 @@
+{{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
+          pre_hook="{{ run_incremental_delete_changed() }}") }}
+
 -- One row per run x component x name (resources.json of the manifest that won deduplication): mean CPU and RSS
 -- in the idle phase before the workload and during the run, the run - idle delta, and the run's attributes.
 -- Every status and validity is kept (comparisons filter). A name without idle samples did not run before the
@@ -10,6 +13,7 @@ with samples as (
         on  samples.run_id = runs.run_id
         and samples.sweep_id = runs.sweep_id
         and samples.cell_id = runs.cell_id
+    {{ only_changed_runs('samples.run_id', keyword='where') }}
 
 ),
 
