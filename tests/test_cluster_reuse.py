@@ -118,3 +118,20 @@ def test_sweep_reuses_the_testbed_and_records_each_cell_as_its_own(minio_server,
     assert len(docs) == 4 and all(d["status"] == "ok" and d["is_valid"] for d in docs)
     assert {(d["cni"], d["tuning"]["profile"]) for d in docs} == {
         (cni, profile) for cni in ("host", "flannel") for profile in ("network-latency", "default_settings")}
+
+
+def test_an_interrupt_during_the_reset_still_tears_down(monkeypatch):
+    """A cell that was to keep its testbed for the next one is interrupted while resetting it: teardown runs."""
+    from edgebench.sweep import phases
+
+    calls = []
+    monkeypatch.setattr(phases, "FUNCTIONS", {name: (lambda ctx: None) for name in phases.PHASES})
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(phases, "reset_cluster", interrupted)
+    monkeypatch.setattr(phases, "teardown_cluster", lambda ctx: calls.append("teardown"))
+    with pytest.raises(KeyboardInterrupt):
+        phases.run_cell(object())
+    assert calls == ["teardown"]

@@ -384,10 +384,10 @@ def run_cell(ctx: CellContext) -> bool:
     try:
         for phase in PHASES[:-1]:
             FUNCTIONS[phase](ctx)
-    except BaseException:
+        if reset_cluster(ctx):
+            return True
+    except BaseException:  # a failed phase, or an interrupt (also one during the reset)
         teardown_cluster(ctx)
         raise
-    if reset_cluster(ctx):
-        return True
     teardown_cluster(ctx)
     return False
