@@ -8,11 +8,17 @@
     {{ return('incremental' if env_var('EDGEBENCH_RAW_CACHE', '') else 'table') }}
 {%- endmacro %}
 
-{#- pre-hook of an incremental staging model: drop the rows of the changed or deleted objects -#}
-{% macro raw_staging_delete_changed() -%}
+{#- The key (raw_key: the object; run_id: its run) of every object that changed or is gone -#}
+{% macro changed_keys(key='raw_key') -%}
+    {%- set pattern = {'raw_key': '(runs/[^/]+/[^/]+/[^/]+/[^/]+)$', 'run_id': 'runs/[^/]+/[^/]+/([^/]+)/[^/]+$'}[key] -%}
+    select distinct regexp_extract(filename, '{{ pattern }}', 1) from edgebench_raw_cache.changed
+{%- endmacro %}
+
+{#- pre-hook of an incremental model: drop its rows of the changed or deleted objects (key raw_key) or of their runs
+    (key run_id) -#}
+{% macro delete_changed(key='raw_key') -%}
     {%- if is_incremental() -%}
-    delete from {{ this }} where raw_key in (
-        select regexp_extract(filename, '(runs/[^/]+/[^/]+/[^/]+/[^/]+)$', 1) from edgebench_raw_cache.changed)
+    delete from {{ this }} where {{ key }} in ({{ changed_keys(key) }})
     {%- else -%}
     select 1
     {%- endif -%}
@@ -26,25 +32,14 @@
 {%- endmacro %}
 
 {#- Models with rows of a run's samples joined to its deduplicated manifest (int_dds__samples, int_http__requests,
-    fct_http_requests, fct_resource_usage: per run) are incremental the same way, by run: every row depends only on the raw objects of its own
-    run_id (the samples beside a manifest and the run's manifests, whichever sweep/cell directory they are in), so
-    the rows of a run with any object added, changed or deleted are deleted and recomputed, and the others kept. -#}
-{% macro changed_run_ids() -%}
-    select distinct regexp_extract(filename, 'runs/[^/]+/[^/]+/([^/]+)/[^/]+$', 1) from edgebench_raw_cache.changed
-{%- endmacro %}
-
-{#- pre-hook of a run-incremental model: drop the rows of the changed runs -#}
-{% macro run_incremental_delete_changed() -%}
-    {%- if is_incremental() -%}
-    delete from {{ this }} where run_id in ({{ changed_run_ids() }})
-    {%- else -%}
-    select 1
-    {%- endif -%}
-{%- endmacro %}
+    fct_http_requests, fct_resource_usage) are incremental the same way, by run (pre-hook delete_changed('run_id')):
+    every row depends only on the raw objects of its own run_id (the samples beside a manifest and the run's
+    manifests, whichever sweep/cell directory they are in), so the rows of a run with any object added, changed or
+    deleted are deleted and recomputed, and the others kept. -#}
 
 {#- condition on a run_id column: only the changed runs, in an incremental build ('and ...' or nothing) -#}
 {% macro only_changed_runs(run_id='run_id', keyword='and') -%}
     {%- if is_incremental() -%}
-    {{ keyword }} {{ run_id }} in ({{ changed_run_ids() }})
+    {{ keyword }} {{ run_id }} in ({{ changed_keys('run_id') }})
     {%- endif -%}
 {%- endmacro %}

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ run_incremental_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('run_id') }}") }}
 
 -- ddsperf per-second lines joined to their run's attributes. Only the files beside the manifest that won
 -- deduplication count (join on run_id and the sweep/cell of that manifest), so a run rerun under another sweep

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ run_incremental_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('run_id') }}") }}
 
 -- HTTP requests joined to their run's attributes (including the inter-cluster tool; 'none' = one cluster). Only the file beside the manifest that won deduplication
 -- counts (join on run_id and that manifest's sweep/cell). is_error: not a 2xx response (a transport error has

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ run_incremental_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('run_id') }}") }}
 
 -- One row per HTTP request of every HTTP run that stored http-requests.json (a failed run usually did not).
 -- is_error: not a 2xx response. KPI boundaries are per run and use case in fct_http_kpi_compliance.

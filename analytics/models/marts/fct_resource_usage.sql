@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ run_incremental_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('run_id') }}") }}
 
 -- One row per run x component x name (resources.json of the manifest that won deduplication): mean CPU and RSS
 -- in the idle phase before the workload and during the run, the run - idle delta, and the run's attributes.

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ raw_staging_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('raw_key') }}") }}
 
 -- One row per ddsperf per-second line of a DDS run (dds-samples.json beside the manifest). The file is read as
 -- raw text and each array element parsed by name, so missing or null fields become null instead of breaking a

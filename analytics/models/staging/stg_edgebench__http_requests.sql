@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ raw_staging_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('raw_key') }}") }}
 
 -- One row per HTTP request of an HTTP run (http-requests.json beside the manifest), parsed by name from the raw
 -- text (missing/null fields -> null); run keys from the object key runs/<sweep_id>/<cell_id>/<run_id>/....

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ raw_staging_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('raw_key') }}") }}
 
 -- One row per manifest of a loaded-latency run (workloads/loaded_latency.py): the probe's latency and the
 -- background flow, from the manifest's metrics object (null for runs that are not ok). Run attributes come from

@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ raw_staging_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('raw_key') }}") }}
 
 -- One row per resource sample of a run (resources.json beside the manifest: idle phase before the workload
 -- starts, then the run). Read as raw text and parsed by name, so missing or null fields become null; run keys

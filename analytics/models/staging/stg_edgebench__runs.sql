@@ -1,5 +1,5 @@
 {{ config(materialized=raw_staging_materialized(), incremental_strategy='append',
-          pre_hook="{{ raw_staging_delete_changed() }}") }}
+          pre_hook="{{ delete_changed('raw_key') }}") }}
 
 -- One row per manifest.json. Fields are pulled out of the raw JSON text by name, so unknown fields and other
 -- workloads' metrics objects never break the parse; missing fields are null.

@@ -13,12 +13,14 @@ the old or the new warehouse, never a half-built one, and a failed build leaves 
 Incremental: the warehouse keeps a raw cache (schema edgebench_raw_cache: every manifest.json, dds-samples.json,
 http-requests.json and resources.json as text, with the object's size and last-modified time). A build starts from
 a copy of the previous warehouse, lists the raw root (names, sizes, times only), drops cached objects that are gone
-or changed, reads only the new or changed ones, and then rebuilds every model from the cache: the result is the
-same as a full build by construction, without reading the raw root again. The unit tests (which test the SQL on
+or changed, reads only the new or changed ones (listed in edgebench_raw_cache.changed), and runs dbt on the cache:
+the staging models and the per-sample models redo only the changed objects or their runs (analytics/macros/
+raw_incremental.sql), every other model is rebuilt; tests/test_warehouse_incremental.py checks that the result equals
+a full build. The unit tests (which test the SQL on
 fixed inputs, not the data) are skipped when the analytics project is the one of the previous build, whose unit tests
 passed, or one whose unit tests passed in any build on this machine (a record per project hash in
-$XDG_CACHE_HOME/edgebench/dbt-unit-tests-passed/). A changed analytics project (hash of analytics/, dbt and DuckDB versions) or `full_refresh=True` starts from
-an empty file.
+$XDG_CACHE_HOME/edgebench/dbt-unit-tests-passed/). A changed analytics project (hash of analytics/, dbt and DuckDB
+versions) or `full_refresh=True` starts from an empty file.
 
 Beside the warehouse, `.<name>.dbt/` keeps dbt's partial-parse state of the last good build (dbt then re-parses only
 what changed, by its own checks) and a lock: builds of one warehouse run one at a time, in a fixed build directory
@@ -30,8 +32,8 @@ import datetime
 import fcntl
 import hashlib
 import importlib.metadata
-import json
 import importlib.util
+import json
 import os
 import re
 import shutil

@@ -121,6 +121,21 @@ def _read_mtu(ns: str, dev: str) -> int | None:
         return None
 
 
+def _current(ns: str, dev: str, keys: Sequence[str]) -> dict[str, str]:
+    """The values in force in `ns` of snapshot keys (a sysctl name, `ethtool.<feature>` or `ethtool.ring.<ring>` of
+    `dev`); keys that cannot be read are left out. What apply_local snapshots and revert_and_verify reads again."""
+    sysctls = [k for k in keys if not k.startswith("ethtool.")]
+    out = {k: v for k, v in _ns_sysctls(ns, sysctls).items() if v is not None} if sysctls else {}
+    if any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in keys):
+        feats = _read_features(ns, dev)
+        out.update({k: feats[k[8:]].split()[0] for k in keys
+                    if k.startswith("ethtool.") and not k.startswith("ethtool.ring.") and feats.get(k[8:], "").split()})
+    if any(k.startswith("ethtool.ring.") for k in keys):
+        rings = _read_rings(ns, dev)["current"]
+        out.update({k: rings[k[13:]] for k in keys if k.startswith("ethtool.ring.") and k[13:] in rings})
+    return out
+
+
 def _readback(namespaces: Sequence[str], dev: str, req: Mapping[str, str],
               unsupported: Mapping[str, str]) -> dict[str, str | None]:
     """One value per setting: the common value over the namespaces, or 'mixed: ns=v, ...'."""
@@ -167,20 +182,11 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
     state_file = _state_file(namespaces)
     state_file.parent.mkdir(parents=True, exist_ok=True)
     # snapshot first (also for settings we will skip per device)
+    keys = [k for k in p["sysctl"] if k not in unsupported] + \
+        [f"ethtool.{f}" for f in (p["ethtool"] or {}).get("features") or {}] + \
+        [f"ethtool.ring.{r}" for r in (p["ethtool"] or {}).get("ring") or {}]
     for ns in namespaces:
-        current = _ns_sysctls(ns, [k for k in p["sysctl"] if k not in unsupported])
-        snap: dict[str, str] = {k: v for k, v in current.items() if v is not None}
-        if p["ethtool"]:
-            d = dev if ns in node_namespaces else pod_dev
-            feats = _read_features(ns, d)
-            for f in p["ethtool"].get("features") or {}:
-                if f in feats:
-                    snap[f"ethtool.{f}"] = feats[f].split()[0]
-            rings = _read_rings(ns, d)["current"]
-            for r in p["ethtool"].get("ring") or {}:
-                if r in rings:
-                    snap[f"ethtool.ring.{r}"] = rings[r]
-        snapshot[ns] = snap
+        snapshot[ns] = _current(ns, dev if ns in node_namespaces else pod_dev, keys)
     state = {"profile": profile_name, "dev": dev, "pod_dev": pod_dev, "node_namespaces": list(node_namespaces),
              "pod_namespaces": list(pod_namespaces), "snapshot": snapshot}
     state_file.write_text(json.dumps(state, indent=1))
@@ -261,12 +267,7 @@ def revert_and_verify(node_namespaces: Sequence[str], pod_namespaces: Sequence[s
     snapshot = revert_local(node_namespaces, pod_namespaces)
     problems = []
     for ns, snap in snapshot.items():
-        d = state["dev"] if ns in state["node_namespaces"] else state["pod_dev"]
-        now = {k: v for k, v in _ns_sysctls(ns, [k for k in snap if not k.startswith("ethtool.")]).items()}
-        if any(k.startswith("ethtool.ring.") for k in snap):
-            now.update({f"ethtool.ring.{r}": v for r, v in _read_rings(ns, d)["current"].items()})
-        if any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in snap):
-            now.update({f"ethtool.{f}": v.split()[0] for f, v in _read_features(ns, d).items() if v})
+        now = _current(ns, state["dev"] if ns in state["node_namespaces"] else state["pod_dev"], list(snap))
         problems += [f"{ns} {k}: now {now.get(k)}, was {v}" for k, v in snap.items()
                      if _norm(str(now.get(k))) != _norm(v)]
     return problems
