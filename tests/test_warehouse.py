@@ -113,6 +113,51 @@ def test_no_results_raises_clear_error(tmp_path):
     assert not (tmp_path / "wh.duckdb").exists()
 
 
+def _prewarmed_dbt_children() -> list[int]:
+    """Processes whose parent is this one and that run warehouse._DBT_PRELUDE (dbt imported ahead of its arguments)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            cmdline = (d / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if ppid == str(os.getpid()) and b"from dbt.cli.main import cli" in cmdline:
+            found.append(int(d.name))
+    return found
+
+
+def test_a_build_that_stops_before_dbt_leaves_no_dbt_process(tmp_path):
+    """dbt's interpreter starts with the build (it imports dbt while the raw cache syncs); a build that ends before
+    dbt is needed (here: no results) stops it."""
+    (tmp_path / "raw").mkdir()
+    with pytest.raises(warehouse.NoResultsError):
+        warehouse.build(warehouse_path=tmp_path / "wh.duckdb", raw_root=str(tmp_path / "raw"), quiet=True)
+    assert _prewarmed_dbt_children() == []
+
+
+@pytest.mark.parametrize("prewarmed", [True, False])
+def test_dbt_runs_prewarmed_or_from_path(monkeypatch, prewarmed):
+    """The prewarmed interpreter runs dbt as its entry point does; without dbt in this interpreter, the dbt
+    executable is started instead. Both give dbt's own exit code and output."""
+    if not prewarmed:
+        real = warehouse.importlib.util.find_spec
+        monkeypatch.setattr(warehouse.importlib.util, "find_spec",
+                            lambda name, *a: None if name.startswith("dbt") else real(name, *a))
+    dbt, bad = warehouse._Dbt(dict(os.environ)), warehouse._Dbt(dict(os.environ))
+    try:
+        assert (dbt.proc is not None) == prewarmed
+        code, text = dbt.run(["--version"], quiet=True)
+        assert code == 0 and "Core:" in text and "duckdb" in text
+        code, text = bad.run(["no-such-command"], quiet=True)
+        assert code != 0 and "no-such-command" in text
+    finally:
+        dbt.close()
+        bad.close()
+
+
 def test_env_defaults(monkeypatch, tmp_path):
     monkeypatch.delenv("EDGEBENCH_RAW_ROOT", raising=False)
     monkeypatch.setenv("EDGEBENCH_BUCKET", "other")

@@ -22,6 +22,9 @@ passed, or one whose unit tests passed in any build on this machine (a record pe
 $XDG_CACHE_HOME/edgebench/dbt-unit-tests-passed/). A changed analytics project (hash of analytics/, dbt and DuckDB
 versions) or `full_refresh=True` starts from an empty file.
 
+dbt's interpreter is started when the build starts and imports dbt (about 2 s) while the raw cache syncs; it is given
+its arguments once the cache is ready (_Dbt), and stopped if the build ends before.
+
 Beside the warehouse, `.<name>.dbt/` keeps dbt's partial-parse state of the last good build (dbt then re-parses only
 what changed, by its own checks) and a lock: builds of one warehouse run one at a time, in a fixed build directory
 `.<name>.build/`, so the profile dbt sees does not change between builds.
@@ -120,6 +123,59 @@ def _dbt_executable() -> str:
     if found := shutil.which("dbt"):
         return found
     raise WarehouseError(f"dbt not found next to {sys.executable} nor on PATH; run `make venv`")
+
+
+# What the `dbt` entry point does, after importing dbt and its DuckDB adapter (about 2 s here, a third of an
+# incremental build) and then waiting for its arguments on stdin: _Dbt starts it before the raw cache is synced, so
+# the import and the sync overlap. An empty line (the build stopped before dbt was needed) exits at once.
+_DBT_PRELUDE = """\
+import json, sys
+from dbt.cli.main import cli
+import dbt.adapters.duckdb
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+sys.argv = ["dbt", *json.loads(line)]
+sys.exit(cli())
+"""
+
+
+class _Dbt:
+    """One `dbt` invocation whose interpreter starts (and imports dbt) ahead of run(). When this interpreter has no
+    dbt (dbt found only on PATH), run() starts that executable then instead."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.proc = None
+        if importlib.util.find_spec("dbt.cli") is not None:
+            self.proc = subprocess.Popen([sys.executable, "-c", _DBT_PRELUDE], env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def run(self, args: list[str], quiet: bool) -> tuple[int, str]:
+        """Run `dbt <args>`; returns the exit code and the output (also printed unless quiet)."""
+        if self.proc is None:
+            self.proc = subprocess.Popen([_dbt_executable(), *args], env=self.env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)
+        else:
+            try:
+                self.proc.stdin.write(json.dumps(args) + "\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:  # dbt failed to import: its output says why
+                pass
+        lines = []
+        for line in self.proc.stdout:
+            lines.append(line)
+            if not quiet:
+                sys.stdout.write(line)
+        return self.proc.wait(), "".join(lines)
+
+    def close(self) -> None:
+        """Stop an interpreter that was never given its arguments (or is still running after a failure)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
 
 
 def _failure_lines(output: str, limit: int = 40) -> str:
@@ -363,8 +419,18 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
         build_dir = target.parent / f".{target.name}.build"
         shutil.rmtree(build_dir, ignore_errors=True)  # left by a killed build
         build_dir.mkdir()
+        dbt = None
         try:
             tmp_db = build_dir / target.name
+            env = {**os.environ,
+                   "EDGEBENCH_WAREHOUSE": str(tmp_db),
+                   "EDGEBENCH_RAW_ROOT": root,
+                   "EDGEBENCH_RAW_CACHE": "1",
+                   "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+                   "DBT_USE_COLORS": "false",
+                   "DBT_TARGET_PATH": str(Path(work) / "target"),  # a fresh target/ (compiled SQL) per build
+                   "DBT_LOG_PATH": str(Path(work) / "logs")}
+            dbt = _Dbt(env)  # imports dbt while the raw cache syncs
             phash = project_hash(project)
             previous = None if full_refresh else _previous_build(target)
             incremental = previous is not None and previous["project_hash"] == phash
@@ -376,21 +442,13 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             # unit tests test the SQL on fixed inputs, not the data: skipped if they passed for this very project
             # already (the previous build of this warehouse, or any build on this machine: _unit_tests_passed)
             run_unit_tests = not (incremental and previous["ran_unit_tests"] or _unit_tests_passed(phash))
-            env = {**os.environ,
-                   "EDGEBENCH_WAREHOUSE": str(tmp_db),
-                   "EDGEBENCH_RAW_ROOT": root,
-                   "EDGEBENCH_RAW_CACHE": "1",
-                   "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-                   "DBT_USE_COLORS": "false",
-                   "DBT_TARGET_PATH": str(Path(work) / "target"),  # a fresh target/ (compiled SQL) per build
-                   "DBT_LOG_PATH": str(Path(work) / "logs")}
             if (cache / PARTIAL_PARSE).exists():  # dbt re-parses only what changed since (its own checks)
                 (Path(work) / "target").mkdir(exist_ok=True)
                 shutil.copyfile(cache / PARTIAL_PARSE, Path(work) / "target" / PARTIAL_PARSE)
-            cmd = [_dbt_executable(), "build", "--project-dir", str(project), "--profiles-dir", str(project)]
+            args = ["build", "--project-dir", str(project), "--profiles-dir", str(project)]
             if not run_unit_tests:
-                cmd += ["--exclude-resource-type", "unit_test"]
-            code, text = _run(cmd, env, quiet)
+                args += ["--exclude-resource-type", "unit_test"]
+            code, text = dbt.run(args, quiet)
             if code != 0:
                 if "No files found that match the pattern" in text:
                     raise NoResultsError(_no_results(root))
@@ -422,6 +480,8 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             if parsed.exists():
                 shutil.copyfile(parsed, cache / PARTIAL_PARSE)
         finally:
+            if dbt is not None:
+                dbt.close()
             shutil.rmtree(build_dir, ignore_errors=True)
     finally:
         lock.close()
@@ -432,16 +492,6 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
 def _no_results(root: str) -> str:
     return (f"no results yet: no runs/*/*/*/manifest.json under {root}. "
             "Run `make sweep` first (the warehouse was left unchanged).")
-
-
-def _run(cmd: list[str], env: dict[str, str], quiet: bool) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if not quiet:
-            sys.stdout.write(line)
-    return proc.wait(), "".join(lines)
 
 
 _SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
