@@ -11,11 +11,17 @@ testbed, alternating which side goes first. Rows: sweep mean / by-hand mean per 
 
 The sweep's DDS latency is the count-weighted mean of ddsperf's per-second percentiles (ddsperf_parse.summarize);
 the by-hand side computes the same from the ping's lines. HTTP p50 is the linearly interpolated median of fortio's
-per-request times on both sides. `python bench/bench_fidelity.py [--quick]` runs it alone.
+per-request times on both sides.
+
+Each row's ratio is the geometric mean of the n paired ratios (sweep run / the by-hand run beside it) with its 95%
+confidence interval; the verdict compares that interval with the target band (common.band_verdict): meets, MISSES,
+or inconclusive when the interval straddles a band edge (the machine's noise at this n cannot tell; the detail says
+about how many pairs would). `python bench/bench_fidelity.py [--quick]` runs it alone.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -28,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Row, within  # noqa: E402
+from common import Row, band_verdict, paired_ratio  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"
@@ -192,16 +198,22 @@ def _pairs(quick: bool) -> list[Row]:
             phases.teardown_cluster(ctx)
             tb.down()
         for (what, metric, unit), (s, h) in got.items():
-            ratio = statistics.mean(s) / statistics.mean(h)
             tol = 0.02 if what.startswith("iperf3") else 0.05
+            ratio, lo, hi, sd_log = paired_ratio(s, h)
+            ok, verdict = band_verdict(lo, hi, 1 - tol, 1 + tol)
+            # pairs for a CI of +-tol around the ratio: n with t * sd / sqrt(n) = tol (t ~ 2)
+            needed = math.ceil((2 * sd_log / tol) ** 2) if math.isfinite(sd_log) else None
             rows.append(Row(
-                "fidelity", f"{what} {metric}: sweep / by hand", ratio, "ratio", f"{1 - tol:.2f}-{1 + tol:.2f}",
-                within(ratio, tol),
+                "fidelity", f"{what} {metric}: sweep / by hand", ratio, "ratio", f"{1 - tol:.2f}-{1 + tol:.2f}", ok,
+                f"95% CI {lo:.3f}-{hi:.3f} (n={len(s)} interleaved pairs, geometric mean of the paired ratios); "
                 f"sweep {statistics.mean(s):.4g} {unit} (sd {statistics.stdev(s) if len(s) > 1 else 0:.3g}), "
-                f"by hand {statistics.mean(h):.4g} {unit} (sd {statistics.stdev(h) if len(h) > 1 else 0:.3g}), "
-                f"n={len(s)} each, interleaved",
-                {"sweep": s, "by_hand": h, "unit": unit, "duration_s": duration,
-                 "requests": requests if what.startswith("http") else None}))
+                f"by hand {statistics.mean(h):.4g} {unit} (sd {statistics.stdev(h) if len(h) > 1 else 0:.3g})"
+                + (f"; a CI within +-{tol:.0%} needs about n={needed} pairs on this machine"
+                   if verdict and needed else ""),
+                {"sweep": s, "by_hand": h, "unit": unit, "duration_s": duration, "ci95": [lo, hi],
+                 "ratio_of_means": statistics.mean(s) / statistics.mean(h), "sd_log_ratio": sd_log,
+                 "pairs_for_band": needed, "requests": requests if what.startswith("http") else None},
+                verdict=verdict))
     return rows
 
 
@@ -212,4 +224,4 @@ def run(quick: bool) -> list[Row]:
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     for r in run(quick):
-        print(f"{r.name}: {r.value:.3f} (target {r.target}, ok={r.ok}) {r.detail}")
+        print(f"{r.name}: {r.value:.3f} (target {r.target}, {r.verdict or r.ok}) {r.detail}")

@@ -19,12 +19,10 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Row  # noqa: E402
+from common import T95, Row  # noqa: E402
 import gen_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 KEYS = ["substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
         "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath", "cpu_class"]
 

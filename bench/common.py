@@ -6,7 +6,18 @@ so, and `make bench` still exits 0.
 """
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import asdict, dataclass, field
+
+
+# Student t, two-sided 95% (0.975 quantile) for df = 1..30, as analytics/macros/t_critical_95.sql has them
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t95(df: int) -> float:
+    return T95[df - 1] if df <= len(T95) else 2.042 if df <= 40 else 2.021 if df <= 60 else 2.0 if df <= 120 else 1.98
 
 
 @dataclass
@@ -19,11 +30,30 @@ class Row:
     ok: bool | None      # meets the target (None: no target or not measured)
     detail: str = ""     # the two sides' own figures, n, how it was measured
     extra: dict = field(default_factory=dict)  # machine-readable details for the JSON
+    verdict: str = ""    # in place of meets / MISSES when ok is None for a reason: "inconclusive" (see band_verdict)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def within(ratio: float | None, tolerance: float) -> bool | None:
-    """ratio within 1 +- tolerance (None when not measured)."""
-    return None if ratio is None else abs(ratio - 1) <= tolerance
+def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float, float]:
+    """a / b from pairs measured back to back (a[i] beside b[i]): the geometric mean of the paired ratios and its 95%
+    confidence interval (Student t on the log ratios, so the machine's drift between pairs cancels), plus the
+    standard deviation of the log ratios. Returns (ratio, ci_low, ci_high, sd_log)."""
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    mean = statistics.mean(logs)
+    sd = statistics.stdev(logs) if len(logs) > 1 else math.inf
+    half = t95(len(logs) - 1) * sd / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half), sd
+
+
+def band_verdict(ci_low: float, ci_high: float, low: float, high: float) -> tuple[bool | None, str]:
+    """A ratio's target band [low, high] against its 95% CI: meets (the CI lies inside the band), MISSES (the CI lies
+    wholly outside it: a difference beyond this run's noise), else inconclusive (the CI straddles a band edge: at
+    this n the noise of the machine cannot tell). Returns (ok, verdict) with ok None and verdict "inconclusive" for
+    the last."""
+    if low <= ci_low and ci_high <= high:
+        return True, ""
+    if ci_high < low or ci_low > high:
+        return False, ""
+    return None, "inconclusive"

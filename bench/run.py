@@ -93,7 +93,8 @@ def print_table(rows: list[Row]) -> None:
         t.add_column(col, justify="right" if right else "left", overflow="fold")
     for r in rows:
         value = "-" if r.value is None else (f"{r.value:.3f}" if r.unit == "ratio" else f"{r.value:.2f} {r.unit}")
-        verdict = {True: "[green]meets[/]", False: "[bold red]MISSES[/]", None: "-"}[r.ok]
+        verdict = ("[yellow]" + r.verdict + "[/]") if r.verdict else \
+            {True: "[green]meets[/]", False: "[bold red]MISSES[/]", None: "-"}[r.ok]
         t.add_row(r.part, r.name, value, r.target, verdict, r.detail)
     Console(width=max(160, Console().width)).print(t)
 

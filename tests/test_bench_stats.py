@@ -1,0 +1,47 @@
+"""bench/common.py: the fidelity rows' paired ratio, its 95% interval and the verdict against a target band."""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from common import T95, band_verdict, paired_ratio, t95  # noqa: E402
+
+
+def test_t_table_is_the_warehouse_macro_s():
+    macro = (REPO / "analytics/macros/t_critical_95.sql").read_text()
+    table = [float(x) for x in re.search(r"set t = \[([^\]]*)\]", macro).group(1).split(",")]
+    assert T95 == table
+    assert (t95(1), t95(30), t95(35), t95(50), t95(100), t95(500)) == (12.706, 2.042, 2.042, 2.021, 2.0, 1.98)
+
+
+def test_paired_ratio_is_the_geometric_mean_of_the_pairs_with_a_t_interval():
+    # log ratios +0.1, -0.1, 0: mean 0, sd 0.1, half-width t(2) * 0.1 / sqrt(3)
+    a = [math.exp(0.1) * 10, math.exp(-0.1) * 20, 30]
+    ratio, lo, hi, sd = paired_ratio(a, [10, 20, 30])
+    half = 4.303 * 0.1 / math.sqrt(3)
+    assert ratio == pytest.approx(1.0)
+    assert sd == pytest.approx(0.1)
+    assert (lo, hi) == (pytest.approx(math.exp(-half)), pytest.approx(math.exp(half)))
+    # the pairs' common drift (the machine slowing down between pairs) cancels: every pair 10% apart
+    ratio, lo, hi, sd = paired_ratio([11, 22, 5.5], [10, 20, 5])
+    assert (ratio, lo, hi, sd) == (pytest.approx(1.1), pytest.approx(1.1), pytest.approx(1.1), pytest.approx(0))
+    with pytest.raises(ValueError):
+        paired_ratio([1, 2], [1])
+
+
+@pytest.mark.parametrize("ci, expected", [
+    ((0.99, 1.01), (True, "")),               # inside the band
+    ((0.90, 0.97), (False, "")),              # wholly below it: a difference beyond the noise
+    ((1.06, 1.20), (False, "")),              # wholly above it
+    ((0.97, 1.01), (None, "inconclusive")),   # straddles the lower edge
+    ((0.90, 1.10), (None, "inconclusive")),   # wider than the band
+])
+def test_band_verdict(ci, expected):
+    assert band_verdict(*ci, 0.98, 1.02) == expected
