@@ -16,10 +16,11 @@ per-request times on both sides.
 Each row's ratio is the geometric mean of the n paired ratios (sweep run / the by-hand run beside it) with its 95%
 confidence interval; the verdict compares that interval with the target band (common.band_verdict): meets, MISSES,
 or inconclusive when the interval straddles a band edge (the machine's noise at this n cannot tell; the detail says
-about how many pairs would). `python bench/bench_fidelity.py [--quick]` runs it alone.
+about how many pairs would). `python bench/bench_fidelity.py [--quick] [--reps N]` runs it alone, with N pairs.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -126,14 +127,15 @@ def http_by_hand(client_ns: str, server_ns: str, server_ip: str, requests: int) 
 
 
 # --- the sweep's side ------------------------------------------------------------------------------------------
-def _pairs(quick: bool) -> list[Row]:
+def _pairs(quick: bool, reps: int | None = None) -> list[Row]:
     from edgebench.plan import spec
     from edgebench.plan.cells import expand, runs_for
     from edgebench.substrates.local.provider import LocalProvider
     from edgebench.substrates.local.testbed import Testbed
     from edgebench.sweep import phases
 
-    reps, duration, requests = (3, 2, 200) if quick else (5, 3, 1000)
+    default_reps, duration, requests = (3, 2, 200) if quick else (5, 3, 1000)
+    reps = reps or default_reps
     prefix = os.environ.get("EDGEBENCH_TESTBED_PREFIX", "ebbench")
     os.environ["PATH"] = f"{TOOLS}:{os.environ['PATH']}"
     rows: list[Row] = []
@@ -217,11 +219,28 @@ def _pairs(quick: bool) -> list[Row]:
     return rows
 
 
-def run(quick: bool) -> list[Row]:
-    return _pairs(quick)
+def run(quick: bool, reps: int | None = None) -> list[Row]:
+    return _pairs(quick, reps)
+
+
+def _pair_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of pairs (a whole number, at least 2: "
+                                         "a confidence interval needs two)")
+    return n
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    for r in run(quick):
-        print(f"{r.name}: {r.value:.3f} (target {r.target}, {r.verdict or r.ok}) {r.detail}")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 pairs of 2 s runs (development; figures are rough)")
+    ap.add_argument("--reps", type=_pair_count, metavar="N",
+                    help="interleaved pairs per workload (at least 2; default 5, 3 with --quick): "
+                         "what an inconclusive row says a decision would need")
+    a = ap.parse_args()
+    for r in run(a.quick, a.reps):
+        print(f"{r.name}: {r.value:.3f} (target {r.target}, {r.verdict or ('meets' if r.ok else 'MISSES')}) "
+              f"{r.detail}")

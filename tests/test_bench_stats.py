@@ -45,3 +45,14 @@ def test_paired_ratio_is_the_geometric_mean_of_the_pairs_with_a_t_interval():
 ])
 def test_band_verdict(ci, expected):
     assert band_verdict(*ci, 0.98, 1.02) == expected
+
+
+def test_fidelity_pairs_from_the_command_line_need_two_at_least():
+    import argparse
+
+    import bench_fidelity
+
+    assert bench_fidelity._pair_count("31") == 31
+    for bad in ("1", "0", "-4", "x", "2.5"):
+        with pytest.raises(argparse.ArgumentTypeError, match="at least 2"):
+            bench_fidelity._pair_count(bad)
