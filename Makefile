@@ -15,7 +15,7 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
-                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm
+                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod
 # the portal's browser test and benchmark (headless Chromium driven by Selenium): Debian's packages; Ubuntu ships
 # chromium as a snap (chromium-browser), which often cannot run in containers: best effort, the test skips without it
 BROWSER_PACKAGES := chromium chromium-driver
@@ -152,7 +152,7 @@ portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
 	  --server.headless true --browser.gatherUsageStats false
 
 test: setup ## install everything, then run the whole test suite
-	@$(PY) -m pytest -q --durations=20 tests
+	@$(PY) -m pytest -q -rs --durations=20 tests
 
 bench: setup ## benchmarks, side by side in one run: fidelity, sweep overhead, warehouse and portal at scale (QUICK=1, ONLY=part,...)
 	@$(PY) bench/run.py $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY))

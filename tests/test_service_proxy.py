@@ -6,6 +6,7 @@ it has not)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -153,8 +154,21 @@ def test_none_is_only_a_cell_for_modes_that_replace_kube_proxy():
 # ---- the real testbed ----------------------------------------------------------------------------------------------
 
 def _has_ipvs() -> bool:
-    subprocess.run(["modprobe", "ip_vs"], capture_output=True)
+    if shutil.which("modprobe"):  # a fresh machine may have no kmod: the module is then loaded or not
+        subprocess.run(["modprobe", "ip_vs"], capture_output=True)
     return Path("/proc/net/ip_vs").exists()
+
+
+def test_ipvs_probe_without_modprobe_says_so(monkeypatch):
+    real_which = service_proxy.sh.which
+    monkeypatch.setattr(service_proxy.sh, "which", lambda tool: None if tool == "modprobe" else real_which(tool))
+    reason = service_proxy._ipvs_reason(PREFIX)
+    if Path("/proc/net/ip_vs").exists():  # IPVS loaded already: modprobe was not needed
+        assert reason is None or "kernel has no IPVS" not in reason
+    else:
+        assert reason == ("kernel has no IPVS (ip_vs module: `modprobe ip_vs`: modprobe is not installed; "
+                          "/proc/net/ip_vs is absent)")
+    assert f"{PREFIX}-probe" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
 def _run_cells(tmp_path, s):
