@@ -9,7 +9,8 @@ figure per page is the median time from the click on its sidebar link until the 
 (the charts and tables a reference load showed): the app is loaded, as when a user moves between pages; target
 < 1.5 s. One row gives the slowest page opened by URL in a fresh document (a link or a reload: Streamlit's frontend
 and its chart / table chunks are parsed again). The ratio row says what the warehouse's size costs: median over the
-pages of (10k page time / fixture page time).
+pages of (10k page time / fixture page time). A reference row times a bare Streamlit page (bench/portal_floor.py:
+one chart, one table, no warehouse) by URL, interleaved with the pages: Streamlit's own floor for a fresh document.
 
 The 10k-run warehouse is built from bench/gen_store.py's synthetic store once and cached under
 .edgebench/bench/portal/ (keyed on the generator, the dbt project and the sizes); quick mode: 500 runs.
@@ -33,6 +34,7 @@ for extra in (REPO / "tests", REPO / "containers" / "runner" / "src"):
         sys.path.append(str(extra))
 
 CACHE = REPO / ".edgebench" / "bench" / "portal"
+FLOOR_APP = Path(__file__).resolve().parent / "portal_floor.py"
 TARGET_S = 1.5
 ROUNDS, QUICK_ROUNDS = 3, 1
 PAGE_NAMES = {"": "Overview", "cni_datapaths": "CNI datapaths", "dds": "DDS pub/sub", "http": "HTTP services",
@@ -104,10 +106,16 @@ def _expect(ref):
     return lambda s: s["title"] == title and s["charts"] >= charts and s["dataframes"] >= frames
 
 
-def _measure(bs, driver, servers: dict, rounds: int) -> dict:
-    """Per page and server: the first load, then `rounds` loads by URL and by sidebar link (interleaved)."""
+def _measure(bs, driver, servers: dict, rounds: int, floor_url: str) -> dict:
+    """Per page and server: the first load, then `rounds` loads by URL and by sidebar link (interleaved). The floor
+    page (bench/portal_floor.py) is opened by URL once beside every portal page's pair of URL loads."""
     res = {p: {name: {"first": None, "url": [], "nav": [], "charts": 0, "problems": []} for name in servers}
            for p in bs.PAGES}
+    res["floor"] = {"url": [], "problems": []}
+    floor_ref = bs.load(driver, floor_url, "", quiet=1.5)
+    floor_ready = _expect(floor_ref)
+    if not floor_ref.charts or not floor_ref.dataframes:
+        res["floor"]["problems"].append("the floor page showed no chart or table")
     ready = {}
     for name, url in servers.items():  # first load: slow quiet period, it also gives the reference shape
         for p in bs.PAGES:
@@ -124,6 +132,10 @@ def _measure(bs, driver, servers: dict, rounds: int) -> dict:
                 res[p][name]["url"].append(r.seconds)
                 if r.timed_out or r.exceptions or r.errors:
                     res[p][name]["problems"].append("timed out" if r.timed_out else (r.exceptions + r.errors)[0])
+            r = bs.load(driver, floor_url, "", quiet=0.3, ready=floor_ready)
+            res["floor"]["url"].append(r.seconds)
+            if r.timed_out or r.exceptions or r.errors:
+                res["floor"]["problems"].append("timed out" if r.timed_out else (r.exceptions + r.errors)[0])
         for name, url in servers.items():  # in one session: the sidebar, page after page
             bs.load(driver, url, bs.PAGES[-1], quiet=0.3, ready=ready[bs.PAGES[-1], name])
             for p in bs.PAGES:
@@ -147,8 +159,10 @@ def run(quick: bool) -> list[Row]:
     log_dir = CACHE / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     with bs.portal(big, log=log_dir / "streamlit-big.log") as big_url, \
-            bs.portal(small, log=log_dir / "streamlit-fixtures.log") as small_url, bs.browser() as driver:
-        res = _measure(bs, driver, {"big": big_url, "small": small_url}, rounds)
+            bs.portal(small, log=log_dir / "streamlit-fixtures.log") as small_url, \
+            bs.portal(small, log=log_dir / "streamlit-floor.log", app=FLOOR_APP) as floor_url, \
+            bs.browser() as driver:
+        res = _measure(bs, driver, {"big": big_url, "small": small_url}, rounds, floor_url)
 
     rows, ratios, url_big, url_small = [], [], [], []
     for p in bs.PAGES:
@@ -170,12 +184,23 @@ def run(quick: bool) -> list[Row]:
            "from the click on its sidebar link (the app already open, as a user moves between pages) until every "
            "chart is drawn and the page is still")
     slowest = max(range(len(bs.PAGES)), key=lambda i: url_big[i])
+    floor = statistics.median(res["floor"]["url"])
     rows.append(Row("portal", f"any page opened by URL / reload ({label} warehouse; a fresh document), slowest page",
                     url_big[slowest], "s", f"< {TARGET_S} s", url_big[slowest] < TARGET_S,
                     f"{PAGE_NAMES[bs.PAGES[slowest]]}; median over pages {statistics.median(url_big):.2f} s vs "
-                    f"{statistics.median(url_small):.2f} s on the fixture warehouse: a fresh document re-parses "
+                    f"{statistics.median(url_small):.2f} s on the fixture warehouse and {floor:.2f} s for a bare "
+                    "Streamlit page with one chart and one table (next row): a fresh document re-parses "
                     "Streamlit's frontend and its chart / table chunks, the same on both warehouses",
-                    {"by_url": dict(zip(bs.PAGES, url_big)), "by_url_fixtures": dict(zip(bs.PAGES, url_small))}))
+                    {"by_url": dict(zip(bs.PAGES, url_big)), "by_url_fixtures": dict(zip(bs.PAGES, url_small)),
+                     "floor_median": floor}))
+    rows.append(Row("portal", "reference: a bare Streamlit page (one chart, one table) opened by URL, median",
+                    floor, "s", "", None,
+                    f"bench/portal_floor.py, no warehouse and no query: Streamlit's own cost of a fresh document on "
+                    f"this machine, measured {len(res['floor']['url'])} times interleaved with the portal's pages; "
+                    f"slowest portal page by URL / this: {url_big[slowest] / floor:.2f}"
+                    + ("; PROBLEMS: " + "; ".join(dict.fromkeys(res["floor"]["problems"]))
+                       if res["floor"]["problems"] else ""),
+                    {"seconds": res["floor"]["url"]}))
     ok_ratios = [r for r in ratios if r]
     med = statistics.median(ok_ratios) if ok_ratios else None
     rows.append(Row("portal", f"page time, {label} / fixture warehouse (median over {len(bs.PAGES)} pages)", med,

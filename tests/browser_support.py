@@ -71,14 +71,15 @@ def missing_browser() -> str | None:
 
 
 @contextlib.contextmanager
-def portal(warehouse: str | Path, timeout: float = 60, log: Path | None = None):
-    """`streamlit run app/streamlit_app.py` on a free port against `warehouse`; yields its base URL, stops it after."""
+def portal(warehouse: str | Path, timeout: float = 60, log: Path | None = None, app: Path = APP):
+    """`streamlit run app/streamlit_app.py` (or another `app`) on a free port against `warehouse`; yields its base
+    URL, stops it after."""
     port = free_port()
     env = {**os.environ, "EDGEBENCH_WAREHOUSE": str(warehouse), "PYTHONUNBUFFERED": "1"}
     for extra in (REPO / "containers" / "runner" / "src",):  # in case the package is not installed in the venv
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra), env.get("PYTHONPATH")]))
     log_file = open(log, "wb") if log else tempfile.TemporaryFile()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT,
