@@ -106,6 +106,13 @@ def _expect(ref):
     return lambda s: s["title"] == title and s["charts"] >= charts and s["dataframes"] >= frames
 
 
+def _problems(r) -> list[str]:
+    """What went wrong with one timed load (empty if nothing): it timed out, or its first exception / error box."""
+    if r.timed_out:
+        return ["timed out"]
+    return (r.exceptions + r.errors)[:1]
+
+
 def _measure(bs, driver, servers: dict, rounds: int, floor_url: str) -> dict:
     """Per page and server: the first load, then `rounds` loads by URL and by sidebar link (interleaved). The floor
     page (bench/portal_floor.py) is opened by URL once beside every portal page's pair of URL loads."""
@@ -130,12 +137,10 @@ def _measure(bs, driver, servers: dict, rounds: int, floor_url: str) -> dict:
             for name, url in servers.items():
                 r = bs.load(driver, url, p, quiet=0.3, ready=ready[p, name])
                 res[p][name]["url"].append(r.seconds)
-                if r.timed_out or r.exceptions or r.errors:
-                    res[p][name]["problems"].append("timed out" if r.timed_out else (r.exceptions + r.errors)[0])
+                res[p][name]["problems"] += _problems(r)
             r = bs.load(driver, floor_url, "", quiet=0.3, ready=floor_ready)
             res["floor"]["url"].append(r.seconds)
-            if r.timed_out or r.exceptions or r.errors:
-                res["floor"]["problems"].append("timed out" if r.timed_out else (r.exceptions + r.errors)[0])
+            res["floor"]["problems"] += _problems(r)
         for name, url in servers.items():  # in one session: the sidebar, page after page
             bs.load(driver, url, bs.PAGES[-1], quiet=0.3, ready=ready[bs.PAGES[-1], name])
             for p in bs.PAGES:
