@@ -12,7 +12,7 @@ ARGO_E2E_VERSION=${ARGO_E2E_VERSION:-v3.7.9}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.3}
 NATS_VERSION=${NATS_VERSION:-v2.10.29}
 BIN=$E2E/bin
-K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm)   # kubeadm: the local lab (make lab-local)
 ARGO_CMDS=(workflow-controller argoexec argo)   # argo: the CLI Argo Events' argoWorkflow trigger runs
 
 stamp() { echo "$BIN/.$1-$2"; }   # a binary is cached when its version stamp exists
