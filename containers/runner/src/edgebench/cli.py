@@ -85,8 +85,17 @@ def sweep(
     rerun: bool = typer.Option(False, "--rerun", help="Measure again runs already stored for this sweep id (same keys, overwritten)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the cells and runs; change nothing."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
+    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
+    artifact_source: Optional[str] = typer.Option(None, "--artifact-source", help="ssh substrate: take binaries, "
+                                                  "images and manifests from this air-gapped mirror (http URL with "
+                                                  "an index.yaml; default $EDGEBENCH_ARTIFACT_SOURCE) instead of "
+                                                  "package repositories, GitHub and registries."),
 ):
     """Run a sweep: for every cell build the datapath, run the workloads, store raw output + manifests in MinIO.
+
+    With --local the cells run on the network-namespace testbed. With -p substrate=ssh they run from this machine
+    through the ssh provider against the inventory's nodes (what the Argo cell pods run, without a management
+    cluster), e.g. the local lab of `make lab-local`.
 
     Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
     from edgebench.plan.cells import runs_for
@@ -102,7 +111,12 @@ def sweep(
             out.print(f"  {c.cell_id}  {c.label}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
         _print_skipped(skipped, out)
         return
-    if s.values["substrate"] != "local":
+    if s.values["substrate"] == "ssh":  # the provider reads these (substrates.clusters.from_cell)
+        for var, value in (("EDGEBENCH_INVENTORY", inventory), ("EDGEBENCH_SSH_KEY", ssh_key),
+                           ("EDGEBENCH_ARTIFACT_SOURCE", artifact_source)):
+            if value:
+                os.environ[var] = str(value)
+    elif s.values["substrate"] != "local":
         raise EdgebenchError(
             f"substrate {s.values['substrate']!r} runs on a management cluster: `argo submit {file}` "
             "(see README, 'Run on a management cluster'); here use --local"

@@ -114,7 +114,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
             shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
             provider = substrates.get(cell.substrate, getattr(kept[0], "testbed", testbed) if kept else testbed,
-                                      cell=cell)
+                                      cell=cell, workdir=workdir)
             nxt = following.get(i)
             ctx = phases.CellContext(
                 sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from edgebench.substrates.clusters import artifacts as artifacts_mod
+from edgebench.substrates.clusters.artifacts import Source
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.clusters.cni import CniPlan
 from edgebench.substrates.clusters.matrix import cni_installs, distributions
@@ -60,15 +62,22 @@ PREFLIGHT = "uname -r; uname -m; cat /proc/cmdline"
 
 
 def render(distribution: str, inv: Inventory, cni: CniPlan, workdir: str = "${WORKDIR}",
-           key_path: str = "${SSH_KEY}", pod_cidr: str | None = None, service_cidr: str | None = None
-           ) -> DistributionPlan:
+           key_path: str = "${SSH_KEY}", pod_cidr: str | None = None, service_cidr: str | None = None,
+           artifacts: Source | None = None) -> DistributionPlan:
     """`pod_cidr`/`service_cidr` override the distribution's defaults (member 2 of an inter-cluster cell, see
     intercluster.cidr_plan); the cluster DNS address moves with the service CIDR (its .10). Distributions whose
-    CIDRs the installer cannot set (`cidrs_configurable: false`) refuse an override."""
+    CIDRs the installer cannot set (`cidrs_configurable: false`) refuse an override. `artifacts`: the air-gapped
+    artifact source (artifacts.py): the nodes take binaries and images from it, and the Kubernetes version is
+    the source's."""
     fn = {"k3s": _k3s, "k0s": _k0s, "microk8s": _microk8s, "kubeadm": _kubeadm}.get(distribution)
     if fn is None:
         raise ValueError(f"distribution {distribution!r} is not installed over SSH (kind has its own provider)")
-    plan = fn(with_cidrs(distribution, pod_cidr, service_cidr), inv, cni, workdir, key_path)
+    d = with_cidrs(distribution, pod_cidr, service_cidr)
+    if artifacts is not None:
+        artifacts_mod.needed(distribution, cni.cni)  # a distribution without an air-gapped path: SpecError
+        d = dict(d, version=artifacts.index["kubernetes_version"],
+                 node_setup=artifacts_mod.kubeadm_node_setup(artifacts, cni.cni, inv.arches))
+    plan = fn(d, inv, cni, workdir, key_path)
     plan.install.insert(0, Step("all", PREFLIGHT, sudo=False, capture="preflight", note="kernel/arch/cmdline"))
     plan.teardown += [Step(n.name, cleanup_script(distribution, cni.leftovers, n), check=False,
                            note="CNI + distribution leftovers") for n in inv.nodes]
@@ -219,7 +228,8 @@ def kubeadm_node_setup(d: dict) -> str:
 def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> DistributionPlan:
     plan = DistributionPlan("kubeadm", d["version"], api_port=d["api_port"])
     srv = inv.server
-    plan.install.append(Step("all", kubeadm_node_setup(d), timeout=1800, note="containerd + kubeadm packages"))
+    plan.install.append(Step("all", d.get("node_setup") or kubeadm_node_setup(d), timeout=1800,
+                             note="containerd + kubeadm " + ("from the artifact source" if d.get("node_setup") else "packages")))
     init = ["kubeadm", "init", f"--kubernetes-version={d['version']}", f"--pod-network-cidr={d['pod_cidr']}",
             f"--service-cidr={d['service_cidr']}", f"--apiserver-advertise-address={srv.address}",
             f"--apiserver-cert-extra-sans={srv.address}", f"--node-name={srv.name}"]
@@ -236,9 +246,11 @@ def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> D
         plan.install.append(Step(a.name, f"<<join_command>> --node-name={a.name}", timeout=900))
     plan.kubeconfig = Step("server", ["cat", d["kubeconfig_path"]], capture="kubeconfig")
     plan.teardown += [Step(n.name, ["kubeadm", "reset", "-f"], check=False) for n in inv.agents + [srv]]
-    plan.teardown += [Step(n.name, "apt-mark unhold kubelet kubeadm kubectl; "
-                                   "apt-get purge -y -q kubelet kubeadm kubectl; "
-                                   "rm -rf /etc/kubernetes /var/lib/kubelet /var/lib/etcd /root/.kube "
+    remove = ("systemctl disable --now kubelet; rm -f /usr/local/bin/kubeadm /usr/local/bin/kubelet "
+              "/usr/local/bin/kubectl /etc/systemd/system/kubelet.service /etc/default/kubelet; "
+              "rm -rf /etc/systemd/system/kubelet.service.d; " if d.get("node_setup") else
+              "apt-mark unhold kubelet kubeadm kubectl; apt-get purge -y -q kubelet kubeadm kubectl; ")
+    plan.teardown += [Step(n.name, remove + "rm -rf /etc/kubernetes /var/lib/kubelet /var/lib/etcd /root/.kube "
                                    "/etc/sysctl.d/90-edgebench-k8s.conf /etc/modules-load.d/edgebench-k8s.conf",
                            check=False) for n in inv.nodes]
     return plan

@@ -28,7 +28,10 @@ from edgebench.substrates.clusters import cni as cni_mod
 from edgebench.substrates.clusters import distributions as dist_mod
 from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import placement as pl
-from edgebench.substrates.clusters.matrix import compatibility, distributions
+from edgebench.substrates.clusters import artifacts as artifacts_mod
+from edgebench.substrates.clusters import preflight
+from edgebench.substrates.clusters.artifacts import ENV_SOURCE, Source, mirror_images, open_source
+from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
@@ -79,8 +82,9 @@ class ClusterProvider(Provider):
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
                  key_path: str | None = None, cell_id: str = "c-local", token: Callable[[int], str] | None = None,
                  kind_workers: int = 2, host_arch: str = "amd64", pod_cidr: str | None = None,
-                 service_cidr: str | None = None, cni_version: str | None = None):
-        """cni_version: the version a triggered rerun asks for (trigger.new of the cell's CNI); None = the pin."""
+                 service_cidr: str | None = None, cni_version: str | None = None, artifacts: Source | None = None):
+        """cni_version: the version a triggered rerun asks for (trigger.new of the cell's CNI); None = the pin.
+        artifacts: the air-gapped artifact source (binaries, images, manifests from a local mirror)."""
         if substrate not in ("ssh", "kind"):
             raise EdgebenchError(f"ClusterProvider serves substrates ssh and kind, not {substrate!r}")
         if (substrate == "kind") != (distribution == "kind"):
@@ -93,6 +97,7 @@ class ClusterProvider(Provider):
         self.name = substrate
         self.distribution, self.cni, self.mode = distribution, cni, mode
         self.cni_version = cni_version
+        self.artifacts = artifacts
         self.workdir = Path(workdir)
         self.local, self.fetch, self.transport = local, fetch, transport
         self.key_path = key_path or "${SSH_KEY}"
@@ -113,6 +118,8 @@ class ClusterProvider(Provider):
         reason = compatibility(distribution, cni, mode, inventory.arches)
         if reason:
             raise Unsupported(f"unsupported: {distribution} x {cni}:{mode}: {reason}")
+        if artifacts is not None and artifacts_mod.unavailable(cni):
+            raise Unsupported(artifacts_mod.unavailable(cni))
         self.kind_workers = kind_workers
         self.secrets: dict[str, str] = {}
         self._pods: dict[str, ClusterEndpoint] | None = None
@@ -135,7 +142,7 @@ class ClusterProvider(Provider):
 
     def dist_plan(self) -> dist_mod.DistributionPlan:
         return dist_mod.render(self.distribution, self.inventory, self.cni_plan(), str(self.workdir), self.key_path,
-                               self.pod_cidr, self.service_cidr)
+                               self.pod_cidr, self.service_cidr, artifacts=self.artifacts)
 
     def kind_config(self) -> dict[str, Any]:
         return kind_mod.config(self.cni_plan(), self.kind_workers, self.pod_cidr, self.service_cidr)
@@ -190,6 +197,8 @@ class ClusterProvider(Provider):
     # -- Provider protocol ------------------------------------------------------------------------------
     def provision(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
+            preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
         self.teardown()  # replace a leftover cluster of this cell
         unsupported = self.cni_plan().unsupported
         if unsupported:  # install-cni records it on the runs; no cluster is built only to be removed again
@@ -239,7 +248,11 @@ class ClusterProvider(Provider):
         try:
             for name, text in plan.files.items():
                 (self.workdir / name).write_text(self._fill(text))
-            if plan.manifest_url:
+            if plan.manifest_url and self.artifacts is not None:  # the mirror's copy, its images as imported
+                upstream, art = self.artifacts.manifest("flannel" if self.cni == "host" else self.cni, self.fetch)
+                text = cni_mod.apply_patches(upstream, self._fill_psk(mirror_images(plan.patches, self.artifacts)))
+                plan.version = art["version"]
+            elif plan.manifest_url:
                 text = cni_mod.apply_patches(self.fetch(plan.manifest_url), self._fill_psk(plan.patches))
                 (self.workdir / "cni-manifest.yaml").write_text(text)
             for script in plan.node_commands:
@@ -255,7 +268,7 @@ class ClusterProvider(Provider):
                 self.local(self._fill(argv))
             self._deploy_workloads()
             mtu = self.read_mtu(self.client())
-            if plan.version_requested:
+            if plan.version_requested or (self.name == "ssh" and self.cni != "host"):
                 installed = self.read_cni_version(plan)
         except Unsupported:
             raise
@@ -271,6 +284,14 @@ class ClusterProvider(Provider):
             if problem:  # the runs are kept but invalid (phases.install_cni), as a tuning readback mismatch is
                 state["invalid_reason"] = problem
                 self.log.append(problem)
+        elif installed:  # what the running DaemonSet / release says, beside the pin
+            state["cni_version_installed"] = installed
+        if self.artifacts is not None:
+            pin = cni_installs()[self.cni]["version"] if self.cni != "host" else None
+            state["artifact_source"] = self.artifacts.url
+            state["distribution_version"] = self.artifacts.index["kubernetes_version"]
+            if pin and plan.version != pin:
+                state["cni_version_pinned"] = pin
         if plan.warning:
             state["warning"] = plan.warning
         self._write_state(state)
@@ -443,5 +464,7 @@ def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ss
         inv.require_two_clusters()
     key = inv_mod.ssh_key_path(ssh_key)
     transport = kw.pop("transport", None) or SSHTransport(key, inv_mod.known_hosts_path(known_hosts))
+    if "artifacts" not in kw and os.environ.get(ENV_SOURCE):
+        kw["artifacts"] = open_source(os.environ[ENV_SOURCE])
     return make("ssh", cell.distribution, cell.cni, cell.cni_mode, workdir, inventory=inv,
                 transport=transport, key_path=str(key), cell_id=cell.cell_id, **kw)

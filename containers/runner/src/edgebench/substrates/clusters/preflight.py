@@ -1,0 +1,43 @@
+"""Checks before anything is installed on a lab's nodes: every node answers over SSH with the key (and sudo), and
+the artifact source has what the cell needs for every node's architecture. A failure is one SpecError (exit 2)
+naming each node and what is wrong; nothing has been changed on any node."""
+
+from __future__ import annotations
+
+from edgebench.errors import SpecError
+from edgebench.substrates.clusters import artifacts as artifacts_mod
+from edgebench.substrates.clusters.artifacts import Source
+from edgebench.substrates.clusters.inventory import Inventory
+from edgebench.substrates.clusters.transport import Transport
+
+
+def _why(rc: int, err: str) -> str:
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    text = lines[-1] if lines else f"exit code {rc}"
+    if "Permission denied" in text:
+        return f"the key was refused ({text})"
+    if rc == 255:
+        return f"not reachable over SSH ({text})"
+    if "sudo" in text or "password" in text:
+        return f"sudo without a password is not allowed ({text})"
+    return text
+
+
+def reach(transport: Transport, inventory: Inventory, timeout: float = 30) -> None:
+    """SpecError unless every node runs `sudo -n true` over SSH."""
+    problems = []
+    for node in inventory.nodes:
+        try:
+            rc, _, err = transport.run(node, ["true"], sudo=True, timeout=timeout)
+        except Exception as exc:  # a timeout of the ssh client itself
+            rc, err = 255, str(exc)
+        if rc != 0:
+            problems.append(f"node {node.name} ({node.user}@{node.address}:{node.port}): {_why(rc, err)}")
+    if problems:
+        raise SpecError("cannot use the inventory's nodes: " + "; ".join(problems) + " (nothing was installed)")
+
+
+def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None) -> None:
+    reach(transport, inventory)
+    if source is not None:
+        artifacts_mod.check(source, inventory, distribution, cni)
