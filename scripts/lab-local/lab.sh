@@ -69,6 +69,7 @@ node_exec() {   # node_exec NODE CMD...: CMD in the node's namespaces and cgroup
 up() {
   local n=${1:-3}
   [[ $(id -u) == 0 ]] || die "the lab needs root (namespaces, mounts, cgroups)"
+  [[ $LAB != /tmp/* && $LAB != /run/* ]] || die "EDGEBENCH_LAB=$LAB: not below /tmp or /run (each node mounts its own)"
   (( n >= 2 )) || die "a lab needs at least 2 nodes (1 control plane + workers); got $n"
   (( n <= 9 )) || die "at most 9 nodes (2 cores here); got $n"
   for c in unshare nsenter ip sshd ssh ssh-keygen sudo python3; do
@@ -99,14 +100,14 @@ up() {
                       "$0" "$@"' "$HERE/node-init.sh" "$node" "$st" "$addr" "$(cat "$LAB/id_ed25519.pub")" \
       "$hosts" "$HERE/systemctl.py" > "$st/init.log" 2>&1 < /dev/null &
     local outer=$! p=""
-    for _ in $(seq 1 50); do p=$(pgrep -P "$outer" 2>/dev/null | head -1) && [[ -n $p ]] && break; sleep 0.1; done
+    for _ in $(seq 1 300); do p=$(pgrep -P "$outer" 2>/dev/null | head -1) && [[ -n $p ]] && break; sleep 0.1; done
     [[ -n $p ]] || die "$node did not start (see $st/init.log)"
     echo "$p" > "$st/pid"
     ip link del "$veth" 2>/dev/null || true
     ip link add "$veth" type veth peer name eth0 netns "$p"
     ip link set "$veth" master "$BRIDGE" up
     nsenter -t "$p" -n sh -c "ip link set lo up && ip addr add $addr/24 dev eth0 && ip link set eth0 up && ip route add default via $HOST_IP"
-    for _ in $(seq 1 100); do [[ -e $st/ready ]] && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 600); do [[ -e $st/ready ]] && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     [[ -e $st/ready ]] || die "$node did not come up (see $st/init.log)"
     log "$node up: $addr (PID $p, cgroup /$CG/$node, uplink $veth)"
   done

@@ -16,6 +16,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -118,8 +119,9 @@ def command(line: str, env: dict[str, str]) -> tuple[list[str], bool]:
         m = re.fullmatch(r"\$(\w+)", word)
         if m:
             argv += env.get(m.group(1), "").split()
-        else:
-            argv.append(_VAR.sub(lambda mm: env.get(mm.group(1) or mm.group(2), ""), word))
+        else:  # "$$" is a literal "$", as in systemd
+            word = _VAR.sub(lambda mm: env.get(mm.group(1) or mm.group(2), ""), word.replace("$$", "\0"))
+            argv.append(word.replace("\0", "$"))
     return argv, ignore
 
 
@@ -138,18 +140,14 @@ def supervise(unit: str) -> None:
     child: subprocess.Popen | None = None
     stopping = False
 
-    def on_term(_sig, _frm):
+    def on_term(_sig, _frm):  # stop the service; the loop below sees `stopping` when it has exited
         nonlocal stopping
         stopping = True
         if child and child.poll() is None:
             child.terminate()
-            try:
-                child.wait(10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-        (STATE / f"{unit}.pid").unlink(missing_ok=True)
-        (STATE / f"{unit}.sup").unlink(missing_ok=True)
-        sys.exit(0)
+            killer = threading.Timer(10, lambda: child.poll() is None and child.kill())
+            killer.daemon = True
+            killer.start()
 
     signal.signal(signal.SIGTERM, on_term)
     with open(LOGS / f"{unit}.log", "ab", buffering=0) as log:
@@ -169,11 +167,13 @@ def supervise(unit: str) -> None:
             child = subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
             (STATE / f"{unit}.pid").write_text(str(child.pid))
             rc = child.wait()
+            if stopping:
+                break
             log.write(f"edgebench-svc: {unit} exited ({rc})\n".encode())
             policy = svc["Restart"]
             if policy in ("always",) or (policy in ("on-failure", "on-abnormal") and rc != 0):
                 time.sleep(float(re.sub(r"[^0-9.]", "", svc["RestartSec"]) or 0.1))
-                continue
+                continue  # a stop during the pause: the loop condition ends it
             break
     (STATE / f"{unit}.pid").unlink(missing_ok=True)
     (STATE / f"{unit}.sup").unlink(missing_ok=True)

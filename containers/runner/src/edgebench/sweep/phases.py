@@ -245,6 +245,8 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
 
 IDLE_S = 0.5  # idle baseline, sampled once per cell before its first run (knb style)
 SAMPLE_INTERVAL_S = 0.25
+REMOTE_INTERVAL_S = 1.0  # a real cluster: one /proc pass per node and second, over SSH
+REMOTE_IDLE_S = 10.0  # the idle baseline of a real cluster (agents idle, no workload), once per cell
 
 
 def _sampler(ctx: CellContext):
@@ -253,20 +255,27 @@ def _sampler(ctx: CellContext):
     (its samples first, then the run's, t_s counting on from the baseline). The cell's datapath, tuning and link
     condition do not change between its runs, so one baseline serves them all; sampling it again before every run
     cost IDLE_S of every run (a third of the sweep's overhead)."""
-    try:
-        ctx.provider.workload_pids()
-    except Unsupported:
-        return None
     from edgebench.substrates.local import resources
 
+    remote = getattr(ctx.provider, "resource_sampler", None)  # a real cluster's nodes, sampled over SSH
+    try:
+        if remote is not None:
+            make = lambda idle=None: remote(interval_s=REMOTE_INTERVAL_S, idle=idle)  # noqa: E731
+            make(None)  # Unsupported where the provider cannot sample (kind, a fake transport)
+        else:
+            ctx.provider.workload_pids()
+            make = lambda idle=None: resources.Sampler(ctx.provider.workload_pids,  # noqa: E731
+                                                       interval_s=SAMPLE_INTERVAL_S, idle=idle)
+    except Unsupported:
+        return None
     idle = ctx.state.get("idle_baseline")
     if idle is None:
-        baseline = resources.Sampler(ctx.provider.workload_pids, interval_s=SAMPLE_INTERVAL_S).start()
-        time.sleep(IDLE_S)
+        baseline = make().start()
+        time.sleep(IDLE_S if remote is None else REMOTE_IDLE_S)
         idle = [s for s in baseline.stop() if s["phase"] == "idle"]
         ctx.state["idle_baseline"] = idle
         ctx.save()
-    return resources.Sampler(ctx.provider.workload_pids, interval_s=SAMPLE_INTERVAL_S, idle=idle).start()
+    return make(idle).start()
 
 
 def _conditions(ctx: CellContext) -> dict[str, Any]:

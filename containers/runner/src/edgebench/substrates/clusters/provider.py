@@ -30,6 +30,7 @@ from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters import artifacts as artifacts_mod
 from edgebench.substrates.clusters import preflight
+from edgebench.substrates.clusters.resources import NodeSampler
 from edgebench.substrates.clusters.artifacts import ENV_SOURCE, Source, mirror_images, open_source
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
@@ -402,6 +403,12 @@ class ClusterProvider(Provider):
                       "--ignore-not-found", "--wait=true", check=False)
         for ep in self._pod_map().values():
             self.local(ep.cmd(["pkill", "-x", "iperf3|ddsperf|fortio|hey"]), check=False)
+
+    def resource_sampler(self, interval_s: float = 1.0, idle: list[dict] | None = None) -> NodeSampler:
+        """CPU/RSS of the CNI agents, the workload tools and each node (substrates/clusters/resources.py)."""
+        if self.name != "ssh" or not hasattr(self.transport, "ssh_argv"):
+            raise Unsupported(f"resource sampling over SSH is not available on {self.name} with this transport")
+        return NodeSampler(self.inventory, self.transport.ssh_argv, interval_s, idle)
 
     def teardown(self) -> list[str]:
         removed: list[str] = []
