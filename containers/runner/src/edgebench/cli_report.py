@@ -30,6 +30,10 @@ def report(
         help="Instead of the regression cards: seed paper ID (000-004) reproduced. Each number the paper prints that "
              "edgebench measures the same way, beside ours (95% CI, n, verdict vs host), and each of its claims: "
              "agrees / disagrees / cannot tell, per substrate."),
+    emulation: bool = typer.Option(
+        False, "--emulation",
+        help="Instead of the regression cards: the testbed's emulation against the real CNIs (cmp_emulation_vs_real): "
+             "testbed / real per CNI mode and metric, with n, the 95% CI and the verdict (model holds within +-10%)."),
     as_json: bool = typer.Option(False, "--json", help="Print the cards (or the paper report) as JSON instead of tables."),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ):
@@ -49,6 +53,13 @@ def report(
         if not Path(path).is_file():
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
+        if emulation:
+            rows = wh._query_params(EMULATION_SQL, [], path)
+            if as_json:
+                typer.echo(json.dumps(rows, indent=2, default=_json_default))
+            else:
+                print_emulation(rows)
+            return
         if paper is not None:
             rep = papers.paper_report(lambda sql, params: wh._query_params(sql, params, path), paper)
             if as_json:
@@ -74,6 +85,33 @@ def report(
               "when the 95% Welch interval of new - previous excludes 0 (each comparison wrong at most 5% of the time "
               "on identical versions), else indistinguishable; n < 2: a side with fewer than 2 runs.",
               highlight=False)
+
+
+EMULATION_SQL = """
+select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_distributions,
+       testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict
+from cmp_emulation_vs_real
+order by workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
+"""
+
+
+def print_emulation(rows: list[dict]) -> None:
+    if not rows:
+        out.print("No CNI mode has been measured both on the testbed and on a real cluster under the same conditions "
+                  "yet: `make lab-local` measures both.")
+        return
+    t = Table(title="Emulation vs real: testbed / real cluster (ratio of means, 95% CI; model holds within +-10%)")
+    for c in ("CNI", "workload", "metric", "path", "size", "n tb/real", "testbed", "real", "ratio [95% CI]", "verdict"):
+        t.add_column(c)
+    for r in rows:
+        verdict = r["verdict"]
+        if verdict == "model differs":
+            verdict = f"model differs by {r['difference_pct']:+.1f}%"
+        t.add_row(f"{r['cni']}:{r['cni_mode']}", r["workload"] + ("" if r["protocol"] in (None, "http") else f" {r['protocol']}"),
+                  r["metric"], f"{r['path']} {r['placement']}", _num(r["length_bytes"]),
+                  f"{r['testbed_n']}/{r['real_n']}", f"{r['testbed_mean']:.4g}", f"{r['real_mean']:.4g}",
+                  f"{r['ratio']:.3f} [{_num(r['ratio_ci_low'])}-{_num(r['ratio_ci_high'])}]", verdict)
+    out.print(t)
 
 
 def print_card(card: dict) -> None:
