@@ -253,6 +253,7 @@ down() {
   done
   # containerd-shim processes outlive containerd by design: kill the shims of this instance and their containers
   pkill -KILL -f "containerd-shim-runc-v2 .*-address $SOCKDIR/containerd.sock" 2>/dev/null || true
+  kill_pod_cgroups
   [[ -x $BIN/kube-proxy ]] && "$BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
   # what kube-proxy --cleanup leaves: the kubelet's own chains (KUBE-FIREWALL drops non-loopback traffic to
   # 127.0.0.0/8 on the host!), the canaries and KUBE-IPTABLES-HINT, in both address families
@@ -276,6 +277,10 @@ down() {
   done
   for m in $(awk '$2 ~ "^/run/netns/cni-" {print $2}' /proc/mounts); do umount -l "$m" 2>/dev/null || true; done
   rm -f /run/netns/cni-* 2>/dev/null || true
+  local v
+  for v in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    ip link del "$v" 2>/dev/null || true
+  done
   ip link del "$BRIDGE" 2>/dev/null || true
   ip link del "$DUMMY" 2>/dev/null || true
   rm -rf /var/lib/cni/networks/edgebench-e2e /var/lib/cni/results/edgebench-e2e-* 2>/dev/null || true
@@ -289,7 +294,47 @@ down() {
     iptables -t nat -F "$ch" 2>/dev/null || true; iptables -t nat -X "$ch" 2>/dev/null || true
   done
   rm -rf "$RUN" "$SOCKDIR"
-  log "down: nothing of the e2e cluster is left"
+  if leftovers >/dev/null; then log "down: nothing of the e2e cluster is left"
+  else leftovers >&2; die "down: something of the e2e cluster is left (above)"; fi
+}
+
+# the kubelet's pod cgroups (kubepods, at the root of every hierarchy: its cgroup root is /): processes in them
+# (pause, containers that outlived their shim, e.g. a nats-server reparented to PID 1) are killed, then the
+# cgroups removed deepest first
+cg_mounts() { awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts; }
+kill_pod_cgroups() {
+  local h pids i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    pids=$(for h in $(cg_mounts); do [[ -d $h/kubepods ]] && find "$h/kubepods" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
+    [[ -z $pids ]] && break
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.3
+  done
+  for h in $(cg_mounts); do [[ -d $h/kubepods ]] && find "$h/kubepods" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+  return 0
+}
+
+# what the cluster could leave on the machine, one line each; exit 1 if anything
+leftovers() {
+  local found=0 h c p v
+  for h in $(cg_mounts); do
+    [[ -d $h/kubepods ]] || continue
+    echo "cgroup: $h/kubepods ($(find "$h/kubepods" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l) processes)"; found=1
+  done
+  for c in "${COMPONENTS[@]}" pause nats-server containerd-shim; do
+    for p in $(pgrep -x "$c" 2>/dev/null || true); do
+      # the local lab's nodes run their own: only processes outside the lab's cgroups count
+      grep -q edgebench-lab "/proc/$p/cgroup" 2>/dev/null && continue
+      echo "process: $p $c"; found=1
+    done
+  done
+  for v in $(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^veth' || true); do
+    echo "interface: $v"; found=1
+  done
+  for v in "$BRIDGE" "$DUMMY"; do ip link show "$v" >/dev/null 2>&1 && { echo "interface: $v"; found=1; }; done
+  awk -v a="$RUN" -v b="$SOCKDIR" '$2 ~ "^"a || $2 ~ "^"b {print "mount: " $2; f = 1} END {exit !f}' /proc/mounts && found=1
+  [[ -d $RUN ]] && { echo "state: $RUN"; found=1; }
+  return $((found))
 }
 
 status() {
@@ -301,6 +346,7 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
+  leftovers) leftovers ;;
   env) echo "export KUBECONFIG=$RUN/pki/admin.kubeconfig" ;;
   -h|--help|help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "usage: cluster.sh up|down|status|env (--help)" >&2; exit 2 ;;
