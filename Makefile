@@ -15,7 +15,8 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
-                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod
+                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod \
+                 openssh-server openssh-client sudo
 # the portal's browser test and benchmark (headless Chromium driven by Selenium): Debian's packages; Ubuntu ships
 # chromium as a snap (chromium-browser), which often cannot run in containers: best effort, the test skips without it
 BROWSER_PACKAGES := chromium chromium-driver
@@ -35,7 +36,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down
+        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -177,6 +178,25 @@ e2e-argo: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## smoke, a tiny swe
 
 e2e-argo-down: ## stop the e2e cluster and remove everything it left (after a crash or KEEP=1)
 	@scripts/e2e-argo/cluster.sh down
+
+# ---- real CNIs on a local multi-node lab (opt-in) --------------------------------------------------------------------
+# A control plane and 2 workers on this machine (scripts/lab-local/lab.sh: namespaces of one kernel, sshd, a Pi-format
+# inventory), an air-gapped artifact mirror built from the Go module proxy and Debian (mirror.sh), and the sweep run
+# through the ssh substrate: kubeadm over SSH, flannel / kube-router from their mirrored manifests, the default
+# sweep's workloads in real pods; then the same cells on the testbed for `edgebench report --emulation`.
+# KEEP=1 keeps the lab up; CNIS='[...]' REPS=N change the sweep. See docs/lab-local.md.
+LAB_PACKAGES := containerd runc containernetworking-plugins umoci skopeo debootstrap gcc libc6-dev conntrack iptables \
+                openssh-server openssh-client sudo util-linux
+lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh substrate, beside the testbed (root; opt-in)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-local needs root (namespaces, containerd, kubelet)" >&2; exit 1; }
+	@missing=$$(for p in $(LAB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@$(MAKE) --no-print-directory minio
+	@EB=$(EDGEBENCH) PY=$(PY) scripts/lab-local/run.sh
+
+lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1)
+	@scripts/lab-local/lab.sh down
 
 # ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
 mgmt-tools: ## install kind, kubectl and the argo CLI (pinned) into $(TOOLS)
