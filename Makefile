@@ -157,7 +157,7 @@ test: setup argo-schemas ## install everything, then run the whole test suite
 # the Argo Workflows v3.7.9 / Argo Events v1.9.11 Go modules into the Go module cache, checksums checked: their JSON
 # schemas and CRDs validate the manifests where ../shared/vendor lacks the pinned releases (tests/argo_schemas.py)
 .PHONY: argo-schemas
-argo-schemas: venv
+argo-schemas: venv ## fetch the pinned Argo Go modules whose schemas validate the manifests (make test does)
 	@$(PY) tests/argo_schemas.py fetch
 
 bench: setup ## benchmarks, side by side in one run: fidelity, sweep overhead, warehouse and portal at scale (QUICK=1, ONLY=part,...)
