@@ -152,8 +152,14 @@ portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
 	@$(VENV)/bin/streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
 	  --server.headless true --browser.gatherUsageStats false
 
-test: setup ## install everything, then run the whole test suite
+test: setup argo-schemas ## install everything, then run the whole test suite
 	@$(PY) -m pytest -q -rs --durations=20 tests
+
+# the Argo Workflows v3.7.9 / Argo Events v1.9.11 Go modules into the Go module cache, checksums checked: their JSON
+# schemas and CRDs validate the manifests where ../shared/vendor lacks the pinned releases (tests/argo_schemas.py)
+.PHONY: argo-schemas
+argo-schemas: venv ## fetch the pinned Argo Go modules whose schemas validate the manifests (make test does)
+	@$(PY) tests/argo_schemas.py fetch
 
 bench: setup ## benchmarks, side by side in one run: fidelity, sweep overhead, warehouse and portal at scale (QUICK=1, ONLY=part,...)
 	@$(PY) bench/run.py $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY))

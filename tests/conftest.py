@@ -128,3 +128,27 @@ def versions_warehouse(versions_raw_root, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("wh-versions") / "warehouse.duckdb"
     warehouse.build(warehouse_path=path, raw_root=str(versions_raw_root), quiet=True)
     return path
+
+
+# ---------------------------------------------------------------------------------------------- Argo schema versions
+def pytest_report_header(config):
+    """Which Argo schemas this run can validate against (argo_schemas.py: ../shared/vendor, else the Go modules)."""
+    import argo_schemas
+
+    return ["argo schemas: " + line for line in argo_schemas.report_lines()]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Which Argo schemas the manifests of this run were validated against (or why a family had none)."""
+    import argo_schemas
+
+    terminalreporter.section("Argo schemas", sep="-", bold=False)
+    for family, (project, _, _) in argo_schemas.PROJECTS.items():
+        src = argo_schemas.used.get(family)
+        found = argo_schemas.find(family)
+        if src is not None:
+            terminalreporter.write_line(f"validated against {src.describe()}")
+        elif isinstance(found, str):
+            terminalreporter.write_line(f"{project}: none, the tests needing it skipped ({found})")
+        else:
+            terminalreporter.write_line(f"{project}: not needed by the tests run ({found.describe()} available)")

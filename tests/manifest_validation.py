@@ -8,19 +8,21 @@
 What is checked, by the object's apiVersion group and kind:
 
 * Argo Workflows kinds (Workflow, WorkflowTemplate, ClusterWorkflowTemplate, CronWorkflow, WorkflowEventBinding):
-  the JSON Schema (draft 2020-12) vendored from argo-workflows v4.1.2, with IntOrString patched to accept integers
-  as Kubernetes does (likewise resource Quantity, e.g. `cpu: 1`); then *strict* unknown-field detection against the CRD openAPIV3Schema of the vendored
-  install.yaml (honouring x-kubernetes-preserve-unknown-fields) and, for `metadata`, against ObjectMeta.
+  the JSON Schema (draft 2020-12) of argo-workflows (v4.1.2 vendored, else the v3.7.9 module), with IntOrString
+  patched to accept integers as Kubernetes does (likewise resource Quantity, e.g. `cpu: 1`); then *strict*
+  unknown-field detection against the CRD openAPIV3Schema (the vendored install.yaml, or the module's full CRDs),
+  honouring x-kubernetes-preserve-unknown-fields, and, for `metadata`, against ObjectMeta.
   The JSON schema alone accepts `contaner:`; the strict walk does not. Then the rules the workflow controller
   checks at submission that no schema states (`_controller_rules`, found on a real controller by `make e2e-argo`).
-* Argo Events kinds (EventSource, Sensor, EventBus): the vendored JSON Schema (draft 7) plus the same strict walk
+* Argo Events kinds (EventSource, Sensor, EventBus): the JSON Schema (draft 7) plus the same strict walk
   over its definitions (the Events CRDs preserve unknown fields, so they cannot catch typos).
 * Built-in Kubernetes kinds (core, apps, rbac, batch, policy, ...): the `kubernetes-validate` package against
   Kubernetes K8S_SCHEMA_VERSION in strict mode (unknown fields rejected).
 * Anything else is an error ("no schema"), so a typo in apiVersion or kind does not slip through.
 
-Vendored data is read from <repo>/../shared/vendor (CI has shared/ beside the checkout); set EDGEBENCH_SHARED to
-the shared/ folder to use another place. Loading is cached per process (the workflows CRDs take ~2 s).
+The Argo schemas and CRDs come from argo_schemas.py: ../shared/vendor's pinned releases where present, else the
+pinned Go modules (argo-workflows/v3 v3.7.9, argo-events v1.9.11) in the Go module cache; a test that needs one that
+neither place has is skipped with the reason. Loading is cached per process (the workflows CRDs take ~2 s).
 """
 from __future__ import annotations
 
@@ -33,11 +35,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import jsonschema
+import pytest
 import yaml
 
+import argo_schemas
+
 REPO = Path(__file__).resolve().parents[1]
-ARGO_WORKFLOWS_VERSION = "v4.1.2"
-ARGO_EVENTS_VERSION = "v1.9.11"
+ARGO_WORKFLOWS_VERSION = argo_schemas.ARGO_WORKFLOWS_VERSION  # the pinned releases
+ARGO_EVENTS_VERSION = argo_schemas.ARGO_EVENTS_VERSION
 K8S_SCHEMA_VERSION = "1.33"  # the kind management cluster's node image (kindest/node:v1.33.x)
 
 WORKFLOW_KINDS = frozenset({"Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow",
@@ -60,20 +65,12 @@ class ManifestError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------- loading
-def shared_dir() -> Path:
-    return Path(os.environ.get("EDGEBENCH_SHARED") or (REPO / ".." / "shared")).resolve()
-
-
-def vendor_dir() -> Path:
-    return shared_dir() / "vendor"
-
-
-def workflows_vendor() -> Path:
-    return vendor_dir() / f"argo-workflows-{ARGO_WORKFLOWS_VERSION}"
-
-
-def events_vendor() -> Path:
-    return vendor_dir() / f"argo-events-{ARGO_EVENTS_VERSION}"
+def schema_source(family: str) -> argo_schemas.Source:
+    """Where the "workflows" or "events" schemas come from; skips the calling test when nowhere has them."""
+    try:
+        return argo_schemas.source(family)
+    except argo_schemas.Unavailable as e:
+        pytest.skip(str(e))
 
 
 def load_yaml_docs(src: str | os.PathLike | bytes) -> list[dict]:
@@ -105,11 +102,11 @@ def _json(path: str) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _crd_schemas(install_yaml: str) -> dict[str, dict]:
-    """kind -> openAPIV3Schema of the served version of every CRD in an install.yaml."""
+def _crd_schemas(files: tuple[Path, ...]) -> dict[str, dict]:
+    """kind -> openAPIV3Schema of the served version of every CRD in some YAML files (an install.yaml)."""
     out = {}
-    for doc in load_yaml_docs(Path(install_yaml)):
-        if doc.get("kind") == "CustomResourceDefinition":
+    for doc in (d for f in files for d in load_yaml_docs(f)):
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
             version = next(v for v in doc["spec"]["versions"] if v.get("served", True))
             out[doc["spec"]["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
     return out
@@ -118,13 +115,13 @@ def _crd_schemas(install_yaml: str) -> dict[str, dict]:
 def _definition_name(definitions: dict, kind: str, prefix: str) -> str:
     name = f"{prefix}.{kind}"
     if name not in definitions:
-        raise KeyError(f"{kind} not found in the vendored schema ({prefix}.*)")
+        raise KeyError(f"{kind} not found in the schema ({prefix}.*)")
     return name
 
 
 @functools.lru_cache(maxsize=None)
 def _workflows_schema() -> dict:
-    schema = copy.deepcopy(_json(str(workflows_vendor() / "schema.json")))
+    schema = copy.deepcopy(_json(str(schema_source("workflows").schema)))
     # Quirk: IntOrString is typed "string" only; Kubernetes and upstream examples also use integers.
     schema["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {
         "type": ["integer", "string"], "format": "int-or-string"}
@@ -135,7 +132,7 @@ def _workflows_schema() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _events_schema() -> dict:
-    return _json(str(events_vendor() / "schema.json"))
+    return _json(str(schema_source("events").schema))
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,9 +216,10 @@ def _strict_argo(obj: dict, family: str) -> list[str]:
     if family == "workflows":
         defs = _workflows_schema()["definitions"]
         resolve = _resolver(defs)
-        crd = _crd_schemas(str(workflows_vendor() / "install.yaml")).get(kind)
+        src = schema_source("workflows")
+        crd = _crd_schemas(src.crd_files).get(kind)
         if crd is None:
-            return [f"<root>: no CRD for {kind} in the vendored install.yaml"]
+            return [f"<root>: no CRD for {kind} in {src.describe()}"]
         body = {k: v for k, v in obj.items() if k != "metadata"}
         _unknown_fields(body, crd, [], resolve, out)
         _unknown_fields(obj.get("metadata"), {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},

@@ -77,7 +77,7 @@ def test_e2e_argo_install_from_the_module(tmp_path):
     ev = cache / "github.com/argoproj/argo-events@v1.9.11/manifests" if cache else None
     if not (wf and wf.is_dir() and ev and ev.is_dir()):
         pytest.skip("Argo Workflows v3.7.9 / Argo Events v1.9.11 modules are not in the Go module cache "
-                    "(scripts/e2e-argo/build.sh downloads them)")
+                    "(make argo-schemas, a prerequisite of make test, downloads them)")
     root = tmp_path / "argo"
     shutil.copytree(REPO / "kustomize" / "overlays" / "e2e" / "argo", root, symlinks=False,
                     ignore=shutil.ignore_patterns("upstream", "upstream-events"))
@@ -114,7 +114,7 @@ def test_templates_and_workflows_are_valid_for_v3_7_9_too():
     path = cache / "github.com/argoproj/argo-workflows/v3@v3.7.9/api/jsonschema/schema.json" if cache else None
     if not (path and path.is_file()):
         pytest.skip("github.com/argoproj/argo-workflows/v3@v3.7.9 is not in the Go module cache "
-                    "(scripts/e2e-argo/build.sh downloads it)")
+                    "(make argo-schemas, a prerequisite of make test, downloads it)")
     full = copy.deepcopy(json.loads(path.read_text()))
     defs = full["definitions"]
     defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = {"type": ["integer", "string"]}

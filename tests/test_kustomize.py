@@ -1,7 +1,8 @@
 """The management-cluster install (kustomize/): every kustomization builds offline and every object validates.
 
 The upstream kustomizations point at release URLs on GitHub, which CI cannot reach: they are built here from the
-same kustomization.yaml with the URL swapped for the vendored install.yaml (../shared/vendor).
+same kustomization.yaml with the URL swapped for a local install (argo_schemas: ../shared/vendor's install.yaml of
+the pinned release where present, else the install in the pinned Go module).
 """
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+import argo_schemas
 import manifest_validation as mv
 
 REPO = mv.REPO
 KUSTOMIZE = REPO / "kustomize"
 OVERLAYS = sorted(p.parent.name for p in (KUSTOMIZE / "overlays").glob("*/kustomization.yaml"))
-UPSTREAM = {  # folder -> (release URL, vendored folder, namespace)
+UPSTREAM = {  # folder -> (release URL, argo_schemas family, pinned version, namespace)
     "argo-workflows": ("https://github.com/argoproj/argo-workflows/releases/download/{v}/install.yaml",
-                       mv.workflows_vendor, mv.ARGO_WORKFLOWS_VERSION, "argo"),
+                       "workflows", mv.ARGO_WORKFLOWS_VERSION, "argo"),
     "argo-events": ("https://github.com/argoproj/argo-events/releases/download/{v}/install.yaml",
-                    mv.events_vendor, mv.ARGO_EVENTS_VERSION, "argo-events"),
+                    "events", mv.ARGO_EVENTS_VERSION, "argo-events"),
 }
 RUNNER, HTTP = "ghcr.io/edgebench/edgebench-runner", "ghcr.io/edgebench/edgebench-http"
 
@@ -297,16 +299,15 @@ def test_lab_inventory(builds):
 
 # ------------------------------------------------------------------------------------------ upstream
 @pytest.mark.parametrize("name", sorted(UPSTREAM))
-def test_upstream_pinned_and_builds_from_vendored_copy(tmp_path, name):
-    url_format, vendor, version, namespace = UPSTREAM[name]
+def test_upstream_pinned_and_builds_from_local_install(tmp_path, name):
+    url_format, family, version, namespace = UPSTREAM[name]
     src = KUSTOMIZE / "upstream" / name / "kustomization.yaml"
     k = yaml.safe_load(src.read_text())
-    assert k["resources"] == [url_format.format(v=version)], "pinned release URL, same version as the vendored copy"
+    assert k["resources"] == [url_format.format(v=version)], "pinned release URL, same version as argo_schemas pins"
     assert k["namespace"] == namespace
-    vendored = vendor() / "install.yaml"
-    assert vendored.is_file(), f"vendored {vendored} missing (set EDGEBENCH_SHARED)"
-    # the same kustomization, with the remote resource replaced by its vendored equivalent
-    shutil.copy(vendored, tmp_path / "install.yaml")
+    # the same kustomization, with the remote resource replaced by a local install: the pinned release's from
+    # ../shared/vendor, else the Go module's (Argo Workflows: v3.7.9, whose images the `images:` pins retag)
+    argo_schemas.install_yaml(mv.schema_source(family), tmp_path, kustomize_command())
     (tmp_path / "kustomization.yaml").write_text(src.read_text().replace(k["resources"][0], "install.yaml"))
     objs = kustomize_build(tmp_path)
     crds = by_kind(objs, "CustomResourceDefinition")
