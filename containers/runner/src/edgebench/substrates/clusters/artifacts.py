@@ -209,6 +209,11 @@ def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
         "containerd config default | sed -e \"s/SystemdCgroup = .*/SystemdCgroup = $( [ $CGROUP_DRIVER = systemd ] "
         "&& echo true || echo false)/\" -e 's#sandbox_image = .*#sandbox_image = \"registry.k8s.io/pause:3.10\"#'"
         " > /etc/containerd/config.toml",
+        # a node that may not lower a process's OOM score (a container, a sandbox) cannot start pods whose score
+        # the kubelet lowers: containerd clamps them to its own instead
+        "if ! (echo -998 > /proc/self/oom_score_adj) 2>/dev/null; then",
+        "  sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml",
+        "fi",
         "systemctl restart containerd",
     ]
     for b in ("kubeadm", "kubelet", "kubectl"):
@@ -223,9 +228,13 @@ def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
     lines.append('[ "$CGROUP_DRIVER" = systemd ] || '
                  "echo 'KUBELET_EXTRA_ARGS=--cgroup-driver=cgroupfs' > /etc/default/kubelet")
     lines.append("for i in $(seq 1 30); do ctr version >/dev/null 2>&1 && break; sleep 1; done")
-    for img in images_for("kubeadm", cni):
-        lines += _fetch_line(source, img, "$tmp/image.tar", arches)
-        lines.append("ctr -n k8s.io images import --no-unpack $tmp/image.tar >/dev/null && rm -f $tmp/image.tar")
+    lines.append("have=$(ctr -n k8s.io images ls -q)")
+    for img in images_for("kubeadm", cni):  # an image imported by an earlier cell stays (as a pulled one would)
+        ref = spec()["artifacts"][img]["ref"]
+        lines.append(f"if ! printf '%s\\n' \"$have\" | grep -qxF {shlex.quote(ref)}; then")
+        lines += ["  " + x for x in _fetch_line(source, img, "$tmp/image.tar", arches)]
+        lines.append("  ctr -n k8s.io images import $tmp/image.tar >/dev/null && rm -f $tmp/image.tar")
+        lines.append("fi")
     lines.append("systemctl daemon-reload")
     lines.append("systemctl enable --now kubelet")
     return "\n".join(lines)
