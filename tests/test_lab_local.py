@@ -128,12 +128,12 @@ def test_manifest_rewrites_and_image_patches(tmp_path):
 
 def test_preflight_names_each_unreachable_node_and_installs_nothing(tmp_path):
     t = FakeTransport()
-    t.responses.append(("true", (255, "", "ssh: connect to host 10.77.0.13 port 22: No route to host")))
+    t.responses.append(("boot_id", (255, "", "ssh: connect to host 10.77.0.13 port 22: No route to host")))
     with pytest.raises(SpecError) as e:
         preflight.reach(t, INV)
     assert e.value.exit_code == 2 and "not reachable" in str(e.value) and "lab-cp" in str(e.value)
     t2 = FakeTransport()
-    t2.responses.append(("true", (255, "", "edgebench@10.77.0.11: Permission denied (publickey).")))
+    t2.responses.append(("boot_id", (255, "", "edgebench@10.77.0.11: Permission denied (publickey).")))
     with pytest.raises(SpecError, match="the key was refused"):
         preflight.reach(t2, INV)
     # through the provider: nothing but the probes ran
@@ -142,7 +142,7 @@ def test_preflight_names_each_unreachable_node_and_installs_nothing(tmp_path):
                         fetch=lambda url: pytest.fail("nothing may be fetched"), cell_id="c-test")
     with pytest.raises(SpecError):
         p.provision()
-    assert {c.text for c in t.calls} == {"true"}
+    assert {c.text for c in t.calls} == {"cat /proc/sys/kernel/random/boot_id"}
 
 
 def test_provider_refuses_missing_artifact_before_install(tmp_path):
@@ -152,7 +152,7 @@ def test_provider_refuses_missing_artifact_before_install(tmp_path):
                         fetch=lambda url: "", cell_id="c-test", artifacts=source(fake_mirror(tmp_path / "m")))
     with pytest.raises(SpecError, match="pi-w2 \\(arm64\\)"):
         p.provision()
-    assert {c.text for c in t.calls} == {"true"}  # reachability only
+    assert {c.text for c in t.calls} == {"cat /proc/sys/kernel/random/boot_id"}  # reachability only
     with pytest.raises(Unsupported, match="403"):
         ClusterProvider("ssh", "kubeadm", "calico", "bgp", tmp_path, inventory=INV, transport=t,
                         artifacts=source(tmp_path / "m"), cell_id="c-test")
@@ -204,20 +204,20 @@ def test_systemctl_supervises_and_stops(tmp_path, monkeypatch):
     assert run("frobnicate", "demo").returncode == 1  # an unknown verb says so
     child = subprocess.Popen([sys.executable, "-c", code, "__supervise", "demo"], env=env)
     try:
-        for _ in range(100):
+        for _ in range(600):  # a loaded machine starts Python slowly
             if marker.exists():
                 break
             time.sleep(0.05)
         first = marker.read_text().split()
         os.kill(int(first[0]), 9)  # the service dies: the supervisor restarts it
-        for _ in range(100):
+        for _ in range(600):
             if len(marker.read_text().split()) >= 2:
                 break
             time.sleep(0.05)
         assert len(marker.read_text().split()) >= 2
     finally:
         child.terminate()
-        child.wait(10)
+        child.wait(30)
     pids = [int(x) for x in marker.read_text().split()]
     time.sleep(0.2)
     assert not any(Path(f"/proc/{p}").exists() and "sleep" in Path(f"/proc/{p}/cmdline").read_text() for p in pids)

@@ -4,7 +4,8 @@
 #   executor ($ARGO_E2E_VERSION), CoreDNS ($COREDNS_VERSION, the cluster DNS) and the NATS server ($NATS_VERSION, JetStream
 #   for Argo Events' EventBus). Kubernetes and Argo carry `replace` directives, so `go install mod@version` refuses
 #   them; a small wrapper module that repeats the replaces builds them instead (CoreDNS and NATS: go install).
-# Usage: build.sh [--print]   (--print: list the binaries and whether they are cached, build nothing)
+# Usage: build.sh [--print|--k8s]   (--print: list the binaries and whether they are cached, build nothing;
+#        --k8s: only the Kubernetes binaries, what the local lab needs)
 set -euo pipefail
 E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
 K8S_VERSION=${K8S_VERSION:-v1.33.4}
@@ -61,6 +62,7 @@ if (( ${#k8s_missing[@]} )); then
   build_cmds "$mod" "$K8S_VERSION" k8s.io/component-base/version.gitVersion k8s.io/kubernetes/cmd "${k8s_missing[@]}"
 fi
 
+if [[ ${1:-} == --k8s ]]; then echo "e2e-argo: Kubernetes binaries in $BIN (--k8s: Argo, CoreDNS and NATS not built)"; exit 0; fi
 mapfile -t argo_missing < <(missing "$ARGO_E2E_VERSION" "${ARGO_CMDS[@]}")
 if (( ${#argo_missing[@]} )); then
   mod=$E2E/src/argo-$ARGO_E2E_VERSION; mkdir -p "$mod"

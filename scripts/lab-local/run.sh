@@ -25,7 +25,7 @@ timed() { local name=$1 t0=$SECONDS; shift; "$@"; T[$name]=$((SECONDS - t0)); }
 [[ $(id -u) == 0 ]] || { echo "lab-local: error: needs root (namespaces, containerd, kubelet)" >&2; exit 1; }
 
 step "build binaries (cached after the first run)"
-timed build_k8s "$REPO/scripts/e2e-argo/build.sh"
+timed build_k8s "$REPO/scripts/e2e-argo/build.sh" --k8s
 timed build_lab "$HERE/build.sh"
 step "build the runner image and the artifact mirror (cached after the first run)"
 timed build_runner "$REPO/scripts/e2e-argo/images.sh" build runner

@@ -93,7 +93,7 @@ def provision_cluster(ctx: CellContext) -> None:
 
 # what install-cni records about the built cluster: handed on with it to the next cell that reuses it
 INSTALL_KEYS = ("supported", "reason", "mtu", "datapath", "cni_version", "distribution_version", "cni_invalid_reason",
-                "service_proxy", "cpu_class", "built")
+                "service_proxy", "cpu_class", "cluster", "built")
 
 
 def install_cni(ctx: CellContext) -> None:
@@ -119,7 +119,8 @@ def install_cni(ctx: CellContext) -> None:
                          cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
                          distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem,
                          service_proxy=readback.get("service_proxy"),  # the testbed's proxy mode and its readback
-                         cpu_class=readback.get("cpu_class"))  # the CPU class calibration (testbed)
+                         cpu_class=readback.get("cpu_class"),  # the CPU class calibration (testbed)
+                         cluster=readback.get("cluster"))  # a real cluster: lab target, shared kernel, sources
         if problem:
             ctx.state.update(is_valid=False, invalid_reason=problem)
             ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
@@ -216,6 +217,8 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
     with "unsupported:" records the run as unsupported, any other error as failed."""
     env = {**environment(workload, (ctx.state.get("netem") or {}).get("mechanism")), "cni_version": ctx.state.get("cni_version"),
            "distribution_version": ctx.state.get("distribution_version")}
+    if ctx.state.get("cluster"):  # a real cluster: the lab's target, whether its nodes share one kernel, sources
+        env["cluster"] = ctx.state["cluster"]
     for run in ctx.runs(workload):
         attempt = ctx.attempts.get(run.run_id, 1)
         if _unsupported_cell(ctx, run, attempt, env):

@@ -23,21 +23,32 @@ def _why(rc: int, err: str) -> str:
     return text
 
 
-def reach(transport: Transport, inventory: Inventory, timeout: float = 30) -> None:
-    """SpecError unless every node runs `sudo -n true` over SSH."""
-    problems = []
+BOOT_ID = ["cat", "/proc/sys/kernel/random/boot_id"]
+
+
+def reach(transport: Transport, inventory: Inventory, timeout: float = 30) -> dict[str, str]:
+    """SpecError unless every node answers over SSH with sudo; {node: kernel boot id}."""
+    problems, boots = [], {}
     for node in inventory.nodes:
         try:
-            rc, _, err = transport.run(node, ["true"], sudo=True, timeout=timeout)
+            rc, out, err = transport.run(node, BOOT_ID, sudo=True, timeout=timeout)
         except Exception as exc:  # a timeout of the ssh client itself
-            rc, err = 255, str(exc)
+            rc, out, err = 255, "", str(exc)
         if rc != 0:
             problems.append(f"node {node.name} ({node.user}@{node.address}:{node.port}): {_why(rc, err)}")
+        boots[node.name] = out.strip()
     if problems:
         raise SpecError("cannot use the inventory's nodes: " + "; ".join(problems) + " (nothing was installed)")
+    return boots
 
 
-def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None) -> None:
-    reach(transport, inventory)
+def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None
+          ) -> dict[str, object]:
+    """Reachability and the artifact source; what the runs record of the lab: its target, its node count and
+    whether the nodes share one kernel (the same boot id: the local lab; a Pi lab's nodes do not)."""
+    boots = reach(transport, inventory)
     if source is not None:
         artifacts_mod.check(source, inventory, distribution, cni)
+    ids = {b for b in boots.values() if b}
+    return {"target": inventory.target, "nodes": len(inventory.nodes),
+            "shared_kernel": len(inventory.nodes) > 1 and len(ids) == 1 and all(boots.values())}

@@ -199,7 +199,8 @@ class ClusterProvider(Provider):
     def provision(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
-            preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
+            lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
+            self._write_state({"lab": lab})
         self.teardown()  # replace a leftover cluster of this cell
         unsupported = self.cni_plan().unsupported
         if unsupported:  # install-cni records it on the runs; no cluster is built only to be removed again
@@ -285,14 +286,17 @@ class ClusterProvider(Provider):
             if problem:  # the runs are kept but invalid (phases.install_cni), as a tuning readback mismatch is
                 state["invalid_reason"] = problem
                 self.log.append(problem)
-        elif installed:  # what the running DaemonSet / release says, beside the pin
-            state["cni_version_installed"] = installed
+        elif installed:  # what the running DaemonSet / release says
+            state["cni_version"] = installed
+        cluster = dict(self._read_state().get("lab") or {})
         if self.artifacts is not None:
             pin = cni_installs()[self.cni]["version"] if self.cni != "host" else None
-            state["artifact_source"] = self.artifacts.url
+            cluster["artifact_source"] = self.artifacts.url
             state["distribution_version"] = self.artifacts.index["kubernetes_version"]
-            if pin and plan.version != pin:
-                state["cni_version_pinned"] = pin
+            if pin and state["cni_version"] != pin:
+                cluster["cni_version_pinned"] = pin
+        if cluster:
+            state["cluster"] = cluster
         if plan.warning:
             state["warning"] = plan.warning
         self._write_state(state)
@@ -437,6 +441,10 @@ class ClusterProvider(Provider):
                 removed.append(str(p))
         self._pods = None
         return removed
+
+    def _read_state(self) -> dict:
+        p = self.workdir / "cluster.json"
+        return json.loads(p.read_text()) if p.exists() else {}
 
     def _write_state(self, update: dict) -> None:
         p = self.workdir / "cluster.json"
