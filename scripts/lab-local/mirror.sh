@@ -49,6 +49,7 @@ image() {
     if [[ $1 == --entrypoint ]]; then entry=(--config.entrypoint "$2"); shift 2; else files+=("$1"); shift; fi
   done
   local out=$MIRROR/images/$ARCH/$name.tar
+  for f in "${files[@]}"; do [[ -x ${f%%:*} ]] || { say "$ARCH image $ref: ${f%%:*} not built, left out"; return 0; }; done
   local key; key=$( { echo "$ref $base ${entry[*]}"; for f in "${files[@]}"; do sha256sum "${f%%:*}"; done
                       [[ $base == debian ]] && cat "$ROOTFS/.stamp"; } | sha256sum | cut -c1-16)
   if [[ -e $out && $(cat "$out.key" 2>/dev/null) == "$key" ]]; then return 0; fi
@@ -61,6 +62,7 @@ image() {
   umoci unpack --image "$LAYOUT:$tag" "$b" >/dev/null
   if [[ $base == debian ]]; then cp -a "$ROOTFS/." "$b/rootfs/"; rm -f "$b/rootfs/.stamp"; else base_files "$b/rootfs"; fi
   for f in "${files[@]}"; do install -D -m 0755 "${f%%:*}" "$b/rootfs/${f#*:}"; done
+  :
   umoci repack --image "$LAYOUT:$tag" "$b" >/dev/null
   umoci config --image "$LAYOUT:$tag" --os linux --architecture "$ARCH" \
     --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/bin "${entry[@]}" >/dev/null
@@ -81,7 +83,7 @@ base_rootfs() {   # a Debian bookworm root with what the network agents exec: ip
     || die "debootstrap failed (see $WORK/debootstrap-$ARCH.log)"
   rm -rf "$ROOTFS.wip"/var/cache/apt/archives/*.deb "$ROOTFS.wip"/var/lib/apt/lists/* "$ROOTFS.wip"/usr/share/doc \
          "$ROOTFS.wip"/usr/share/man "$ROOTFS.wip"/usr/share/locale
-  mv "$ROOTFS.wip" "$ROOTFS"; date -u +%FT%TZ > "$ROOTFS/.stamp"
+  rm -rf "$ROOTFS"; mv "$ROOTFS.wip" "$ROOTFS"; date -u +%FT%TZ > "$ROOTFS/.stamp"
   say "base root in $((SECONDS - t0)) s"
 }
 
@@ -169,15 +171,15 @@ build() {
   [[ $(id -u) == 0 ]] || die "needs root (image layers keep file ownership)"
   for c in umoci skopeo debootstrap go; do command -v $c >/dev/null || die "$c is not installed"; done
   local kb; kb=$(k8s_bin)
-  local miss=()
-  for b in kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
-    [[ -x $kb/$b ]] || miss+=("$kb/$b")
+  local miss=() b
+  for b in "$kb"/{kubeadm,kubelet,kubectl,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy} \
+           "$BIN"/{etcd,coredns,flanneld,kube-router,flannel,fortio,cni/bridge}; do
+    [[ -x $b ]] || miss+=("$b")
   done
-  for b in etcd coredns flanneld kube-router flannel fortio cni/bridge; do [[ -x $BIN/$b ]] || miss+=("$BIN/$b"); done
-  ((${#miss[@]} == 0)) || die "not built yet: ${miss[*]} (run scripts/e2e-argo/build.sh and ARCH=$ARCH scripts/lab-local/build.sh)"
+  ((${#miss[@]} == 0)) || say "warning: not built yet, left out of the mirror (the index will say so): ${miss[*]} (scripts/e2e-argo/build.sh --k8s; ARCH=$ARCH scripts/lab-local/build.sh)"
   mkdir -p "$MIRROR/bin/$ARCH" "$WORK"
-  for b in kubeadm kubelet kubectl; do install -m 0755 "$kb/$b" "$MIRROR/bin/$ARCH/$b"; done
-  tar -czf "$MIRROR/bin/$ARCH/cni-plugins.tgz" -C "$BIN/cni" .
+  for b in kubeadm kubelet kubectl; do [[ -x $kb/$b ]] && install -m 0755 "$kb/$b" "$MIRROR/bin/$ARCH/$b"; done
+  [[ -x $BIN/cni/bridge ]] && tar -czf "$MIRROR/bin/$ARCH/cni-plugins.tgz" -C "$BIN/cni" .
   units; manifests; debs; base_rootfs
   local p; p=$(pause_bin)
   image pause registry.k8s.io/pause:3.10 static --entrypoint /pause "$p:/pause"

@@ -17,6 +17,8 @@ CNIS=${CNIS:-'["host","flannel:vxlan","flannel:host-gw","kube-router:bgp","ciliu
 REPS=${REPS:-3}
 SWEEP_ID=${SWEEP_ID:-lab-local-kubeadm}
 REPORT=$REPO/.edgebench/lab-local/report.json
+E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
+export PATH=$E2E/bin:$PATH   # kubectl (the provider runs it on the runner, here) from the Kubernetes build
 mkdir -p "$(dirname "$REPORT")"
 t_start=$SECONDS
 declare -A T
