@@ -51,7 +51,7 @@ image() {
   local out=$MIRROR/images/$ARCH/$name.tar
   for f in "${files[@]}"; do [[ -x ${f%%:*} ]] || { say "$ARCH image $ref: ${f%%:*} not built, left out"; return 0; }; done
   local key; key=$( { echo "$ref $base ${entry[*]}"; for f in "${files[@]}"; do sha256sum "${f%%:*}"; done
-                      [[ $base == debian ]] && cat "$ROOTFS/.stamp"; } | sha256sum | cut -c1-16)
+                      if [[ $base == debian ]]; then cat "$ROOTFS/.stamp"; fi; } | sha256sum | cut -c1-16)
   if [[ -e $out && $(cat "$out.key" 2>/dev/null) == "$key" ]]; then return 0; fi
   local t0=$SECONDS tag=$name-$ARCH b=$WORK/bundle-$name
   mkdir -p "$(dirname "$out")" "$WORK"
