@@ -22,6 +22,7 @@ st.navigation([
     st.Page("app_pages/intercluster.py", title="Inter-cluster tools", icon=":material/hub:",
             url_path="intercluster"),
     st.Page("app_pages/distributions.py", title="Distributions", icon=":material/stacks:", url_path="distributions"),
+    st.Page("app_pages/emulation.py", title="Emulation vs real", icon=":material/compare:", url_path="emulation"),
     st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
     st.Page("app_pages/papers.py", title="Papers", icon=":material/menu_book:", url_path="papers"),
 ]).run()

@@ -193,8 +193,9 @@ build() {
   image flannel-cni-plugin edgebench.local/flannel-cni-plugin:v0.9.1 debian "$BIN/flannel:/flannel"
   image kube-router docker.io/cloudnativelabs/kube-router:v2.1.0 debian "$BIN/kube-router:/usr/local/bin/kube-router"
   image http ghcr.io/edgebench/edgebench-http:0.1.0 static --entrypoint /usr/bin/fortio "$BIN/fortio:/usr/bin/fortio"
-  local runner=$E2E/images/runner.tar
-  [[ $ARCH != amd64 ]] && runner=$E2E/images/runner-$ARCH.tar
+  # the runner image of scripts/e2e-argo/images.sh (named runner-<arch>.tar, or runner.tar for amd64 by older ones)
+  local runner=${RUNNER_TAR:-$E2E/images/runner-$ARCH.tar}
+  [[ -e $runner || -n ${RUNNER_TAR:-} || $ARCH != amd64 ]] || runner=$E2E/images/runner.tar
   if [[ -e $runner ]]; then
     local out=$MIRROR/images/$ARCH/runner.tar
     if [[ ! -e $out || $runner -nt $out ]]; then

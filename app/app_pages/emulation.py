@@ -1,0 +1,32 @@
+import streamlit as st
+
+from data.emulation import EMULATION_EMPTY, LAB_BANNER, emulation_rows, style, verdict_counts
+import ui
+
+st.title("Emulation vs real")
+st.caption("How far the testbed's emulation (the kernel datapath a CNI configures, rebuilt in network namespaces) is "
+           "from the real CNI on a real cluster, per CNI mode and metric: testbed / real (ratio of the means) with its "
+           "95% interval and n per side. Model holds: the whole interval lies within +-10% of 1; model differs: it lies "
+           "outside, or excludes 1 and reaches beyond the band; inconclusive otherwise.")
+
+ui.require_warehouse()
+rows = ui.query(emulation_rows)
+if rows.empty:
+    st.info(EMULATION_EMPTY, icon=":material/info:")
+    st.stop()
+st.warning(LAB_BANNER, icon=":material/dns:")
+counts = verdict_counts(rows)
+st.caption(f"{len(rows)} comparisons: {counts['model holds']} model holds, {counts['model differs']} model differs, "
+           f"{counts['inconclusive']} inconclusive (margin +-10%).")
+workloads = sorted(rows["workload"].unique())
+picked = st.multiselect("Workloads", workloads, default=workloads, key="emu_workloads")
+shown = rows[rows["workload"].isin(picked)]
+st.dataframe(style(shown[["cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio", "ci", "verdict_text",
+                          "verdict"]]),
+             hide_index=True, column_order=["cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio",
+                                            "ci", "verdict_text"],
+             column_config={"cni_label": "CNI mode", "config": st.column_config.TextColumn("configuration", width="large"),
+                            "n": "n testbed / real", "testbed_mean": st.column_config.NumberColumn("testbed", format="%.4g"),
+                            "real_mean": st.column_config.NumberColumn("real", format="%.4g"),
+                            "ratio": st.column_config.NumberColumn("testbed / real", format="%.3f"),
+                            "ci": "95% CI", "verdict_text": "verdict"})

@@ -1,0 +1,45 @@
+"""Queries of the portal's Emulation vs real page (mart cmp_emulation_vs_real): for every CNI mode measured both on
+the namespace testbed and on a real cluster under the same conditions, testbed / real with its 95% interval and the
+verdict (model holds within +-10%, model differs, inconclusive)."""
+from __future__ import annotations
+
+import pandas as pd
+
+EMULATION_EMPTY = (
+    "No CNI mode has been measured both on the testbed and on a real cluster under the same conditions yet. "
+    "`make lab-local` runs real CNIs on a 3-node kubeadm lab on this machine through the ssh substrate and the same "
+    "cells on the testbed, then builds the warehouse; a Pi lab's runs (`-p substrate=ssh`) count too.")
+LAB_BANNER = (
+    "Real-cluster runs from the local lab (`make lab-local`): real CNI agents, kubelets and kube-proxy, but every node "
+    "is a set of namespaces of this one machine's kernel and cores, and the links between nodes are veth pairs, not "
+    "wires. They are never pooled with a Raspberry Pi lab's runs.")
+VERDICT_STYLE = {"model differs": "background-color: #f8d0d0; color: #8b0000; font-weight: bold",
+                 "model holds": "background-color: #d4efd4", "inconclusive": "color: #7f7f7f"}
+
+
+def emulation_rows(con) -> pd.DataFrame:
+    """One row per CNI mode x metric x configuration; `config` names the configuration in one line, `verdict_text`
+    carries the size of a difference."""
+    df = con.execute("""
+        select * from cmp_emulation_vs_real
+        order by workload, metric, protocol, path, placement, length_bytes, cni, cni_mode""").df()
+    if df.empty:
+        return df
+    df["cni_label"] = df["cni"] + ":" + df["cni_mode"]
+    df["config"] = [f"{w} {p or ''} {pa} {pl}" + (f" {int(n)} B" if pd.notna(n) else "")
+                    for w, p, pa, pl, n in zip(df["workload"], df["protocol"].where(df["protocol"] != "http", ""),
+                                                df["path"], df["placement"], df["length_bytes"])]
+    df["n"] = df["testbed_n"].astype(int).astype(str) + " / " + df["real_n"].astype(int).astype(str)
+    df["ci"] = [f"{lo:.3f}-{hi:.3f}" if pd.notna(lo) else "-" for lo, hi in zip(df["ratio_ci_low"], df["ratio_ci_high"])]
+    df["verdict_text"] = [f"model differs by {d:+.1f}%" if v == "model differs" else v
+                          for v, d in zip(df["verdict"], df["difference_pct"])]
+    return df
+
+
+def verdict_counts(df: pd.DataFrame) -> dict[str, int]:
+    return {v: int((df["verdict"] == v).sum()) for v in ("model holds", "model differs", "inconclusive")}
+
+
+def style(df: pd.DataFrame):
+    return df.style.apply(lambda col: [VERDICT_STYLE.get(v, "") for v in df.loc[col.index, "verdict"]],
+                          subset=["verdict_text"])
