@@ -36,6 +36,7 @@ def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
 
 
 INVENTORY_HELP = "Node inventory (ssh substrate; default $EDGEBENCH_INVENTORY or the Argo ConfigMap mount)."
+SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the Argo Secret mount)."
 
 
 def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
@@ -218,9 +219,6 @@ def _phase_command(phase: str) -> None:
 
     command.__doc__ = f"Phase {phase} of one cell. {doc}"
     app.command(phase, rich_help_panel="Phases of a cell (what the Argo templates run)")(command)
-
-
-SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the Argo Secret mount)."
 
 
 def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
