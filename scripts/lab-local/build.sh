@@ -72,7 +72,12 @@ fi
 if ! have flanneld $FLANNEL_VERSION; then
   t0=$SECONDS
   d=$(wrapper flannel github.com/flannel-io/flannel $FLANNEL_VERSION "" github.com/flannel-io/flannel/pkg/version)
-  (cd "$d" && go build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
+  # flannel links every backend; the module proxy answers 403 for the Tencent Cloud VPC SDK it pins (v1.3.149), so
+  # the tencentvpc backend (a cloud route table API, never used here) builds against the served v1.0.1000 instead.
+  # The udp backend is cgo on amd64: flanneld is linked against the Debian root's glibc (the image has it).
+  grep -q tencentcloud/vpc "$d/go.mod" || printf '\nreplace %s => %s v1.0.1000\n' \
+    github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc >> "$d/go.mod"
+  (cd "$d" && CGO_ENABLED=$([[ $ARCH == "$(go env GOHOSTARCH)" ]] && echo 1 || echo 0) go build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
      -o "$OUT/flanneld" github.com/flannel-io/flannel)
   built flanneld $FLANNEL_VERSION
 fi
