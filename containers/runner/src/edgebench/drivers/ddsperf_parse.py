@@ -5,10 +5,10 @@ cannot have printed."""
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, Sequence
 
+from edgebench.drivers.numbers import checked_number
 from edgebench.errors import EdgebenchError
 
 MODES = ("latency", "throughput")
@@ -85,7 +85,6 @@ LIMITS: dict[str, tuple[float, float, str]] = {
     "cpu": (0, 1e5, "process CPU (%)"),
 }
 _INTS = {"size", "cnt", "total", "totlost", "delta", "lost", "vcsw", "ivcsw", "thread"}
-_NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
 
 
 def _snippet(text: str) -> str:
@@ -94,31 +93,11 @@ def _snippet(text: str) -> str:
 
 def _checknum(field: str, tok: Any, where: str, scale: float = 1.0) -> float:
     """One checked number: finite, not negative, a whole number for counts, within LIMITS[field] (after scale)."""
-    what = LIMITS[field][2]
+    lo, hi, what = LIMITS[field]
     if isinstance(tok, bool) or not isinstance(tok, (str, int, float)):
         raise DdsperfError(f"{where}: {what} is {tok!r}, not a number")
-    if isinstance(tok, str):
-        if not _NUMBER.fullmatch(tok):
-            raise DdsperfError(f"{where}: {what} is {tok[:40]!r}, not a number")
-        x = float(tok)
-    else:
-        try:
-            x = float(tok)
-        except OverflowError:
-            raise DdsperfError(f"{where}: {what} is too large") from None
-    if math.isnan(x):
-        raise DdsperfError(f"{where}: {what} is NaN")
-    if math.isinf(x):
-        raise DdsperfError(f"{where}: {what} is infinite")
-    if x < 0:
-        raise DdsperfError(f"{where}: {what} is negative ({x:g})")
-    if field in _INTS and x != int(x):
-        raise DdsperfError(f"{where}: {what} is {x:g}, not a whole number")
-    x *= scale
-    lo, hi, _ = LIMITS[field]
-    if not lo <= x <= hi:
-        raise DdsperfError(f"{where}: {what} {x:g} is outside {lo:g}..{hi:g}")
-    return x
+    return checked_number(tok, what=what, where=where, bounds=(lo, hi), error=DdsperfError, whole=field in _INTS,
+                          scale=scale)
 
 
 class _Scan:
