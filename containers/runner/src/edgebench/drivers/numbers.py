@@ -1,6 +1,6 @@
-"""The check every number a DDS tool prints (ddsperf, Perftest) goes through before it reaches a manifest: a printed
-token or a JSON number becomes a float only if it is a number, finite, not negative, whole where it counts
-something, and within the field's plausible range."""
+"""What the DDS tools' parsers (ddsperf, Perftest) share: their output's complete lines, and the check every number
+they print goes through before it reaches a manifest: a printed token or a JSON number becomes a float only if it is
+a number, finite, not negative, whole where it counts something, and within the field's plausible range."""
 from __future__ import annotations
 
 import math
@@ -8,6 +8,14 @@ import re
 
 # What a C printf prints for a double, nan and inf included (so that they are reported as such, not as "not a number")
 NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.I)
+
+
+def complete_lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line number, line without its \\r) of each line of text, without a final line that lacks its newline:
+    the tools end every line with one, so that line was cut off."""
+    lines = text.split("\n")
+    lines.pop()  # "" after a final newline, or the unterminated (cut off) last line
+    return [(i, ln.rstrip("\r")) for i, ln in enumerate(lines, 1)]
 
 
 def checked_number(tok: str | int | float, *, what: str, where: str, bounds: tuple[float, float],

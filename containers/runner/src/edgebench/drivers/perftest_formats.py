@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from edgebench.drivers.numbers import checked_number
+from edgebench.drivers.numbers import checked_number, complete_lines as _lines
 from edgebench.errors import EdgebenchError
 
 METRIC_KEYS = ("latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
@@ -120,13 +120,6 @@ def _finish(r: _Row) -> _Row:
 
 
 # --- format detection --------------------------------------------------------------------------------------------
-
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(1-based line number, line) without a final line that lacks its newline (cut off output)."""
-    lines = text.split("\n")
-    lines.pop()  # "" after a final newline, or the unterminated (cut off) last line
-    return [(i, ln.rstrip("\r")) for i, ln in enumerate(lines, 1)]
-
 
 _LEGACY_START = re.compile(r"^\s*(One[ -]way Latency:|Length:\s*\S+\s+(Latency|Packets):|Packets:\s)", re.I)
 
