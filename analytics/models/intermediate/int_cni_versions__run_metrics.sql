@@ -30,7 +30,7 @@ with runs as (
     where status = 'ok' and is_valid          -- invalid runs stay out of every comparison
       and cni <> 'host'                       -- the host network has no CNI version
       and coalesce(service_proxy, 'default') = 'default'           -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and cni_version_effective is not null   -- manifests without a version are not part of a card
 
 ),
