@@ -120,15 +120,9 @@ select
     versioned.run_id,
     versioned.sweep_id,
     versioned.cell_id,
-    -- the card: one CNI mode on one substrate
-    versioned.substrate,
-    versioned.cni,
-    versioned.cni_mode,
-    versioned.datapath,
-    -- the comparison configuration within the card (all but the version)
-    versioned.distribution,
-    versioned.tuning_profile,
-    versioned.netem_scenario,
+    -- the card (one CNI mode on one substrate: substrate, cni, cni_mode, datapath) and, with the other cell
+    -- dimensions and what follows, the comparison configuration within the card (all but the version)
+    {{ cell_dimension_columns('versioned.') }},
     versioned.intercluster,
     versioned.workload,
     coalesce(versioned.protocol, '')                                       as protocol,
