@@ -1,60 +1,49 @@
-"""Streamlit glue shared by the pages: the cached read-only connection and cached queries over app/data.py."""
+"""Streamlit glue shared by the pages: the cached read-only connection and cached queries over the data modules
+(app/data/): a page passes the query function itself, imported from the module of its page."""
 from __future__ import annotations
+
+from typing import Callable
 
 import duckdb
 import streamlit as st
 
-import data
+from data.common import CPU_CLASS_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, warehouse_path
 
 
 @st.cache_resource(max_entries=2)
 def _connection(path: str, mtime_ns: int) -> duckdb.DuckDBPyConnection:
     # keyed on the file's mtime: a rebuilt warehouse (atomically swapped in) gets a fresh connection
-    return data.connect(path)
+    return connect(path)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def _query(fn: str, db_path: str, db_mtime_ns: int, **kwargs):  # kwargs are filters such as path=...
-    return getattr(data, fn)(_connection(db_path, db_mtime_ns).cursor(), **kwargs)
-
-
-@st.cache_data(ttl=60, show_spinner=False)
-def _sql(sql: str, params: tuple, db_path: str, db_mtime_ns: int):
-    return _connection(db_path, db_mtime_ns).cursor().execute(sql, list(params)).df()
-
-
-def sql(statement: str, *params):
-    """A page's own query on the warehouse's marts (cached like query()); a page keeps its SQL beside its layout."""
-    db_path, db_mtime_ns = require_warehouse()
-    try:
-        return _sql(statement, tuple(params), db_path, db_mtime_ns)
-    except duckdb.Error as exc:
-        st.error(f"The warehouse at `{db_path}` cannot be read ({exc.__class__.__name__}: {exc}). "
-                 "Rebuild it with `make sweep`.")
-        st.stop()
+def _query(name: str, db_path: str, db_mtime_ns: int, _fn: Callable, **kwargs):  # kwargs are filters such as path=...
+    # cached on the query's qualified name (the function itself, _fn, is not hashed) and its arguments
+    return _fn(_connection(db_path, db_mtime_ns).cursor(), **kwargs)
 
 
 def require_warehouse() -> tuple[str, int]:
     """Path and mtime of the warehouse; shows the friendly message and stops the page when there is none."""
-    path = data.warehouse_path()
+    path = warehouse_path()
     if not path.is_file():
-        st.info(data.MISSING_WAREHOUSE.format(path=path), icon=":material/info:")
+        st.info(MISSING_WAREHOUSE.format(path=path), icon=":material/info:")
         st.stop()
     return str(path), path.stat().st_mtime_ns
 
 
-def query(fn: str, **kwargs):
-    """Run data.<fn>(cursor, **kwargs) with caching; a warehouse without the expected tables stops the page."""
+def query(fn: Callable, **kwargs):
+    """Run fn(cursor, **kwargs) (a query of a data module) with caching; a warehouse without the expected tables stops
+    the page."""
     db_path, db_mtime_ns = require_warehouse()
     try:
-        return _query(fn, db_path, db_mtime_ns, **kwargs)
+        return _query(f"{fn.__module__}.{fn.__qualname__}", db_path, db_mtime_ns, fn, **kwargs)
     except duckdb.Error as exc:
         st.error(f"The warehouse at `{db_path}` cannot be read ({exc.__class__.__name__}: {exc}). "
                  "Rebuild it with `make sweep`.")
         st.stop()
 
 
-def choose(prefix: str, substrates_fn: str, values_fn: str, filters: dict[str, str], empty: str
+def choose(prefix: str, substrates_fn: Callable, values_fn: Callable, filters: dict[str, str], empty: str
            ) -> tuple[str, dict]:
     """The selection every comparison page starts with: one substrate (never mixed), then the conditions it holds
     fixed, each offering only values that exist given the ones to its left. Stops the page with `empty` when the
@@ -82,9 +71,9 @@ def cpu_banner(cpu_class: str | None) -> None:
         from edgebench.plan import catalog
 
         label = catalog.cpu_classes()["classes"].get(cpu_class, {}).get("label", cpu_class)
-        st.warning(data.CPU_CLASS_BANNER.format(label=f"{cpu_class} ({label})"), icon=":material/memory:")
+        st.warning(CPU_CLASS_BANNER.format(label=f"{cpu_class} ({label})"), icon=":material/memory:")
 
 
 def local_banner(substrate: str) -> None:
     if substrate == "local":
-        st.warning(data.LOCAL_BANNER, icon=":material/lan:")
+        st.warning(LOCAL_BANNER, icon=":material/lan:")

@@ -7,7 +7,16 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import data
+from data.cni_datapaths import filter_values, overhead, problem_runs, substrates, throughput_chart
+from data.common import BASELINE_COLOR, LOCAL_BANNER, connect, invalid_runs
+from data.dds import (dds_filter_values, dds_line_chart, dds_overhead, dds_overhead_table, dds_problem_runs,
+                      dds_substrates, dds_transport_table, overhead_cell)
+from data.http import (OUTLIERS_PER_BOX, http_kpis, http_overhead, http_overhead_table, http_response_boxes,
+                       http_response_outliers, http_vs_host_text, response_chart)
+from data.link_conditions import netem_metric, netem_scenarios
+from data.overview import run_counts, sweeps
+from data.resources import resource_long, resource_usage
+from data.tuning import cmp_tuning_vs_host, tuning_heatmap_frame
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
@@ -16,7 +25,7 @@ CNI_PAGE = "app_pages/cni_datapaths.py"
 
 @pytest.fixture
 def con(fixture_warehouse):
-    c = data.connect(fixture_warehouse)
+    c = connect(fixture_warehouse)
     yield c
     c.close()
 
@@ -35,35 +44,35 @@ def test_connection_is_read_only(con):
 
 
 def test_overview_queries(con):
-    counts = data.run_counts(con)
+    counts = run_counts(con)
     assert counts["runs"].sum() == fx.N_MANIFESTS - 1
-    sweeps = data.sweeps(con)
-    assert set(sweeps["sweep_id"]) == {fx.SWEEP}  # the older duplicate was superseded
-    assert sweeps.loc[0, ["failed", "unsupported"]].tolist() == [2, 2]  # iperf3 + http failed; iperf3 + dds unsupported
+    sweep_rows = sweeps(con)
+    assert set(sweep_rows["sweep_id"]) == {fx.SWEEP}  # the older duplicate was superseded
+    assert sweep_rows.loc[0, ["failed", "unsupported"]].tolist() == [2, 2]  # iperf3 + http failed; iperf3 + dds unsupported
 
 
 def test_substrates_and_options(con):
-    assert data.substrates(con) == ["local", "kind"]  # most runs first
-    assert data.filter_values(con, "local", "protocol") == ["tcp", "udp"]
-    assert data.filter_values(con, "local", "length_bytes") == [fx.UDP_LEN, fx.TCP_LEN]
-    assert data.filter_values(con, "local", "length_bytes", protocol="udp") == [fx.UDP_LEN]
+    assert substrates(con) == ["local", "kind"]  # most runs first
+    assert filter_values(con, "local", "protocol") == ["tcp", "udp"]
+    assert filter_values(con, "local", "length_bytes") == [fx.UDP_LEN, fx.TCP_LEN]
+    assert filter_values(con, "local", "length_bytes", protocol="udp") == [fx.UDP_LEN]
 
 
 def test_overhead_never_mixes_substrates(con):
-    df = data.overhead(con, "local", protocol="tcp")
+    df = overhead(con, "local", protocol="tcp")
     assert set(df["substrate"]) == {"local"} and df.iloc[0]["variant"] == "host / host"
     assert df.set_index("variant").loc["flannel / vxlan", "overhead_pct"] == pytest.approx(
         fx.OVERHEAD_LOCAL_TCP_FLANNEL)
     assert (df["ci_low_mbps"] <= df["throughput_mbps"]).all()
-    assert data.overhead(con, "kind", protocol="tcp")["host_throughput_mbps"].isna().all()
+    assert overhead(con, "kind", protocol="tcp")["host_throughput_mbps"].isna().all()
     with pytest.raises(ValueError):
-        data.overhead(con, "local", cni="x; drop table y")
+        overhead(con, "local", cni="x; drop table y")
 
 
 def test_problem_runs_and_chart(con):
-    problems = data.problem_runs(con, "local", protocol="tcp")
+    problems = problem_runs(con, "local", protocol="tcp")
     assert problems[["status", "error"]].values.tolist() == [["unsupported", "unsupported: kernel has no ipip"]]
-    spec = data.throughput_chart(data.overhead(con, "local", protocol="udp")).to_dict()
+    spec = throughput_chart(overhead(con, "local", protocol="udp")).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "errorbar", "rule"]
 
 
@@ -79,7 +88,7 @@ def test_overview_page(app):
     assert not at.exception
     assert at.title[0].value == "edgebench"
     assert [m.value for m in at.metric][:2] == ["1", str(fx.N_MANIFESTS - 1)]
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert frame(at, "sweep_id")["sweep_id"].tolist() == [fx.SWEEP]
 
 
@@ -88,7 +97,7 @@ def test_cni_page_renders_local_with_banner_and_chart(app):
     at.switch_page(CNI_PAGE).run()
     assert not at.exception
     assert at.selectbox(key="substrate").value == "local"
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     (chart,) = at.get("vega_lite_chart")
     assert '"errorbar"' in chart.proto.spec and "host baseline" in chart.proto.spec
     table = frame(at, "overhead_pct")
@@ -110,7 +119,7 @@ def test_cni_page_filters_change_rows(app):
 
     at.selectbox(key="substrate").set_value("kind").run()
     assert not at.exception
-    assert not any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert not any(LOCAL_BANNER in w.value for w in at.warning)
     table = frame(at, "overhead_pct")
     assert table["variant"].tolist() == ["flannel / vxlan"] and table["overhead_pct"].isna().all()
     assert any("No host-network baseline" in c.value for c in at.caption)
@@ -132,31 +141,31 @@ DDS_PAGE, HTTP_PAGE = "app_pages/dds.py", "app_pages/http.py"
 
 
 def test_dds_queries(con):
-    assert data.dds_substrates(con) == ["local"]
+    assert dds_substrates(con) == ["local"]
     # most successful runs first: security 'none' is the default, not the unsupported auth-encrypt
-    assert data.dds_filter_values(con, "local", "security") == ["none", "auth-encrypt"]
-    df = data.dds_overhead(con, "local", security="none")
-    table = data.dds_overhead_table(df[(df["dds_mode"] == "latency") & (df["reliability"] == "reliable")],
-                                    "latency_p90_overhead_pct")
+    assert dds_filter_values(con, "local", "security") == ["none", "auth-encrypt"]
+    df = dds_overhead(con, "local", security="none")
+    table = dds_overhead_table(df[(df["dds_mode"] == "latency") & (df["reliability"] == "reliable")],
+                               "latency_p90_overhead_pct")
     assert sorted(table["variant"]) == ["calico / bgp", "flannel / vxlan"] and list(table.columns)[1:] == [
         "64 B", "1024 B"]
-    problems = data.dds_problem_runs(con, "local", security="auth-encrypt")
+    problems = dds_problem_runs(con, "local", security="auth-encrypt")
     assert problems["status"].tolist() == ["unsupported"]
     with pytest.raises(ValueError):
-        data.dds_overhead(con, "local", cni="x; drop table y")
+        dds_overhead(con, "local", cni="x; drop table y")
 
 
 def test_http_queries(con):
-    kpis = data.http_kpis(con, "local", service="static-reply")
+    kpis = http_kpis(con, "local", service="static-reply")
     assert sorted(kpis["kpi_ms"].unique()) == sorted({float(v) for v in fx.HTTP_KPIS_MS.values()})
-    boxes = data.http_response_boxes(con, "local", service="static-reply")
-    outliers = data.http_response_outliers(con, "local", service="static-reply")
-    spec = data.response_chart(boxes, outliers, kpis).to_dict()
+    boxes = http_response_boxes(con, "local", service="static-reply")
+    outliers = http_response_outliers(con, "local", service="static-reply")
+    spec = response_chart(boxes, outliers, kpis).to_dict()
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
     assert marks == ["rule", "bar", "tick"] + (["point"] if len(outliers) else []) + ["rule", "text"]
     # the host baseline is grey, as on every page
     scale = spec["layer"][0]["encoding"]["color"]["scale"]
-    assert dict(zip(scale["domain"], scale["range"]))["host / host"] == data.BASELINE_COLOR
+    assert dict(zip(scale["domain"], scale["range"]))["host / host"] == BASELINE_COLOR
 
 
 def test_http_box_statistics_equal_the_requests(con):
@@ -170,8 +179,8 @@ def test_http_box_statistics_equal_the_requests(con):
     groups: dict = {}
     for variant, length, ms in rows:
         groups.setdefault((variant, length), []).append(ms)
-    boxes = data.http_response_boxes(con, "local", service="payload-echo").set_index(["variant", "length_bytes"])
-    outliers = data.http_response_outliers(con, "local", service="payload-echo")
+    boxes = http_response_boxes(con, "local", service="payload-echo").set_index(["variant", "length_bytes"])
+    outliers = http_response_outliers(con, "local", service="payload-echo")
     assert sorted(boxes.index) == sorted(groups) and len(groups) >= 2
     n_beyond = 0
     for key, ms in groups.items():
@@ -183,7 +192,7 @@ def test_http_box_statistics_equal_the_requests(con):
         assert b["whisker_lo"] == pytest.approx(min(x for x in ms if x >= lo))
         assert b["whisker_hi"] == pytest.approx(max(x for x in ms if x <= hi))
         beyond = sorted(x for x in ms if x < lo or x > hi)
-        assert b["n_outliers"] == len(beyond) < data.OUTLIERS_PER_BOX
+        assert b["n_outliers"] == len(beyond) < OUTLIERS_PER_BOX
         mine = outliers[(outliers["variant"] == key[0]) & (outliers["length_bytes"] == key[1])]
         assert sorted(mine["response_ms"]) == pytest.approx(beyond)
         n_beyond += len(beyond)
@@ -195,7 +204,7 @@ def test_dds_page_renders_with_banner_and_tables(app):
     at.switch_page(DDS_PAGE).run()
     assert not at.exception
     assert at.selectbox(key="dds_substrate").value == "local"
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert len(at.get("vega_lite_chart")) == 3
     table = frame(at, "64 B")
     assert sorted(table["variant"]) == ["calico / bgp", "flannel / vxlan"]
@@ -205,30 +214,30 @@ def test_dds_page_renders_with_banner_and_tables(app):
 
 
 def test_dds_overhead_cell_is_the_marts_row(con):
-    df = data.dds_overhead(con, "local", security="none")
+    df = dds_overhead(con, "local", security="none")
     lat = df[(df["dds_mode"] == "latency") & (df["reliability"] == "reliable")]
-    table = data.dds_overhead_table(lat, "latency_p90_overhead_pct")
+    table = dds_overhead_table(lat, "latency_p90_overhead_pct")
     row = lat[(lat["cni"] == "flannel") & (lat["length_bytes"] == 64)].iloc[0]
     assert row["verdict"] in ("worse", "indistinguishable", "better")
     assert table.loc[table["variant"] == "flannel / vxlan", "64 B"].iloc[0] == (
         f"{row['latency_p90_overhead_pct']:.1f} ± {row['latency_p90_overhead_ci95_pct']:.1f} {row['verdict']} (n 2/2)")
-    assert data.overhead_cell(12.34, float("nan"), "n < 2", 1, 3) == "12.3 n < 2 (n 1/3)"
+    assert overhead_cell(12.34, float("nan"), "n < 2", 1, 3) == "12.3 n < 2 (n 1/3)"
 
 
 def test_dds_scaling_with_one_subscriber_count_is_a_table(con):
-    df = data.dds_overhead(con, "local", security="none")
+    df = dds_overhead(con, "local", security="none")
     four = df[(df["dds_mode"] == "throughput") & (df["subscribers"] == 4)]
-    table = data.dds_transport_table(four)
+    table = dds_transport_table(four)
     assert table["variant"].tolist() == ["host / host", "flannel / vxlan"]  # the baseline first
     assert set(table.columns) == {"variant", "payload (B)", "unicast Mbit/s", "multicast Mbit/s"}
     host = four[(four["cni"] == "host") & (four["transport"] == "multicast")].iloc[0]
     assert table["multicast Mbit/s"].iloc[0] == (
         f"{host['throughput_mbps']:.1f} ± {host['throughput_ci95_mbps']:.1f} (n {host['n_runs']})")
     # the line charts colour the host baseline in the baseline grey, as every page does
-    spec = data.dds_line_chart(df[df["dds_mode"] == "throughput"], "subscribers", "throughput_mbps", "transport",
-                               "t", "y", "x").to_dict()
+    spec = dds_line_chart(df[df["dds_mode"] == "throughput"], "subscribers", "throughput_mbps", "transport",
+                          "t", "y", "x").to_dict()
     scale = spec["encoding"]["color"]["scale"]
-    assert scale["domain"][0] == "host / host" and scale["range"][0] == data.BASELINE_COLOR
+    assert scale["domain"][0] == "host / host" and scale["range"][0] == BASELINE_COLOR
 
 
 def test_dds_page_filters_change_what_is_shown(app):
@@ -248,7 +257,7 @@ def test_http_page_renders_with_kpi_lines(app):
     at = app.run()
     at.switch_page(HTTP_PAGE).run()
     assert not at.exception
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     (chart,) = at.get("vega_lite_chart")
     # KPI rules drawn at kpi_ms (their values travel as a dataset; test_http_queries checks they come from the data)
     assert '"whisker_hi"' in chart.proto.spec and '"q3"' in chart.proto.spec and '"kpi_ms"' in chart.proto.spec
@@ -269,7 +278,7 @@ def test_http_page_service_filter_changes_rows(app):
 
 
 def test_http_overhead_table_on_the_fixtures(con):
-    table = data.http_overhead_table(data.http_overhead(con, "local", service="payload-echo"))
+    table = http_overhead_table(http_overhead(con, "local", service="payload-echo"))
     first = table[table["length_bytes"] == 1000].iloc[0]  # host baseline first, as on the CNI page
     assert first["variant"] == "host / host" and first["p90_vs_host"] == "0.0 %" and first["p90_verdict"] == "baseline"
     flannel = table[(table["length_bytes"] == 1000000) & (table["variant"] == "flannel / vxlan")].iloc[0]
@@ -279,9 +288,9 @@ def test_http_overhead_table_on_the_fixtures(con):
 
 
 def test_http_verdicts_in_the_table(verdict_warehouse):
-    with data.connect(verdict_warehouse) as c:
-        df = data.http_overhead(c, "local", service="payload-echo")
-    table = data.http_overhead_table(df).set_index(["length_bytes", "variant"])
+    with connect(verdict_warehouse) as c:
+        df = http_overhead(c, "local", service="payload-echo")
+    table = http_overhead_table(df).set_index(["length_bytes", "variant"])
     row = table.loc[(60, "kube-router / bgp")]  # hey (100 us steps) against fortio's host baseline
     assert row["p50_vs_host"] == "below resolution (<100 µs)" and row["p50_verdict"] == "below resolution"
     assert table.loc[(60, "calico / vxlan"), "p50_vs_host"] == "+19.8 %"
@@ -292,7 +301,7 @@ def test_http_verdicts_in_the_table(verdict_warehouse):
     assert table.loc[(60, "weave / fastdp"), "p50_verdict"].startswith("no verdict")
     hey = table.loc[(1000, "flannel / vxlan")]  # hey on both sides: half a step at p50, one whole step at p90
     assert (hey["p50_vs_host"], hey["p90_vs_host"]) == ("below resolution (<100 µs)", "+100.0 %")
-    assert data.http_vs_host_text(None, "below resolution", 0.001, 0.001) == "below resolution (<1 µs)"
+    assert http_vs_host_text(None, "below resolution", 0.001, 0.001) == "below resolution (<1 µs)"
 
 
 def test_http_page_says_below_resolution(verdict_warehouse, monkeypatch):
@@ -330,25 +339,25 @@ NETEM_PAGE, TUNING_PAGE, RES_PAGE = "app_pages/link_conditions.py", "app_pages/t
 
 
 def test_conditions_queries(con):
-    scen = data.netem_scenarios(con, "local", tuning_profile="default_settings")
+    scen = netem_scenarios(con, "local", tuning_profile="default_settings")
     assert list(dict.fromkeys(scen["netem_scenario"])) == ["none", "lcl", "edg10"]  # untouched first, then delay
     edg10 = scen[scen["netem_scenario"] == "edg10"].iloc[0]
     assert (edg10["netem_delay_ms"], edg10["netem_rate_mbit"]) == (10.0, 100.0)
-    df = data.netem_metric(con, "local", "http_p90", tuning_profile="default_settings")
+    df = netem_metric(con, "local", "http_p90", tuning_profile="default_settings")
     cil = df[(df["variant"] == "cilium / vxlan")].set_index("netem_scenario")["value"]
     assert cil["edg10"] > cil["lcl"] > cil["none"]
     with pytest.raises(ValueError):
-        data.netem_metric(con, "local", "x; drop table y")
-    eff = data.cmp_tuning_vs_host(con, "local", workload="iperf3", protocol="tcp", netem_scenario="none")
-    cells = data.tuning_heatmap_frame(eff, "throughput_efficiency_pct", by_mtu=False).set_index(["variant", "column"])
+        netem_metric(con, "local", "x; drop table y")
+    eff = cmp_tuning_vs_host(con, "local", workload="iperf3", protocol="tcp", netem_scenario="none")
+    cells = tuning_heatmap_frame(eff, "throughput_efficiency_pct", by_mtu=False).set_index(["variant", "column"])
     assert cells.loc[("antrea / geneve", "kernel_optimizations"), "value"] == pytest.approx(fx.EFF_KOPT_TCP_ANTREA)
     assert "host / host" not in cells.index.get_level_values(0)
-    inv = data.invalid_runs(con, "local")
+    inv = invalid_runs(con, "local")
     assert inv[["cni", "invalid_reason"]].values.tolist() == [["antrea", fx.INVALID_REASON]]
-    res = data.resource_usage(con, "local", workload="iperf3", protocol="udp", netem_scenario="none",
-                              tuning_profile="default_settings")
+    res = resource_usage(con, "local", workload="iperf3", protocol="udp", netem_scenario="none",
+                         tuning_profile="default_settings")
     assert set(res["component"]) == {"system", "workload"}
-    assert set(data.resource_long(res)["phase"]) == {"idle", "run"}
+    assert set(resource_long(res)["phase"]) == {"idle", "run"}
 
 
 def test_link_conditions_page_renders_and_metric_changes(app):
@@ -356,7 +365,7 @@ def test_link_conditions_page_renders_and_metric_changes(app):
     at.switch_page(NETEM_PAGE).run()
     assert not at.exception
     assert at.selectbox(key="netem_substrate").value == "local"
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     scen = frame(at, "netem_delay_ms")
     assert set(scen["netem_scenario"]) == {"none", "lcl", "edg10"}
     (chart,) = at.get("vega_lite_chart")
@@ -383,7 +392,7 @@ def test_tuning_page_heatmap_and_mtu_filter(app):
     at = app.run()
     at.switch_page(TUNING_PAGE).run()
     assert not at.exception
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     (chart,) = at.get("vega_lite_chart")
     assert '"rect"' in chart.proto.spec and "kernel_optimizations" in chart.proto.spec
     detail = frame(at, "throughput_efficiency_pct")
@@ -402,7 +411,7 @@ def test_resources_page_idle_vs_run_and_component(app):
     at = app.run()
     at.switch_page(RES_PAGE).run()
     assert not at.exception
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert at.selectbox(key="res_workload").value == "iperf3"
     assert len(at.get("vega_lite_chart")) == 3  # CPU, RAM, throughput
     table = frame(at, "cpu_run_pct").set_index("variant")
@@ -442,7 +451,7 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     at.switch_page(PAPERS_PAGE).run()
     assert not at.exception and not at.error
     assert at.selectbox(key="paper_id").value == "000"
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert any("not the paper's hardware" in w.value for w in at.warning)
     table_1, table_2 = (d.value for d in at.dataframe if "published %" in d.value.columns)
     assert len(table_1) == len(table_2) == 20  # every cell of Tables I and II, measured or not

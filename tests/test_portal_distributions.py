@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import data
+from data.common import LOCAL_BANNER, connect
+from data.distributions import (default_proxies, distribution_comparison, distribution_references,
+                                distribution_substrates, proxy_comparison, proxy_stands_for, proxy_unsupported)
 from conftest import build_distributions_tree
 from test_warehouse_distributions import manifests
 
@@ -38,23 +40,23 @@ def frame(at, column):
 
 
 def test_queries(both):
-    con = data.connect(both)
+    con = connect(both)
     try:
-        assert data.distribution_substrates(con) == ["ssh"]
-        assert data.distribution_references(con, "ssh", cni="flannel") == ["k0s", "k3s"]
-        df = data.distribution_comparison(con, "ssh", "k3s", cni="flannel", cni_mode="vxlan", protocol="tcp")
+        assert distribution_substrates(con) == ["ssh"]
+        assert distribution_references(con, "ssh", cni="flannel") == ["k0s", "k3s"]
+        df = distribution_comparison(con, "ssh", "k3s", cni="flannel", cni_mode="vxlan", protocol="tcp")
         assert df["distribution"].tolist()[0] == "k3s" and df["what"].tolist()[0] == "throughput (Mbit/s)"
         k0s = df[(df["distribution"] == "k0s") & (df["metric"] == "throughput_mbps")].iloc[0]
         assert (k0s["n_runs"], k0s["verdict"]) == (3, "worse")
-        proxies = data.proxy_comparison(con, "local", cni="flannel")
+        proxies = proxy_comparison(con, "local", cni="flannel")
         assert proxies["service_proxy_mode"].tolist() == ["iptables", "dnat", "nftables"]
         assert proxies["verdict"].tolist() == ["reference", "indistinguishable", "better"]
-        assert data.proxy_unsupported(con, "local")["service_proxy_mode"].tolist() == ["ipvs"]
+        assert proxy_unsupported(con, "local")["service_proxy_mode"].tolist() == ["ipvs"]
     finally:
         con.close()
-    table = data.default_proxies()
+    table = default_proxies()
     assert set(table["distribution"]) == {"k3s", "k0s", "microk8s", "kubeadm", "kind"}
-    assert data.proxy_stands_for("iptables").startswith("k3s, k0s")
+    assert proxy_stands_for("iptables").startswith("k3s, k0s")
 
 
 def test_page_with_clusters_compares_distributions_and_proxies(both, monkeypatch):
@@ -65,7 +67,7 @@ def test_page_with_clusters_compares_distributions_and_proxies(both, monkeypatch
     proxies = frame(at, "reference_throughput_mbps")
     assert proxies["service_proxy_mode"].tolist() == ["iptables", "dnat", "nftables"]
     assert {"n_runs", "throughput_ci95_mbps", "diff_ci95_mbps", "verdict"} <= set(proxies)
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)  # the testbed part says what it measures
+    assert any(LOCAL_BANNER in w.value for w in at.warning)  # the testbed part says what it measures
     assert any("only part of a distribution the testbed models" in m.value for m in at.markdown)
     assert "kernel has no IPVS" in frame(at, "error")["error"].iloc[0]
     assert len(at.get("vega_lite_chart")) == 2  # two distributions, three proxy modes: charts, not single bars
@@ -83,9 +85,9 @@ def test_one_proxy_mode_is_a_table_not_a_chart(testbed_only, monkeypatch):
     at = page(testbed_only, monkeypatch)
     at.selectbox(key="proxy_cni").set_value("flannel").run()
     assert len(at.get("vega_lite_chart")) == 1
-    con = data.connect(testbed_only)
+    con = connect(testbed_only)
     try:  # a selection holding one mode only
-        one = data.proxy_comparison(con, "local", cni="flannel", protocol="udp")
+        one = proxy_comparison(con, "local", cni="flannel", protocol="udp")
     finally:
         con.close()
     assert one.empty

@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import data
+from data.common import BASELINE_COLOR, LOCAL_BANNER, connect
+from data.http import http_kpi_shares, http_problem_runs, http_response_boxes
+from data.intercluster import (intercluster_chart, intercluster_comparison, intercluster_diff_table,
+                               intercluster_filter_values, intercluster_limits, intercluster_models,
+                               intercluster_netem_order, intercluster_series, intercluster_substrates)
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
@@ -17,7 +21,7 @@ SKUPPER, SUBMARINER = "skupper:amqp (emulated)", "submariner:vxlan (kernel)"
 
 @pytest.fixture
 def con(intercluster_warehouse):
-    c = data.connect(intercluster_warehouse)
+    c = connect(intercluster_warehouse)
     yield c
     c.close()
 
@@ -52,39 +56,39 @@ def chart_data(at) -> list:
 # ---- data/intercluster.py ------------------------------------------------------------------------------------
 
 def test_queries(con):
-    assert data.intercluster_substrates(con) == ["local"]
-    assert data.intercluster_filter_values(con, "local", "cni") == ["flannel"]  # host runs never cross clusters
-    df = data.intercluster_comparison(con, "local", cni="flannel", service=fx.IC_SERVICE)
+    assert intercluster_substrates(con) == ["local"]
+    assert intercluster_filter_values(con, "local", "cni") == ["flannel"]  # host runs never cross clusters
+    df = intercluster_comparison(con, "local", cni="flannel", service=fx.IC_SERVICE)
     assert set(df["label"]) == {"none (one cluster)", SKUPPER, SUBMARINER, "clusterlink:mtls (emulated)"}
     one = df[df["length_bytes"] == 1000]
     assert one["netem_scenario"].tolist()[0] == "none" and one["netem_scenario"].tolist()[-1] == "edg10"
     assert one.iloc[0]["label"] == "none (one cluster)"  # the baseline first within a scenario
-    assert data.intercluster_series(df)[0] == "none (one cluster)"
-    assert data.intercluster_netem_order(["x", "edg20", "edg10", "lcl", "edg2.5", "none", "edg5", "edg15", "a"]) == [
+    assert intercluster_series(df)[0] == "none (one cluster)"
+    assert intercluster_netem_order(["x", "edg20", "edg10", "lcl", "edg2.5", "none", "edg5", "edg15", "a"]) == [
         "none", "lcl", "edg2.5", "edg5", "edg10", "edg15", "edg20", "a", "x"]
-    assert data.intercluster_models(df) == {SKUPPER: fx.IC_SKUPPER_MODEL,
+    assert intercluster_models(df) == {SKUPPER: fx.IC_SKUPPER_MODEL,
                                            "clusterlink:mtls (emulated)": fx.IC_CLUSTERLINK_MODEL}
     with pytest.raises(ValueError):
-        data.intercluster_comparison(con, "local", bogus="x; drop table y")
+        intercluster_comparison(con, "local", bogus="x; drop table y")
 
 
 def test_chart_layers_baseline_style_and_limits(con):
-    df = data.intercluster_comparison(con, "local", cni="flannel")
-    spec = data.intercluster_chart(df[df["length_bytes"] == 1000]).to_dict()
+    df = intercluster_comparison(con, "local", cni="flannel")
+    spec = intercluster_chart(df[df["length_bytes"] == 1000]).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["point", "errorbar", "text", "rule", "text"]
     color = spec["layer"][0]["encoding"]["color"]["scale"]
     # the none baseline in the grey the host baseline has on the CNI and resources pages
-    assert color["domain"][0] == "none (one cluster)" and color["range"][0] == data.BASELINE_COLOR
-    assert data.BASELINE_COLOR not in color["range"][1:]
+    assert color["domain"][0] == "none (one cluster)" and color["range"][0] == BASELINE_COLOR
+    assert BASELINE_COLOR not in color["range"][1:]
     assert spec["layer"][0]["encoding"]["x"]["sort"] == ["none", "edg10"]
-    lim = data.intercluster_limits(df)
+    lim = intercluster_limits(df)
     assert lim["limit_ms"].tolist() == [100.0, 1000.0]
     assert lim["label"].tolist() == ["vehicle assist 100 ms", "remote maintenance 1000 ms"]
 
 
 def test_diff_table_text(con):
-    df = data.intercluster_comparison(con, "local", cni="flannel")
-    table = data.intercluster_diff_table(df[df["length_bytes"] == 1000]).set_index(["netem_scenario", "label"])
+    df = intercluster_comparison(con, "local", cni="flannel")
+    table = intercluster_diff_table(df[df["length_bytes"] == 1000]).set_index(["netem_scenario", "label"])
     assert table.loc[("none", "none (one cluster)"), "vs_none_ms"] == "0 (baseline)"
     row = df[(df["length_bytes"] == 1000) & (df["netem_scenario"] == "none") & (df["label"] == SKUPPER)].iloc[0]
     assert table.loc[("none", SKUPPER), "vs_none_ms"] == (
@@ -101,11 +105,11 @@ def test_page_is_registered_and_renders(page):
     assert at.selectbox(key="ic_substrate").value == "local"
     assert at.selectbox(key="ic_cni").value == "flannel"
     assert at.selectbox(key="ic_payload").value == 1000
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     spec = chart_spec(at)
     # the two limits as rules, labelled; 95% CI error bars; n per bar; the emulated label in the legend
     assert '"rule"' in spec and '"errorbar"' in spec and '"ci_low_ms"' in spec and '"n_text"' in spec
-    assert SKUPPER in spec and "none (one cluster)" in spec and data.BASELINE_COLOR in spec
+    assert SKUPPER in spec and "none (one cluster)" in spec and BASELINE_COLOR in spec
     points, limits = chart_data(at)
     assert limits.to_dict("list") == {"limit_ms": [100.0, 1000.0],
                                       "label": ["vehicle assist 100 ms", "remote maintenance 1000 ms"]}
@@ -196,13 +200,13 @@ def test_page_missing_warehouse(tmp_path, monkeypatch):
 
 def test_http_page_keeps_to_one_cluster(con, intercluster_warehouse, monkeypatch):
     """The HTTP page's CNI-vs-host view must not mix runs across tools into flannel's one-cluster numbers."""
-    boxes = data.http_response_boxes(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
+    boxes = http_response_boxes(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
     one_cluster = [m for m in fx.intercluster_manifests()
                    if "intercluster" not in m and m["status"] == "ok"]
     assert boxes["n"].sum() == sum(len(fx.intercluster_requests(m)) for m in one_cluster)
-    shares = data.http_kpi_shares(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
+    shares = http_kpi_shares(con, "local", service=fx.IC_SERVICE, netem_scenario="none")
     assert shares.set_index(["variant", "length_bytes"]).loc[("flannel / vxlan", 1000), "n_runs"] == 3
-    assert data.http_problem_runs(con, "local").empty  # the failed / unsupported runs are across tools
+    assert http_problem_runs(con, "local").empty  # the failed / unsupported runs are across tools
     monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(intercluster_warehouse))
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("app_pages/http.py").run()

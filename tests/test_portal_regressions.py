@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import data
+import data.regressions
+from data.common import LOCAL_BANNER, connect
+from data.regressions import regression_cards, regression_rows, regression_summary, regression_table
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
@@ -18,7 +20,7 @@ SSH = "calico:vxlan v3.29.4 -> v3.30.0 (substrate ssh, versions installed)"
 
 @pytest.fixture
 def con(versions_warehouse):
-    c = data.connect(versions_warehouse)
+    c = connect(versions_warehouse)
     yield c
     c.close()
 
@@ -43,30 +45,30 @@ def frame(at, column):
 # ---- data/regressions.py --------------------------------------------------------------------------------------
 
 def test_cards_and_rows(con):
-    cards = data.regression_cards(con)
+    cards = regression_cards(con)
     assert len(cards) == len(fx.VERSION_NULL_CARDS) + 2
     assert cards.iloc[0]["label"] == CILIUM  # most worse rows first
     ssh = cards[cards["substrate"] == "ssh"].iloc[0]
     assert ssh["label"] == SSH and ssh["caveat"] is None and ssh["versions"] == "versions installed"
     assert "No CNI software of either version ran" in cards.iloc[0]["caveat"]
-    rows = data.regression_rows(con, "local", "cilium", "vxlan")
+    rows = regression_rows(con, "local", "cilium", "vxlan")
     assert len(rows) == fx.N_VERSION_COMPARISONS_PER_CARD
     verdicts = rows["verdict"].tolist()
     assert verdicts == sorted(verdicts, key=["worse", "better", "indistinguishable", "n < 2"].index)
-    table = data.regression_table(rows)
+    table = regression_table(rows)
     assert list(table.columns) == ["config", "metric_label", "previous_n_runs", "new_n_runs", "previous_mean",
                                    "new_mean", "unit", "diff_pct_ci", "verdict"]
     first = rows.iloc[0]
     assert table.iloc[0]["diff_pct_ci"].startswith(f"{first['diff_pct']:+.1f} % [")
     assert "(lower better)" in table.iloc[0]["metric_label"] or "(higher better)" in table.iloc[0]["metric_label"]
-    n_small = data.regression_table(data.regression_rows(con, "ssh", "calico", "vxlan"))
+    n_small = regression_table(regression_rows(con, "ssh", "calico", "vxlan"))
     assert n_small[n_small["verdict"] == "n < 2"]["diff_pct_ci"].str.endswith("% (n < 2)").all()
-    assert data.regression_rows(con, "local", "calico", "bgp").empty
+    assert regression_rows(con, "local", "calico", "bgp").empty
 
 
 def test_summary_text(con):
-    card = data.regression_cards(con).iloc[0]
-    text = data.regression_summary(card)
+    card = regression_cards(con).iloc[0]
+    text = regression_summary(card)
     assert text.startswith("52 comparisons: 43 worse, 0 better, 9 indistinguishable.")
     assert "about 2.6 better/worse verdicts by chance" in text
 
@@ -82,7 +84,7 @@ def test_page_is_registered_and_shows_a_card(page):
     box = at.selectbox(key="reg_card")
     assert box.value == CILIUM and SSH in box.options
     assert [s.value for s in at.subheader] == [CILIUM]
-    assert any(data.LOCAL_BANNER in w.value for w in at.warning)
+    assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert any("No CNI software of either version ran" in w.value for w in at.warning)
     assert any("52 comparisons: 43 worse" in c.value for c in at.caption)
 
@@ -103,14 +105,14 @@ def test_select_another_card(page):
     at.selectbox(key="reg_card").set_value(SSH).run()
     assert not at.exception
     assert [s.value for s in at.subheader] == [SSH]
-    assert not any(data.LOCAL_BANNER in w.value for w in at.warning)  # a cluster card: no testbed caveat
+    assert not any(LOCAL_BANNER in w.value for w in at.warning)  # a cluster card: no testbed caveat
     df = frame(at, "diff_pct_ci").value
     assert set(df["verdict"]) == {"indistinguishable", "n < 2"}
     assert any("7 more with n < 2" in c.value for c in at.caption)
 
 
 def test_few_cards_are_shown_one_below_the_other(versions_warehouse, monkeypatch):
-    monkeypatch.setattr(data, "CARDS_SHOWN_ALL", 10)
+    monkeypatch.setattr(data.regressions, "CARDS_SHOWN_ALL", 10)
     at = open_page(versions_warehouse, monkeypatch)
     assert not at.selectbox  # no select box
     assert len(at.subheader) == 8 and at.subheader[0].value == CILIUM

@@ -245,6 +245,29 @@ def test_dbt_layers_never_point_backwards_and_every_model_is_documented():
     assert not re.search(r"\b(stg|int)_[a-z0-9_]+__", portal), "the portal reads marts only"
 
 
+def test_the_cell_dimensions_are_named_in_one_macro(fixture_warehouse):
+    """Models name the cell dimension columns only through macros/cell_dimensions.sql (staging parses them): a new
+    dimension is one entry there. Every comparison mart carries them, in the macro's order, first or after the ids."""
+    import re
+
+    analytics = Path(__file__).resolve().parents[1] / "analytics"
+    naming = sorted(str(p.relative_to(analytics)) for p in analytics.rglob("*.sql")
+                    if "target" not in p.parts and re.search(r"\bcpu_class\b", p.read_text()))
+    assert naming == ["macros/cell_dimensions.sql", "models/staging/stg_edgebench__runs.sql"]
+    dims = ["substrate", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile", "cpu_class"]
+    marts = [r[0] for r in q(fixture_warehouse, "select table_name from information_schema.tables "
+                                                "where table_name like 'cmp_%' and table_name not in "
+                                                "('cmp_distributions', 'cmp_cni_version_regressions')")]
+    assert len(marts) == 8
+    for mart in marts:
+        cols = [r[0] for r in q(fixture_warehouse, "select column_name from information_schema.columns "
+                                                   "where table_name = ? order by ordinal_position", mart)]
+        assert cols[:len(dims)] == dims, mart
+    cols = [r[0] for r in q(fixture_warehouse, "select column_name from information_schema.columns "
+                                               "where table_name = 'fct_runs' order by ordinal_position")]
+    assert cols[:3 + len(dims)] == ["run_id", "sweep_id", "cell_id", *dims]
+
+
 def test_column_contract_names_each_broken_rule(tmp_path):
     """One column_contract test per model checks its not_null, accepted_values and unique rules in one pass; a
     broken rule fails the build, and the message names the column, the rule and what broke it."""

@@ -20,9 +20,14 @@ host as (
 {#- Emits the join condition `stats.<c> = host.<c> and ...` over columns, one per line; with null_safe=true
     `is not distinct from` instead of `=` (for parameters that may be null on both sides). -#}
 {% macro host_match(columns, null_safe=false) -%}
+    {{ columns_match('stats', 'host', columns, null_safe) }}
+{%- endmacro %}
+
+{#- The same between any two relations: `left.<c> = right.<c> and ...` (indent: what precedes each `and`). -#}
+{% macro columns_match(left, right, columns, null_safe=false, indent='\n    ') -%}
     {%- set op = 'is not distinct from' if null_safe else '=' -%}
     {%- for column in columns -%}
-    {{ '\n    and ' if not loop.first }}stats.{{ column }} {{ op }} host.{{ column }}
+    {{ indent ~ 'and ' if not loop.first }}{{ left }}.{{ column }} {{ op }} {{ right }}.{{ column }}
     {%- endfor -%}
 {%- endmacro %}
 
@@ -31,4 +36,30 @@ host as (
 {% macro significance(stat, host, mean_col, ci_col) -%}
     case when {{ stat }}.{{ ci_col }} is null or {{ host }}.{{ ci_col }} is null then null
          else abs({{ stat }}.{{ mean_col }} - {{ host }}.{{ mean_col }}) > {{ stat }}.{{ ci_col }} + {{ host }}.{{ ci_col }} end
+{%- endmacro %}
+
+{#- The tail of a *_vs_host mart built with stats_and_host_ctes: the configuration's sweep count and time span, then
+    `from stats left join host` on the same cell dimensions except the network's own (host_match_dimensions; null-
+    safe, as group by treats nulls), and on the workload parameters: match (with =) and null_safe_match (is not
+    distinct from, for parameters that may be null on both sides). Ends the select list (no trailing comma before
+    it). -#}
+{% macro vs_host_tail(match, null_safe_match=[]) -%}
+    stats.n_sweeps,
+    stats.first_started_at,
+    stats.last_started_at
+from stats
+left join host
+    on  {{ host_match(host_match_dimensions(), null_safe=true) }}
+    {%- if match %}
+    and {{ host_match(match) }}
+    {%- endif %}
+    {%- if null_safe_match %}
+    and {{ host_match(null_safe_match, null_safe=true) }}
+    {%- endif %}
+{%- endmacro %}
+
+{#- The cell dimensions a configuration shares with its host baseline: all but the network's own (cni, cni_mode,
+    datapath). -#}
+{% macro host_match_dimensions() -%}
+    {{ return(cell_dimension_list() | reject('in', ['cni', 'cni_mode', 'datapath']) | list) }}
 {%- endmacro %}

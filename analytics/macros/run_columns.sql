@@ -7,19 +7,19 @@
     {{ prefix }}{{ columns | join(',\n    ' ~ prefix) }}
 {%- endmacro %}
 
-{#- The run's identity and environment: ids, substrate/distribution, CNI, MTU, link conditions (netem_*),
-    tuning, the inter-cluster tool (intercluster* / is_emulated; 'none' = one cluster) and the CPU class ('none' =
-    the machine's own cores), in the order of the per-run marts. -#}
+{#- The run's identity and environment: ids, the cell dimensions (cell_dimensions.sql), MTU, the link conditions in
+    detail (netem_*), the tuned MTU and the inter-cluster tool (intercluster* / is_emulated; 'none' = one cluster),
+    in the order of the per-run marts. -#}
 {% macro run_attribute_columns(prefix='') -%}
-    {{ column_list([
-        'run_id', 'sweep_id', 'cell_id',
-        'substrate', 'distribution', 'cni', 'cni_mode', 'datapath', 'mtu',
-        'netem_scenario', 'tuning_profile',
-        'netem_mechanism', 'netem_delay_ms', 'netem_jitter_ms', 'netem_loss_pct', 'netem_rate_mbit', 'netem_scope',
-        'tuning_mtu',
-        'intercluster', 'intercluster_tool', 'intercluster_mode', 'intercluster_implementation', 'is_emulated',
-        'intercluster_model', 'cpu_class',
-    ], prefix) }}
+    {{ column_list(
+        ['run_id', 'sweep_id', 'cell_id']
+        + cell_dimension_list()
+        + ['mtu',
+           'netem_mechanism', 'netem_delay_ms', 'netem_jitter_ms', 'netem_loss_pct', 'netem_rate_mbit', 'netem_scope',
+           'tuning_mtu',
+           'intercluster', 'intercluster_tool', 'intercluster_mode', 'intercluster_implementation', 'is_emulated',
+           'intercluster_model'],
+        prefix) }}
 {%- endmacro %}
 
 {#- How the run ended: status, error, validity, attempt, timestamps, and the manifest's object key (raw_key). -#}
@@ -32,4 +32,26 @@
 {#- The DDS parameters that follow dds_mode: reliability, transport, subscribers, discovery, security, rate. -#}
 {% macro dds_parameter_columns(prefix='') -%}
     {{ column_list(['reliability', 'transport', 'subscribers', 'discovery', 'security', 'rate'], prefix) }}
+{%- endmacro %}
+
+{#- The workload and its parameters that make a configuration of the tuning-efficiency comparison
+    (int_tuning__config_stats, cmp_tuning_vs_host): the DDS parameters are null for iperf3 rows. -#}
+{% macro tuning_parameter_list() -%}
+    {{ return(['workload', 'protocol', 'path', 'placement', 'length_bytes', 'dds_mode', 'reliability', 'transport',
+               'subscribers', 'security', 'rate']) }}
+{%- endmacro %}
+
+{% macro tuning_parameter_columns(prefix='') -%}
+    {{ column_list(tuning_parameter_list(), prefix) }}
+{%- endmacro %}
+
+{#- The select list of the per-run DDS marts (fct_dds_latency, fct_dds_throughput): the run's attributes, the
+    workload parameters, the mode's own metrics (metrics, a list of columns of int_dds__runs), the publisher's and
+    subscribers' resources, the number of per-second samples, the outcome. -#}
+{% macro dds_run_mart_columns(metrics) -%}
+    {{ run_attribute_columns() }},
+    {{ column_list(['protocol', 'path', 'placement', 'length_bytes', 'duration_s', 'repetition']) }},
+    {{ dds_parameter_columns() }},
+    {{ column_list(metrics + ['cpu_pub_pct', 'rss_pub_mb', 'cpu_sub_pct', 'rss_sub_mb', 'n_samples']) }},
+    {{ run_outcome_columns() }}
 {%- endmacro %}

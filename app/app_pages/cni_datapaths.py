@@ -1,24 +1,25 @@
 import streamlit as st
 
-import data
+from data.cni_datapaths import filter_values, overhead, overhead_table, problem_runs, substrates, throughput_chart
+from data.common import FILTERS
 import ui
 
 st.title("CNI datapaths")
 st.caption("iperf3 throughput of each CNI / mode against the host-network baseline measured under the same "
            "conditions. overhead % = (host - CNI) / host x 100: positive means slower than host.")
 
-substrate, filters = ui.choose("", "substrates", "filter_values", data.FILTERS,
+substrate, filters = ui.choose("", substrates, filter_values, FILTERS,
                                "The warehouse holds no iperf3 runs yet. Run `make sweep`.")
 
-df = ui.query("overhead", substrate=substrate, **filters)
+df = ui.query(overhead, substrate=substrate, **filters)
 if df.empty:
     st.info("No successful runs for this selection (see failed and unsupported runs below).")
 else:
-    st.altair_chart(data.throughput_chart(df), width="stretch")
+    st.altair_chart(throughput_chart(df), width="stretch")
     if not df["is_host_baseline"].any():
         st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
     st.subheader("Overhead vs host")
-    st.dataframe(data.overhead_table(df), hide_index=True, column_config={
+    st.dataframe(overhead_table(df), hide_index=True, column_config={
         "throughput_mbps": st.column_config.NumberColumn("mean Mbit/s", format="%.1f"),
         "throughput_ci95_mbps": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
         "host_throughput_mbps": st.column_config.NumberColumn("host Mbit/s", format="%.1f"),
@@ -28,7 +29,7 @@ else:
     })
 
 st.subheader("Failed and unsupported runs")
-problems = ui.query("problem_runs", substrate=substrate, **filters)
+problems = ui.query(problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:

@@ -1,6 +1,7 @@
 import streamlit as st
 
-import data
+from data.dds import (DDS_FILTERS, dds_filter_values, dds_line_chart, dds_overhead, dds_overhead_table,
+                      dds_problem_runs, dds_substrates, dds_transport_table)
 import ui
 
 st.title("DDS pub/sub")
@@ -13,10 +14,10 @@ OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval
                     "difference over the host mean), the verdict against the host (better / worse / "
                     "indistinguishable; n < 2: a side with one run) and the run counts CNI/host.")
 
-substrate, filters = ui.choose("dds", "dds_substrates", "dds_filter_values", data.DDS_FILTERS,
+substrate, filters = ui.choose("dds", dds_substrates, dds_filter_values, DDS_FILTERS,
                                "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
 
-df = ui.query("dds_overhead", substrate=substrate, **filters)
+df = ui.query(dds_overhead, substrate=substrate, **filters)
 lat = df[df["dds_mode"] == "latency"]
 tput = df[df["dds_mode"] == "throughput"]
 
@@ -24,7 +25,7 @@ st.subheader("Latency by payload")
 if lat.empty:
     st.info("No successful latency runs for this selection.")
 else:
-    st.altair_chart(data.dds_line_chart(
+    st.altair_chart(dds_line_chart(
         lat[(lat["transport"] == "unicast") & (lat["subscribers"] == 1)], "length_bytes", "latency_p90_us",
         "reliability", "90th percentile latency (mean over runs): reliable vs best-effort", "p90 latency (µs)",
         "payload (bytes)"), width="stretch")
@@ -32,7 +33,7 @@ else:
     st.subheader("Latency overhead vs host (Table II style, %)")
     reliabilities = sorted(lat["reliability"].unique(), key=lambda r: (r != "reliable", r))  # reliable first
     reliability = st.selectbox("Reliability", reliabilities, key="dds_reliability")
-    table = data.dds_overhead_table(lat[lat["reliability"] == reliability], "latency_p90_overhead_pct")
+    table = dds_overhead_table(lat[lat["reliability"] == reliability], "latency_p90_overhead_pct")
     if len(table.columns) <= 1:
         st.info("No host-network baseline with identical parameters on this substrate: overhead is not computed.")
     else:
@@ -49,20 +50,20 @@ else:
     c1, c2 = st.columns(2)
     one = tput[tput["subscribers"] == 1]
     if not one.empty:
-        c1.altair_chart(data.dds_line_chart(one, "length_bytes", "throughput_mbps", "transport",
-                                            "Throughput by payload (1 subscriber)", "Mbit/s (sum over subscribers)",
-                                            "payload (bytes)"), width="stretch")
+        c1.altair_chart(dds_line_chart(one, "length_bytes", "throughput_mbps", "transport",
+                                       "Throughput by payload (1 subscriber)", "Mbit/s (sum over subscribers)",
+                                       "payload (bytes)"), width="stretch")
     if tput["subscribers"].nunique() > 1:
-        c2.altair_chart(data.dds_line_chart(tput, "subscribers", "throughput_mbps", "transport",
-                                            "Unicast vs multicast: scaling with subscribers",
-                                            "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
+        c2.altair_chart(dds_line_chart(tput, "subscribers", "throughput_mbps", "transport",
+                                       "Unicast vs multicast: scaling with subscribers",
+                                       "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
     else:  # one subscriber count: a chart would be a single point per line
         c2.markdown(f"**Unicast vs multicast at {int(tput['subscribers'].iloc[0])} subscriber(s)**")
-        c2.dataframe(data.dds_transport_table(tput), hide_index=True)
+        c2.dataframe(dds_transport_table(tput), hide_index=True)
         c2.caption("Only one subscriber count measured for this selection, so there is no scaling to draw. Seed "
                    "000 measures 1 publisher with 4, 8 and 12 subscribers: workflows/presets/seed-000-dds-multicast"
                    ".testbed.yaml.")
-    table = data.dds_overhead_table(tput[tput["subscribers"] == 1], "throughput_overhead_pct")
+    table = dds_overhead_table(tput[tput["subscribers"] == 1], "throughput_overhead_pct")
     if len(table.columns) > 1:
         st.markdown("**Throughput overhead vs host (Table I style, %, 1 subscriber)**")
         st.dataframe(table, hide_index=True)
@@ -72,7 +73,7 @@ with st.expander("Detail: every configuration with its host baseline"):
     st.dataframe(df.drop(columns=["substrate"]), hide_index=True)
 
 st.subheader("Failed and unsupported runs")
-problems = ui.query("dds_problem_runs", substrate=substrate, **filters)
+problems = ui.query(dds_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:

@@ -1,6 +1,9 @@
 import streamlit as st
 
-import data
+from data.distributions import (DISTRIBUTION_FILTERS, PROXY_FILTERS, default_proxies, distribution_chart,
+                                distribution_comparison, distribution_filter_values, distribution_references,
+                                distribution_substrates, proxy_chart, proxy_comparison, proxy_filter_values,
+                                proxy_stands_for, proxy_substrates, proxy_unsupported)
 import ui
 
 st.title("Distributions")
@@ -14,26 +17,26 @@ VERDICT_HELP = "better / worse: the 95% interval of the difference excludes 0; n
 
 # ---- real clusters ----------------------------------------------------------------------------------------------
 st.header("Real clusters")
-if not ui.query("distribution_substrates"):
+if not ui.query(distribution_substrates):
     st.info("The warehouse holds no real-cluster runs (substrate kind or ssh), so no distributions can be compared. "
             "The local testbed runs no Kubernetes distribution (its runs carry distribution `none`). Run a sweep on "
             "clusters, e.g. `argo submit workflows/presets/seed-004-k3s.yaml` and the other seed-004 presets. Below: "
             "the one part of a distribution the testbed models, its service proxy.", icon=":material/info:")
 else:
-    substrate, filters = ui.choose("dist", "distribution_substrates", "distribution_filter_values",
-                                   data.DISTRIBUTION_FILTERS, "No real-cluster runs.")
-    refs = ui.query("distribution_references", substrate=substrate, **filters)
+    substrate, filters = ui.choose("dist", distribution_substrates, distribution_filter_values,
+                                   DISTRIBUTION_FILTERS, "No real-cluster runs.")
+    refs = ui.query(distribution_references, substrate=substrate, **filters)
     if not refs:
         st.info("No distribution measured under these conditions.")
     else:
         reference = st.selectbox("Reference distribution", refs, key="dist_reference",
                                  help="Each distribution is compared with this one (kubeadm, vanilla Kubernetes, "
                                       "first when present).")
-        df = ui.query("distribution_comparison", substrate=substrate, reference=reference, **filters)
+        df = ui.query(distribution_comparison, substrate=substrate, reference=reference, **filters)
         if df["distribution"].nunique() > 1:
             tput = df[df["metric"] == "throughput_mbps"]
             if not tput.empty:
-                st.altair_chart(data.distribution_chart(tput, reference), width="stretch")
+                st.altair_chart(distribution_chart(tput, reference), width="stretch")
         else:
             st.caption(f"Only {reference} was measured under these conditions: no other distribution to compare.")
         st.dataframe(df[["what", "distribution", "service_proxy_mode", "n_runs", "mean", "ci95", "reference_n_runs",
@@ -58,18 +61,18 @@ st.markdown("What a distribution changes in the datapath is the **service proxy*
             "IPVS virtual services, or none where the CNI replaces kube-proxy. **This is the only part of a "
             "distribution the testbed models**: it runs no control plane, so its runs keep distribution `none`; a "
             "proxy mode stands for the distributions that run it by default (table below).")
-st.dataframe(data.default_proxies(), hide_index=True)
-substrate, filters = ui.choose("proxy", "proxy_substrates", "proxy_filter_values", data.PROXY_FILTERS,
+st.dataframe(default_proxies(), hide_index=True)
+substrate, filters = ui.choose("proxy", proxy_substrates, proxy_filter_values, PROXY_FILTERS,
                                "The warehouse holds no pod-to-service iperf3 runs yet. Run a sweep with "
                                "`-p service-proxy='[\"iptables\",\"nftables\",\"ipvs\"]'` and a pod-to-service path, "
                                "e.g. `edgebench sweep workflows/presets/seed-004.testbed.yaml --local`.")
-df = ui.query("proxy_comparison", substrate=substrate, **filters)
+df = ui.query(proxy_comparison, substrate=substrate, **filters)
 if df.empty:
     st.info("No successful pod-to-service runs for this selection (see the runs not measured below).")
 else:
-    df["stands for"] = df["service_proxy_mode"].map(data.proxy_stands_for)
+    df["stands for"] = df["service_proxy_mode"].map(proxy_stands_for)
     if len(df) > 1:
-        st.altair_chart(data.proxy_chart(df), width="stretch")
+        st.altair_chart(proxy_chart(df), width="stretch")
     if not df["is_reference"].any():
         st.caption("No iptables (kube-proxy default) runs under these conditions: no verdicts.")
     st.dataframe(df[["service_proxy_mode", "stands for", "n_runs", "throughput_mbps", "throughput_ci95_mbps",
@@ -86,7 +89,7 @@ else:
     st.caption("dnat is the testbed's default plain DNAT rule (no kube-proxy structure), not a distribution's proxy.")
 
 st.subheader("Proxy modes not measured")
-missing = ui.query("proxy_unsupported", substrate=substrate, **filters)
+missing = ui.query(proxy_unsupported, substrate=substrate, **filters)
 if missing.empty:
     st.success("None for this selection.")
 else:

@@ -1,6 +1,7 @@
 import streamlit as st
 
-import data
+from data.http import (HTTP_FILTERS, http_filter_values, http_kpi_shares, http_kpis, http_overhead, http_overhead_table,
+                       http_problem_runs, http_response_boxes, http_response_outliers, http_substrates, response_chart)
 import ui
 
 st.title("HTTP services")
@@ -9,23 +10,23 @@ st.caption("Sequential HTTP requests over one kept-alive connection to three ser
            "(params.kpis_ms); an error response counts as beyond every KPI. Both ends in one cluster; runs across "
            "two clusters joined by an inter-cluster tool are on the Inter-cluster tools page.")
 
-substrate, filters = ui.choose("http", "http_substrates", "http_filter_values", data.HTTP_FILTERS,
+substrate, filters = ui.choose("http", http_substrates, http_filter_values, HTTP_FILTERS,
                                "The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
 
-boxes = ui.query("http_response_boxes", substrate=substrate, **filters)
-kpis = ui.query("http_kpis", substrate=substrate, **filters)
+boxes = ui.query(http_response_boxes, substrate=substrate, **filters)
+kpis = ui.query(http_kpis, substrate=substrate, **filters)
 
 st.subheader("Response time by payload")
 if boxes.empty:
     st.info("No successful requests for this selection (see failed runs below).")
 else:
-    outliers = ui.query("http_response_outliers", substrate=substrate, **filters)
-    st.altair_chart(data.response_chart(boxes, outliers, kpis), width="stretch")
+    outliers = ui.query(http_response_outliers, substrate=substrate, **filters)
+    st.altair_chart(response_chart(boxes, outliers, kpis), width="stretch")
     st.caption(f"{int(boxes['n'].sum()):,} requests in {len(boxes)} boxes; the quartiles are computed in the "
                "warehouse, the browser gets one row per box and the requests beyond its whiskers.")
 
 st.subheader("Share of requests beyond each KPI")
-shares = ui.query("http_kpi_shares", substrate=substrate, **filters)
+shares = ui.query(http_kpi_shares, substrate=substrate, **filters)
 if shares.empty:
     st.info("No KPI boundaries for this selection.")
 else:
@@ -37,14 +38,14 @@ else:
     })
 
 st.subheader("Response time vs host")
-overhead = ui.query("http_overhead", substrate=substrate, **filters)
+overhead = ui.query(http_overhead, substrate=substrate, **filters)
 if not overhead.empty:
     if not overhead["is_host_baseline"].any():
         st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
     verdict_help = ("baseline: the host row; below resolution: |CNI - host| is smaller than the load generator's "
                     "time resolution (not measurable); better / worse: the 95% intervals of CNI and host do not "
                     "overlap (lower = better); indistinguishable: they overlap")
-    st.dataframe(data.http_overhead_table(overhead), hide_index=True, column_config={
+    st.dataframe(http_overhead_table(overhead), hide_index=True, column_config={
         "length_bytes": st.column_config.NumberColumn("payload (bytes)", format="%d"),
         "n_runs": st.column_config.NumberColumn("runs"),
         "response_p50_ms": st.column_config.NumberColumn("mean p50 ms", format="%.3f"),
@@ -67,7 +68,7 @@ if not overhead.empty:
                "resolution.")
 
 st.subheader("Failed runs and runs with error responses")
-problems = ui.query("http_problem_runs", substrate=substrate, **filters)
+problems = ui.query(http_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:

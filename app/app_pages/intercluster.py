@@ -1,6 +1,10 @@
 import streamlit as st
 
-import data
+from data.intercluster import (IMPLEMENTATION_TEXT, INTERCLUSTER_FILTERS, NONE_LABEL, intercluster_chart,
+                               intercluster_comparison, intercluster_diff_table, intercluster_filter_values,
+                               intercluster_kpi_table, intercluster_limits, intercluster_models,
+                               intercluster_problem_runs, intercluster_series, intercluster_style_verdicts,
+                               intercluster_substrates, intercluster_values_table)
 import ui
 
 st.title("Inter-cluster tools")
@@ -9,13 +13,13 @@ st.caption("HTTP requests from a client in cluster 2 to a service exported from 
            "one cluster (none, the baseline, in grey). Per netem scenario and payload: the mean over runs of each "
            "run's median response time with its 95% CI, n runs, and the two response-time limits.")
 
-substrate, filters = ui.choose("ic", "intercluster_substrates", "intercluster_filter_values",
-                               data.INTERCLUSTER_FILTERS,
+substrate, filters = ui.choose("ic", intercluster_substrates, intercluster_filter_values,
+                               INTERCLUSTER_FILTERS,
                                "The warehouse holds no HTTP runs across an inter-cluster tool yet. Add `intercluster` "
                                "entries (e.g. [\"none\", \"submariner:vxlan\", \"skupper\"]) to an HTTP sweep and run "
                                "`make sweep`.")
 
-df = ui.query("intercluster_comparison", substrate=substrate, **filters)
+df = ui.query(intercluster_comparison, substrate=substrate, **filters)
 if df.empty:
     st.info("No successful, valid runs across an inter-cluster tool for this selection (see failed and unsupported "
             "runs below).")
@@ -23,13 +27,13 @@ else:
     c1, c2, c3 = st.columns([2, 3, 1])
     payloads = sorted(df["length_bytes"].unique().tolist())
     payload = c1.selectbox("Payload (bytes)", payloads, key="ic_payload")
-    labels = data.intercluster_series(df)
-    tools = [label for label in labels if label != data.NONE_LABEL]
+    labels = intercluster_series(df)
+    tools = [label for label in labels if label != NONE_LABEL]
     shown = c2.multiselect("Inter-cluster tools", tools, default=tools, key="ic_tools",
                            help="The none baseline (both ends in one cluster) is always shown.")
     log = c3.toggle("Log scale", value=True, key="ic_log",
                     help="The limits (100 ms, 1000 ms) are orders of magnitude above one-cluster response times.")
-    sel = df[(df["length_bytes"] == payload) & df["label"].isin([data.NONE_LABEL, *shown])]
+    sel = df[(df["length_bytes"] == payload) & df["label"].isin([NONE_LABEL, *shown])]
 
     st.subheader(f"Response time, {payload} B payload")
     if sel.empty:
@@ -37,7 +41,7 @@ else:
     elif sel["netem_scenario"].nunique() < 2:
         st.caption(f"One netem scenario ({sel['netem_scenario'].iloc[0]}) in this selection: a table instead of a "
                    "chart.")
-        st.dataframe(data.intercluster_values_table(sel), hide_index=True, column_config={
+        st.dataframe(intercluster_values_table(sel), hide_index=True, column_config={
             "netem_scenario": "netem scenario", "label": "inter-cluster", "n_runs": "n runs", "n_requests": "requests",
             "response_p50_ms": st.column_config.NumberColumn("mean of run medians ms", format="%.3f"),
             "response_p50_ci95_ms": st.column_config.NumberColumn("± 95% CI ms", format="%.3f"),
@@ -45,19 +49,19 @@ else:
             "request_p95_ms": st.column_config.NumberColumn("p95 ms (all requests)", format="%.3f"),
         })
     else:
-        st.altair_chart(data.intercluster_chart(sel, log=log), width="stretch")
+        st.altair_chart(intercluster_chart(sel, log=log), width="stretch")
         if log and (sel["ci_low_ms"] <= 0).any():
             st.caption("Some 95% intervals reach 0 ms or below and are cut at the bottom of the log axis.")
-    lim = data.intercluster_limits(df)
+    lim = intercluster_limits(df)
     st.caption("Dashed: " + "; ".join(lim["label"]) + " (the seed's response-time KPIs). Error bars: 95% CI of the "
                "mean of per-run medians (Student t; none with fewer than 2 runs); n = runs.")
 
-    for label, model in data.intercluster_models(sel).items():
+    for label, model in intercluster_models(sel).items():
         st.warning(f"**{label}** is a model of the tool's data plane on the testbed, not the tool itself. What was "
                    f"modelled: {model}", icon=":material/science:")
     implementations = sorted(set(sel["intercluster_implementation"]) - {"baseline", "emulated"})
     for impl in implementations:
-        st.caption(f"({impl}): {data.IMPLEMENTATION_TEXT.get(impl, impl)}.")
+        st.caption(f"({impl}): {IMPLEMENTATION_TEXT.get(impl, impl)}.")
 
     st.subheader("Difference to none (one cluster)")
     if not sel["is_baseline"].any():
@@ -66,7 +70,7 @@ else:
                     "(lower = better); indistinguishable: they overlap (highlighted: no difference shown by these "
                     "runs); below resolution: smaller than the load generator's time resolution; no baseline: no none "
                     "runs under the same conditions; n < 2: a side without an interval")
-    st.dataframe(data.intercluster_style_verdicts(data.intercluster_diff_table(sel)), hide_index=True, column_config={
+    st.dataframe(intercluster_style_verdicts(intercluster_diff_table(sel)), hide_index=True, column_config={
         "netem_scenario": "netem scenario", "label": "inter-cluster", "intercluster_implementation": "implementation",
         "n_runs": "n runs",
         "response_p50_ms": st.column_config.NumberColumn("mean of run medians ms", format="%.3f"),
@@ -84,7 +88,7 @@ else:
                "indistinguishable while the difference's own interval excludes 0.")
 
     st.subheader("Requests and runs beyond the limits")
-    st.dataframe(data.intercluster_kpi_table(sel), hide_index=True, column_config={
+    st.dataframe(intercluster_kpi_table(sel), hide_index=True, column_config={
         "netem_scenario": "netem scenario", "label": "inter-cluster", "n_runs": "n runs", "n_requests": "requests",
         **{col: st.column_config.ProgressColumn(text, format="%.1f %%", min_value=0, max_value=100) for col, text in (
             ("pct_requests_over_vehicle_assist", f"requests > {lim['limit_ms'][0]:g} ms"),
@@ -95,7 +99,7 @@ else:
     st.caption("An error response counts as beyond every limit; beyond = strictly greater.")
 
 st.subheader("Failed and unsupported runs across a tool")
-problems = ui.query("intercluster_problem_runs", substrate=substrate, **filters)
+problems = ui.query(intercluster_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:

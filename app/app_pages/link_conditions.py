@@ -1,6 +1,8 @@
 import streamlit as st
 
-import data
+from data.common import invalid_runs
+from data.link_conditions import (NETEM_FILTERS, NETEM_METRICS, netem_chart, netem_filter_values, netem_metric,
+                                  netem_scenarios, netem_substrates)
 import ui
 
 st.title("Link conditions")
@@ -9,10 +11,10 @@ st.caption("Any metric against the emulated link condition (netem scenario) in f
            "valid runs in one cluster (runs across an inter-cluster tool: Inter-cluster tools page); the scenario "
            "parameters are the ones read back from the system.")
 
-substrate, filters = ui.choose("netem", "netem_substrates", "netem_filter_values", data.NETEM_FILTERS,
+substrate, filters = ui.choose("netem", netem_substrates, netem_filter_values, NETEM_FILTERS,
                                "The warehouse holds no runs yet. Run `make sweep`.")
 
-scenarios = ui.query("netem_scenarios", substrate=substrate, **filters)
+scenarios = ui.query(netem_scenarios, substrate=substrate, **filters)
 st.subheader("Scenarios")
 st.dataframe(scenarios, hide_index=True, column_config={
     "netem_scenario": "scenario", "netem_mechanism": "mechanism",
@@ -25,8 +27,8 @@ st.dataframe(scenarios, hide_index=True, column_config={
 })
 order = list(dict.fromkeys(scenarios["netem_scenario"]))
 
-metric = st.selectbox("Metric", list(data.NETEM_METRICS), format_func=data.NETEM_METRICS.get, key="netem_metric")
-df = ui.query("netem_metric", substrate=substrate, metric=metric, **filters)
+metric = st.selectbox("Metric", list(NETEM_METRICS), format_func=NETEM_METRICS.get, key="netem_metric")
+df = ui.query(netem_metric, substrate=substrate, metric=metric, **filters)
 if df.empty:
     st.info("No successful, valid runs with this metric for this selection.")
 else:
@@ -38,7 +40,7 @@ else:
     sel = df[df["detail"] == detail]
     log = st.toggle("Log scale", value=metric.startswith("iperf3_throughput"), key="netem_log",
                     help="Rate-limited or high-delay scenarios can be orders of magnitude away from the others.")
-    st.altair_chart(data.netem_chart(sel, order, data.NETEM_METRICS[metric], log=log), width="stretch")
+    st.altair_chart(netem_chart(sel, order, NETEM_METRICS[metric], log=log), width="stretch")
     if sel["netem_scenario"].nunique() < 2:
         st.caption("Only one scenario measured for this configuration: nothing to compare yet.")
     table = sel.pivot_table(index="variant", columns="netem_scenario", values="value", aggfunc="first")
@@ -48,7 +50,7 @@ else:
         c: st.column_config.NumberColumn(c, format="%.2f") for c in table.columns if c != "variant"})
 
 st.subheader("Invalid runs (kept out of every comparison)")
-invalid = ui.query("invalid_runs", substrate=substrate, **filters)
+invalid = ui.query(invalid_runs, substrate=substrate, **filters)
 if invalid.empty:
     st.success("None for this selection.")
 else:

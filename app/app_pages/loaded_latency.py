@@ -1,11 +1,12 @@
 """Latency under load: the probe's latency with a bulk TCP flow sharing the path, against the same probe idle.
-Reads the mart cmp_loaded_latency_vs_idle only."""
+Reads the mart cmp_loaded_latency_vs_idle only (data/loaded_latency.py)."""
 import altair as alt
 import streamlit as st
 
 import ui
-
-MART = "cmp_loaded_latency_vs_idle"
+from data.loaded_latency import (PROBE_LABELS, loaded_latency_available, loaded_latency_comparison,
+                                 loaded_latency_conditions, loaded_latency_probes, loaded_latency_sizes,
+                                 loaded_latency_substrates)
 
 st.title("Latency under load")
 st.caption("What a control loop on a busy edge link feels: DDS latency (ddsperf ping/pong, RTT/2) or HTTP response "
@@ -14,10 +15,10 @@ st.caption("What a control loop on a busy edge link feels: DDS latency (ddsperf 
            "says whether the interval excludes 0.")
 
 ui.require_warehouse()
-if ui.sql("select count(*) as n from information_schema.tables where table_name = ?", MART)["n"].iloc[0] == 0:
+if not ui.query(loaded_latency_available):
     st.info("This warehouse has no latency-under-load mart yet: rebuild it with `make warehouse`.")
     st.stop()
-substrates = ui.sql(f"select distinct substrate from {MART} order by substrate")["substrate"].tolist()
+substrates = ui.query(loaded_latency_substrates)
 if not substrates:
     st.info("No latency-under-load runs yet. Add the workload to a sweep, e.g. "
             "`make sweep ARGS=\"-p 'workloads=[\\\"loaded-latency\\\"]'\"`.")
@@ -26,25 +27,12 @@ if not substrates:
 c1, c2, c3, c4 = st.columns(4)
 substrate = c1.selectbox("Substrate", substrates, help="Results of different substrates are never compared.")
 ui.local_banner(substrate)
-probes = ui.sql(f"select distinct probe from {MART} where substrate = ? order by probe", substrate)["probe"].tolist()
-probe = c2.selectbox("Probe", probes, format_func={"dds": "DDS latency", "http": "HTTP response time"}.get)
-sizes = ui.sql(f"select distinct length_bytes from {MART} where substrate = ? and probe = ? order by 1",
-               substrate, probe)["length_bytes"].tolist()
-size = c3.selectbox("Payload (bytes)", sizes)
-conditions = ui.sql(f"select distinct netem_scenario || ' / ' || tuning_profile || ' / ' || distribution as c "
-                    f"from {MART} where substrate = ? and probe = ? and length_bytes = ? order by 1",
-                    substrate, probe, size)["c"].tolist()
-condition = c4.selectbox("Netem / tuning / distribution", conditions)
+probe = c2.selectbox("Probe", ui.query(loaded_latency_probes, substrate=substrate), format_func=PROBE_LABELS.get)
+size = c3.selectbox("Payload (bytes)", ui.query(loaded_latency_sizes, substrate=substrate, probe=probe))
+condition = c4.selectbox("Netem / tuning / distribution",
+                         ui.query(loaded_latency_conditions, substrate=substrate, probe=probe, length_bytes=size))
 
-df = ui.sql(f"""
-    select cni || ':' || cni_mode as cni_mode, is_host_baseline, idle_n_runs, loaded_n_runs,
-           idle_p50_us, loaded_p50_us, p50_inflation_us, p50_inflation_ci95_us, p50_verdict,
-           idle_p99_us, loaded_p99_us, p99_inflation_us, p99_inflation_ci95_us, p99_verdict,
-           host_p99_inflation_us, bulk_sent_mbps, datapath
-    from {MART}
-    where substrate = ? and probe = ? and length_bytes = ?
-      and netem_scenario || ' / ' || tuning_profile || ' / ' || distribution = ?
-    order by not is_host_baseline, cni_mode""", substrate, probe, size, condition)
+df = ui.query(loaded_latency_comparison, substrate=substrate, probe=probe, length_bytes=size, condition=condition)
 
 if df.empty:
     st.info("No CNI mode has both idle and loaded runs for this selection.")

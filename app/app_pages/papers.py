@@ -1,7 +1,7 @@
 import altair as alt
 import streamlit as st
 
-import data
+from data.papers import PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame
 import ui
 
 st.title("Papers")
@@ -11,8 +11,8 @@ st.caption("The five papers edgebench was designed from, reproduced: each number
            "different substrates are never pooled.")
 
 ui.require_warehouse()
-paper = st.selectbox("Paper", data.PAPER_IDS, format_func=data.paper_title, key="paper_id")
-rep = ui.query("paper_report", paper=paper)
+paper = st.selectbox("Paper", PAPER_IDS, format_func=paper_title, key="paper_id")
+rep = ui.query(paper_report, paper=paper)
 st.markdown(f"*{rep['about']}*")
 
 if not rep["substrates"]:
@@ -26,7 +26,7 @@ else:
     ui.local_banner(substrate)
     st.warning(rep["substrate_notes"][substrate], icon=":material/science:")
 
-numbers = data.numbers_frame(rep)
+numbers = numbers_frame(rep)
 if not numbers.empty:
     shown = numbers[numbers["substrate"].isin([substrate, "not measured"])] if substrate else numbers
     for metric, title in (("throughput_mbps", "Table I: DDS throughput overhead vs host (%)"),
@@ -58,7 +58,7 @@ if not numbers.empty:
                "CNI against the host by that interval (better / worse / indistinguishable; n < 2 without one).")
 
 st.subheader("Claims")
-claims = data.claims_frame(rep, substrate)
+claims = claims_frame(rep, substrate)
 tally = claims["outcome"].value_counts()
 for col, outcome in zip(st.columns(4), ("agrees", "disagrees", "cannot tell", "not testable")):
     col.metric(outcome, int(tally.get(outcome, 0)))
@@ -73,4 +73,4 @@ st.caption("A comparison agrees when the two sides' 95% intervals are apart in t
 if rep["published_only"]:
     with st.expander(f"The paper's other {len(rep['published_only'])} published numbers (no counterpart measured "
                      "the same way)"):
-        st.dataframe(data.published_only_frame(rep), hide_index=True)
+        st.dataframe(published_only_frame(rep), hide_index=True)

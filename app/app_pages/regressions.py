@@ -1,6 +1,7 @@
 import streamlit as st
 
-import data
+from data.regressions import (CARDS_SHOWN_ALL, REGRESSIONS_EMPTY, regression_cards, regression_rows, regression_style,
+                              regression_summary, regression_table)
 import ui
 
 st.title("CNI versions")
@@ -9,9 +10,9 @@ st.caption("One regression card per CNI mode measured at two or more versions: t
            "memory), with n runs per side, the difference in % with its 95% CI, and a verdict.")
 
 ui.require_warehouse()
-cards = ui.query("regression_cards")
+cards = ui.query(regression_cards)
 if cards.empty:
-    st.info(data.REGRESSIONS_EMPTY, icon=":material/info:")
+    st.info(REGRESSIONS_EMPTY, icon=":material/info:")
     st.stop()
 
 st.dataframe(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_better", "card_n_indistinguishable",
@@ -20,7 +21,7 @@ st.dataframe(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_bette
     "card_n_worse": "worse", "card_n_better": "better", "card_n_indistinguishable": "indistinguishable",
     "card_n_too_few_runs": "n < 2"})
 
-if len(cards) > data.CARDS_SHOWN_ALL:
+if len(cards) > CARDS_SHOWN_ALL:
     label = st.selectbox("Card", cards["label"].tolist(), key="reg_card",
                          help="Cards with worse rows first. Substrates are never mixed: the same CNI mode on the "
                               "testbed and on a cluster are two cards.")
@@ -41,9 +42,9 @@ for card in shown.to_dict("records"):
              else "")
     trigger = (f" The newest version's rerun was triggered from {card['new_trigger_source']}."
                if card["new_trigger_source"] else "")
-    st.caption(data.regression_summary(card) + extra + trigger)
-    rows = ui.query("regression_rows", substrate=card["substrate"], cni=card["cni"], cni_mode=card["cni_mode"])
-    st.dataframe(data.regression_style(data.regression_table(rows)), hide_index=True, column_config={
+    st.caption(regression_summary(card) + extra + trigger)
+    rows = ui.query(regression_rows, substrate=card["substrate"], cni=card["cni"], cni_mode=card["cni_mode"])
+    st.dataframe(regression_style(regression_table(rows)), hide_index=True, column_config={
         "config": st.column_config.TextColumn("configuration", width="large"),
         "metric_label": "metric",
         "previous_n_runs": st.column_config.NumberColumn(f"n {card['previous_version']}"),

@@ -1,6 +1,8 @@
 import streamlit as st
 
-import data
+from data.common import invalid_runs
+from data.resources import (RESOURCE_FILTERS, resource_chart, resource_filter_values, resource_long,
+                            resource_substrates, resource_throughput_chart, resource_usage)
 import ui
 
 st.title("Resources")
@@ -8,11 +10,11 @@ st.caption("CPU and RAM per CNI / mode while idle (before the workload starts) a
            "throughput of the same runs (after Fig. 1-2 of the knb-based CNI study). A component's figure is the sum "
            "over its processes per run, averaged over successful, valid runs. CPU in percent of one CPU.")
 
-substrate, filters = ui.choose("res", "resource_substrates", "resource_filter_values", data.RESOURCE_FILTERS,
+substrate, filters = ui.choose("res", resource_substrates, resource_filter_values, RESOURCE_FILTERS,
                                "The warehouse holds no resource samples yet (resources.json is written by newer "
                                "runs). Run `make sweep`.")
 
-df = ui.query("resource_usage", substrate=substrate, **filters)
+df = ui.query(resource_usage, substrate=substrate, **filters)
 if df.empty:
     st.info("No successful, valid runs with resource samples for this selection.")
 else:
@@ -22,14 +24,14 @@ else:
                               "shows up here); workload: the tool processes; cni: CNI daemons (clusters only).")
     sel = df[df["component"] == component]
     variants = list(dict.fromkeys(sel["variant"]))
-    long = data.resource_long(sel)
+    long = resource_long(sel)
     c1, c2, c3 = st.columns(3)
-    c1.altair_chart(data.resource_chart(long, "cpu_pct", f"CPU ({component})", "CPU (% of one CPU)", variants),
+    c1.altair_chart(resource_chart(long, "cpu_pct", f"CPU ({component})", "CPU (% of one CPU)", variants),
                     width="stretch")
-    c2.altair_chart(data.resource_chart(long, "rss_mb", f"RAM ({component})", "memory (MB)", variants),
+    c2.altair_chart(resource_chart(long, "rss_mb", f"RAM ({component})", "memory (MB)", variants),
                     width="stretch")
     if sel["throughput_mbps"].notna().any():
-        c3.altair_chart(data.resource_throughput_chart(sel, variants), width="stretch")
+        c3.altair_chart(resource_throughput_chart(sel, variants), width="stretch")
     else:
         c3.info("No throughput for this workload (HTTP and DDS latency runs measure time, not throughput).")
     st.dataframe(sel[["variant", "names", "n_runs", "cpu_idle_pct", "cpu_run_pct", "cpu_delta_pct", "rss_idle_mb",
@@ -37,7 +39,7 @@ else:
         c: st.column_config.NumberColumn(c, format="%.1f") for c in sel.columns if c.endswith(("_pct", "_mb", "_mbps"))})
 
 st.subheader("Invalid runs (kept out of every comparison)")
-invalid = ui.query("invalid_runs", substrate=substrate, distribution=filters.get("distribution"),
+invalid = ui.query(invalid_runs, substrate=substrate, distribution=filters.get("distribution"),
                    netem_scenario=filters.get("netem_scenario"), tuning_profile=filters.get("tuning_profile"))
 if invalid.empty:
     st.success("None for this selection.")

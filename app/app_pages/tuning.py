@@ -1,6 +1,8 @@
 import streamlit as st
 
-import data
+from data.common import invalid_runs
+from data.tuning import (TUNING_FILTERS, TUNING_METRICS, cmp_tuning_vs_host, tuning_filter_values, tuning_heatmap,
+                         tuning_heatmap_frame, tuning_substrates)
 import ui
 
 st.title("Tuning efficiency")
@@ -8,23 +10,23 @@ st.caption("Each CNI / mode as a percentage of the host (physical) baseline meas
            "MTU and packet size: throughput efficiency = CNI / host x 100, DDS latency efficiency = host p50 / CNI "
            "p50 x 100. 100 % = as good as the host. Successful, valid runs only.")
 
-substrate, filters = ui.choose("tuning", "tuning_substrates", "tuning_filter_values", data.TUNING_FILTERS,
+substrate, filters = ui.choose("tuning", tuning_substrates, tuning_filter_values, TUNING_FILTERS,
                                "The warehouse holds no successful iperf3 or DDS runs yet. Run `make sweep`.")
 
 c1, c2 = st.columns(2)
-mtus = ui.query("tuning_filter_values", substrate=substrate, column="tuning_mtu", **filters)
+mtus = ui.query(tuning_filter_values, substrate=substrate, column="tuning_mtu", **filters)
 mtu = c1.selectbox("Pod MTU", ["all"] + mtus, key="tuning_mtu",
                    help="The pod MTU in force; 'all' shows each profile with its MTU. The host baseline is the "
                         "host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000).")
 metrics = ["throughput_efficiency_pct"] + (["latency_efficiency_pct"] if filters.get("workload") == "dds" else [])
-metric = c2.selectbox("Efficiency", metrics, format_func=data.TUNING_METRICS.get, key="tuning_metric")
+metric = c2.selectbox("Efficiency", metrics, format_func=TUNING_METRICS.get, key="tuning_metric")
 
-df = ui.query("cmp_tuning_vs_host", substrate=substrate, **filters, **({} if mtu == "all" else {"tuning_mtu": mtu}))
-cells = data.tuning_heatmap_frame(df, metric, by_mtu=mtu == "all")
+df = ui.query(cmp_tuning_vs_host, substrate=substrate, **filters, **({} if mtu == "all" else {"tuning_mtu": mtu}))
+cells = tuning_heatmap_frame(df, metric, by_mtu=mtu == "all")
 if cells.empty:
     st.info("No CNI with a host baseline under the same profile, MTU and packet size for this selection.")
 else:
-    st.altair_chart(data.tuning_heatmap(cells, data.TUNING_METRICS[metric] + ", %"), width="stretch")
+    st.altair_chart(tuning_heatmap(cells, TUNING_METRICS[metric] + ", %"), width="stretch")
     if (cells["n_configs"] > 1).any():
         st.caption("Some cells hold several configurations (e.g. DDS reliability / transport): their mean is shown; "
                    "see the detail table.")
@@ -37,7 +39,7 @@ with st.expander("Detail: every configuration with its host baseline", expanded=
         c: st.column_config.NumberColumn(c, format="%.1f") for c in cols if c.endswith(("_pct", "_mbps", "_us"))})
 
 st.subheader("Invalid runs (kept out of every comparison)")
-invalid = ui.query("invalid_runs", substrate=substrate, distribution=filters.get("distribution"),
+invalid = ui.query(invalid_runs, substrate=substrate, distribution=filters.get("distribution"),
                    netem_scenario=filters.get("netem_scenario"))
 if invalid.empty:
     st.success("None for this selection.")

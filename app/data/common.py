@@ -19,16 +19,23 @@ CPU_CLASS_BANNER = ("CPU-limited emulation: every node runs on one core of this 
                     "softirq work deferred to ksoftirqd is not limited.")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
+# THE CELL DIMENSIONS THE PORTAL FILTERS ON: the one place the app lists them (meant to be derived from the table of
+# cell dimensions, as analytics/macros/cell_dimensions.sql is): warehouse column -> (filter label, neutral value: the
+# baseline a filter offers first, None = no neutral value), in display order.
+CELL_DIMENSION_FILTERS: dict[str, tuple[str, str | None]] = {
+    "distribution": ("Distribution", None),
+    "netem_scenario": ("Netem scenario", "none"),
+    "tuning_profile": ("Tuning profile", "default_settings"),
+    "cpu_class": ("CPU class", "none"),
+}
+
 # Conditions a comparison holds fixed (besides substrate), in display order: column -> label
 FILTERS = {
     "protocol": "Protocol",
     "path": "Path",
     "placement": "Placement",
     "length_bytes": "Length (bytes)",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-    "cpu_class": "CPU class",
+    **{column: label for column, (label, _) in CELL_DIMENSION_FILTERS.items()},
 }
 
 
@@ -64,8 +71,8 @@ def _where(substrate: str, filters: dict) -> tuple[str, list]:
     return _where_in(substrate, filters, FILTERS)
 
 
-_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3",
-                    "cpu_class": "none"}
+_BASELINE_VALUES = {"workload": "iperf3",
+                    **{column: neutral for column, (_, neutral) in CELL_DIMENSION_FILTERS.items() if neutral}}
 
 
 def _baseline_first(column: str) -> str:

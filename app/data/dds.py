@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _filter_values, _substrates, _where_in, baseline_scale
+from .common import CELL_DIMENSION_FILTERS, _filter_values, _substrates, _where_in, baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
 
@@ -13,18 +13,14 @@ HOST_VARIANT = "host / host"  # the variant label of the host-network baseline r
 DDS_FILTERS = {
     "placement": "Placement",
     "security": "Security",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-    "cpu_class": "CPU class",
+    **{column: label for column, (label, _) in CELL_DIMENSION_FILTERS.items()},
 }
-_DDS_RUNS = """(select substrate, distribution, netem_scenario, tuning_profile, cpu_class, placement, security, cni,
-                       cni_mode, datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
-                       error, attempt, sweep_id, run_id, started_at, 'latency' as dds_mode from fct_dds_latency
+_DDS_COLUMNS = ("substrate, " + ", ".join(CELL_DIMENSION_FILTERS) + ", placement, security, cni, cni_mode, datapath, "
+                "length_bytes, reliability, transport, subscribers, discovery, repetition, status, error, attempt, "
+                "sweep_id, run_id, started_at")
+_DDS_RUNS = f"""(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency
                 union all
-                select substrate, distribution, netem_scenario, tuning_profile, cpu_class, placement, security, cni,
-                       cni_mode, datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,
-                       error, attempt, sweep_id, run_id, started_at, 'throughput' from fct_dds_throughput)"""
+                select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)"""
 
 
 def dds_substrates(con) -> list[str]:

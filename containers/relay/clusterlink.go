@@ -50,13 +50,10 @@ func (s *clusterlinkEgress) start() (err error) {
 	return err
 }
 
+func (s *clusterlinkEgress) listener() net.Listener { return s.ln }
+
 func (s *clusterlinkEgress) serve(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		s.conns.closeAll()
-	}()
-	acceptLoop(s.ln, s.log, func(c net.Conn) { s.handle(ctx, c) })
+	serveUntilDone(ctx, s.ln, s.log, s.conns.closeAll, func(c net.Conn) { s.handle(ctx, c) })
 }
 
 func (s *clusterlinkEgress) handle(ctx context.Context, c net.Conn) {
@@ -112,15 +109,12 @@ type clusterlinkIngress struct {
 }
 
 // start listens, then checks that the peer answers a TLS handshake (retrying for peerWait).
-func (s *clusterlinkIngress) start(ctx context.Context) (err error) {
-	if s.ln, err = net.Listen("tcp", s.listen); err != nil {
+func (s *clusterlinkIngress) start(ctx context.Context) error {
+	ln, probe, err := listenThenReach(ctx, s.listen, s.peer, s.dialPeer)
+	if err != nil {
 		return err
 	}
-	probe, err := retryDial(ctx, peerWait, s.dialPeer)
-	if err != nil {
-		s.ln.Close()
-		return fmt.Errorf("peer %s unreachable: %w", s.peer, err)
-	}
+	s.ln = ln
 	probe.Close()
 	return nil
 }
@@ -135,13 +129,10 @@ func (s *clusterlinkIngress) dialPeer(ctx context.Context) (*tls.Conn, error) {
 	return c.(*tls.Conn), nil
 }
 
+func (s *clusterlinkIngress) listener() net.Listener { return s.ln }
+
 func (s *clusterlinkIngress) serve(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		s.conns.closeAll()
-	}()
-	acceptLoop(s.ln, s.log, func(c net.Conn) { s.handle(ctx, c) })
+	serveUntilDone(ctx, s.ln, s.log, s.conns.closeAll, func(c net.Conn) { s.handle(ctx, c) })
 }
 
 func (s *clusterlinkIngress) handle(ctx context.Context, app net.Conn) {
@@ -180,23 +171,6 @@ func (s *clusterlinkIngress) handle(ctx context.Context, app net.Conn) {
 	splice(app, peer, nil, br)
 }
 
-// acceptLoop accepts until the listener is closed, handing each connection to handle in its own goroutine.
-func acceptLoop(ln net.Listener, logger *log.Logger, handle func(net.Conn)) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if isClosedErr(err) {
-				return
-			}
-			// e.g. too many open files: report, back off, keep serving
-			logger.Printf("accept: %v", err)
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		go handle(c)
-	}
-}
-
 // ---------------------------------------------------------------------------------------------- CLI
 func runClusterlinkEgress(args []string) error {
 	fs := newFlags("clusterlink-egress", "-listen IP:4443 -certs D",
@@ -204,27 +178,16 @@ func runClusterlinkEgress(args []string) error {
 			"(client certificate required, verified against D/ca.pem); on each reads `CONNECT host:port HTTP/1.1`,\n"+
 			"dials host:port, answers `HTTP/1.1 200 OK` (`502 Bad Gateway` and close if the dial fails) and then\n"+
 			"relays bytes both ways, half-closes included.")
-	listen := fs.String("listen", "", "address to accept peer gateways on (ClusterLink uses port 443; e.g. IP:4443)")
-	certs := fs.String("certs", "", "directory holding ca.pem, tls.pem, tls-key.pem (see: edgebench-relay certs -h)")
-	if err := parseFlags(fs, args); err != nil {
+	flags := egressFlags(fs, "address to accept peer gateways on (ClusterLink uses port 443; e.g. IP:4443)")
+	if err := flags.parse(fs, args); err != nil {
 		return err
 	}
-	if err := required("listen", *listen, "certs", *certs); err != nil {
-		return err
-	}
-	server, _, err := tlsConfigs(*certs)
+	server, err := flags.tlsConfig()
 	if err != nil {
 		return err
 	}
-	s := &clusterlinkEgress{listen: *listen, tls: server, log: newLogger("clusterlink-egress")}
-	if err := s.start(); err != nil {
-		return err
-	}
-	ctx, stop := serverContext()
-	defer stop()
-	announceReady(s.ln.Addr().String())
-	s.serve(ctx)
-	return nil
+	s := &clusterlinkEgress{listen: *flags.listen, tls: server, log: newLogger("clusterlink-egress")}
+	return runGateway(s, func(context.Context) error { return s.start() })
 }
 
 func runClusterlinkIngress(args []string) error {
@@ -233,31 +196,17 @@ func runClusterlinkIngress(args []string) error {
 			"connections on -listen; for EVERY one opens a NEW mutual-TLS connection to -peer (a full TLS 1.3\n"+
 			"handshake), sends `CONNECT <target> HTTP/1.1`, waits for 200 and relays bytes both ways.\n"+
 			"Startup fails if the peer does not complete a TLS handshake within 5 s.")
-	listen := fs.String("listen", "", "address applications connect to (the imported service's address)")
-	peer := fs.String("peer", "", "the peer gateway's clusterlink-egress address (IP:PORT)")
-	target := fs.String("target", "", "the exported service, as the peer gateway dials it (HOST:PORT)")
-	certs := fs.String("certs", "", "directory holding ca.pem, tls.pem, tls-key.pem (see: edgebench-relay certs -h)")
-	if err := parseFlags(fs, args); err != nil {
+	flags := ingressFlags(fs, "address applications connect to (the imported service's address)",
+		"the peer gateway's clusterlink-egress address (IP:PORT)",
+		"the exported service, as the peer gateway dials it (HOST:PORT)")
+	if err := flags.parse(fs, args); err != nil {
 		return err
 	}
-	if err := required("listen", *listen, "peer", *peer, "target", *target, "certs", *certs); err != nil {
-		return err
-	}
-	if _, _, err := net.SplitHostPort(*target); err != nil {
-		return fmt.Errorf("-target: %w", err)
-	}
-	_, client, err := tlsConfigs(*certs)
+	client, err := flags.tlsConfig()
 	if err != nil {
 		return err
 	}
-	ctx, stop := serverContext()
-	defer stop()
-	s := &clusterlinkIngress{listen: *listen, peer: *peer, target: *target, tls: clientFor(client, *peer),
+	s := &clusterlinkIngress{listen: *flags.listen, peer: *flags.peer, target: *flags.target, tls: client,
 		log: newLogger("clusterlink-ingress")}
-	if err := s.start(ctx); err != nil {
-		return err
-	}
-	announceReady(s.ln.Addr().String())
-	s.serve(ctx)
-	return nil
+	return runGateway(s, s.start)
 }

@@ -68,14 +68,11 @@ func (s *skupperEgress) start() (err error) {
 	return err
 }
 
+func (s *skupperEgress) listener() net.Listener { return s.ln }
+
 func (s *skupperEgress) serve(ctx context.Context) {
 	s.ctx = ctx
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		s.links.closeAll()
-	}()
-	acceptLoop(s.ln, s.opts.log, s.handle)
+	serveUntilDone(ctx, s.ln, s.opts.log, s.links.closeAll, s.handle)
 }
 
 func (s *skupperEgress) handle(c net.Conn) {
@@ -130,15 +127,12 @@ type skupperIngress struct {
 }
 
 // start listens and establishes the link (retrying for peerWait), as a Skupper link exists before any traffic.
-func (s *skupperIngress) start(ctx context.Context) (err error) {
-	if s.ln, err = net.Listen("tcp", s.listen); err != nil {
+func (s *skupperIngress) start(ctx context.Context) error {
+	ln, l, err := listenThenReach(ctx, s.listen, s.peer, s.connect)
+	if err != nil {
 		return err
 	}
-	l, err := retryDial(ctx, peerWait, s.connect)
-	if err != nil {
-		s.ln.Close()
-		return fmt.Errorf("peer %s unreachable: %w", s.peer, err)
-	}
+	s.ln = ln
 	s.cur.Store(l)
 	return nil
 }
@@ -157,14 +151,11 @@ func (s *skupperIngress) connect(ctx context.Context) (*link, error) {
 	return l, nil
 }
 
+func (s *skupperIngress) listener() net.Listener { return s.ln }
+
 func (s *skupperIngress) serve(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		s.cur.Load().Close()
-	}()
 	go s.maintain(ctx)
-	acceptLoop(s.ln, s.opts.log, func(c net.Conn) {
+	serveUntilDone(ctx, s.ln, s.opts.log, func() { s.cur.Load().Close() }, func(c net.Conn) {
 		if err := s.cur.Load().openStream(c, s.target); err != nil {
 			s.opts.log.Printf("client %s: %v", c.RemoteAddr(), err)
 			c.Close()
@@ -231,32 +222,21 @@ func runSkupperEgress(args []string) error {
 			"skupper-ingress (mutual TLS, client certificate verified against D/ca.pem, then AMQP 1.0 open/begin).\n"+
 			"For each stream the peer attaches it dials the stream's target (host:port, carried in the attach) and\n"+
 			"relays bytes both ways as AMQP transfer frames under session flow control.")
-	listen := fs.String("listen", "", "address to accept the link on (skupper-router's inter-router port is 55671)")
-	certs := fs.String("certs", "", "directory holding ca.pem, tls.pem, tls-key.pem (see: edgebench-relay certs -h)")
+	flags := egressFlags(fs, "address to accept the link on (skupper-router's inter-router port is 55671)")
 	frame, window := skupperFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := required("listen", *listen, "certs", *certs); err != nil {
+	if err := flags.parse(fs, args); err != nil {
 		return err
 	}
 	if err := checkSkupperOpts(*frame, *window); err != nil {
 		return err
 	}
-	server, _, err := tlsConfigs(*certs)
+	server, err := flags.tlsConfig()
 	if err != nil {
 		return err
 	}
-	s := &skupperEgress{listen: *listen, tls: server,
+	s := &skupperEgress{listen: *flags.listen, tls: server,
 		opts: skupperOpts{maxFrameSize: *frame, window: uint32(*window), log: newLogger("skupper-egress")}}
-	if err := s.start(); err != nil {
-		return err
-	}
-	ctx, stop := serverContext()
-	defer stop()
-	announceReady(s.ln.Addr().String())
-	s.serve(ctx)
-	return nil
+	return runGateway(s, func(context.Context) error { return s.start() })
 }
 
 func runSkupperIngress(args []string) error {
@@ -266,35 +246,21 @@ func runSkupperIngress(args []string) error {
 			"mutual-TLS AMQP link to -peer (retrying for 5 s; startup fails otherwise) and only then accepts\n"+
 			"application TCP connections on -listen; each becomes a stream on the link (attach carrying -target),\n"+
 			"its bytes carried as transfer frames. The link is re-opened if it drops.")
-	listen := fs.String("listen", "", "address applications connect to (the service's address in this cluster)")
-	peer := fs.String("peer", "", "the peer gateway's skupper-egress address (IP:55671)")
-	target := fs.String("target", "", "the service, as the peer gateway dials it (HOST:PORT)")
-	certs := fs.String("certs", "", "directory holding ca.pem, tls.pem, tls-key.pem (see: edgebench-relay certs -h)")
+	flags := ingressFlags(fs, "address applications connect to (the service's address in this cluster)",
+		"the peer gateway's skupper-egress address (IP:55671)",
+		"the service, as the peer gateway dials it (HOST:PORT)")
 	frame, window := skupperFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	if err := flags.parse(fs, args); err != nil {
 		return err
-	}
-	if err := required("listen", *listen, "peer", *peer, "target", *target, "certs", *certs); err != nil {
-		return err
-	}
-	if _, _, err := net.SplitHostPort(*target); err != nil {
-		return fmt.Errorf("-target: %w", err)
 	}
 	if err := checkSkupperOpts(*frame, *window); err != nil {
 		return err
 	}
-	_, client, err := tlsConfigs(*certs)
+	client, err := flags.tlsConfig()
 	if err != nil {
 		return err
 	}
-	ctx, stop := serverContext()
-	defer stop()
-	s := &skupperIngress{listen: *listen, peer: *peer, target: *target, tls: clientFor(client, *peer),
+	s := &skupperIngress{listen: *flags.listen, peer: *flags.peer, target: *flags.target, tls: client,
 		opts: skupperOpts{maxFrameSize: *frame, window: uint32(*window), log: newLogger("skupper-ingress")}}
-	if err := s.start(ctx); err != nil {
-		return err
-	}
-	announceReady(s.ln.Addr().String())
-	s.serve(ctx)
-	return nil
+	return runGateway(s, s.start)
 }

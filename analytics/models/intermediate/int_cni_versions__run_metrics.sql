@@ -30,7 +30,7 @@ with runs as (
     where status = 'ok' and is_valid          -- invalid runs stay out of every comparison
       and cni <> 'host'                       -- the host network has no CNI version
       and coalesce(service_proxy, 'default') = 'default'           -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and cni_version_effective is not null   -- manifests without a version are not part of a card
 
 ),
@@ -120,15 +120,9 @@ select
     versioned.run_id,
     versioned.sweep_id,
     versioned.cell_id,
-    -- the card: one CNI mode on one substrate
-    versioned.substrate,
-    versioned.cni,
-    versioned.cni_mode,
-    versioned.datapath,
-    -- the comparison configuration within the card (all but the version)
-    versioned.distribution,
-    versioned.tuning_profile,
-    versioned.netem_scenario,
+    -- the card (one CNI mode on one substrate: substrate, cni, cni_mode, datapath) and, with the other cell
+    -- dimensions and what follows, the comparison configuration within the card (all but the version)
+    {{ cell_dimension_columns('versioned.') }},
     versioned.intercluster,
     versioned.workload,
     coalesce(versioned.protocol, '')                                       as protocol,

@@ -12,13 +12,9 @@ with runs as (
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
-    cni,
-    cni_mode,
-    datapath,
+    -- the CPU class among them: none, or a CPU-limited emulation of edge hardware (compared with the host under the
+    -- same class)
+    {{ cell_dimension_columns() }},
     dds_mode,
     length_bytes,
     reliability,
@@ -27,7 +23,6 @@ select
     security,
     rate,
     placement,
-    cpu_class,  -- none, or a CPU-limited emulation of edge hardware (compared with the host under the same class)
     string_agg(distinct discovery, ', ' order by discovery) as discovery,
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,

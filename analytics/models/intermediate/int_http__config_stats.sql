@@ -10,23 +10,17 @@ with runs as (
     where runs.workload = 'http' and runs.status = 'ok' and runs.is_valid  -- invalid runs stay out of comparisons
       and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(runs.service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(runs.cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only('runs.') }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and stats.response_p90_ms is not null
 
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
+    {{ cell_dimension_columns() }},
     service,
     path,
     placement,
     length_bytes,
-    cni,
-    cni_mode,
-    datapath,
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,
     sum(n_requests)                          as n_requests,

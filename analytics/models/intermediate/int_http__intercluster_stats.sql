@@ -5,9 +5,9 @@
 --   n_*_over_* / n_runs_median_over_*   requests beyond each limit (an error request counts as beyond: it never
 --                                        answered in time; "beyond" is strictly greater), runs whose median is
 -- The two limits are the vars kpi_vehicle_assist_ms / kpi_remote_maintenance_ms (dbt_project.yml).
-{%- set keys = ['substrate', 'distribution', 'cni', 'cni_mode', 'tuning_profile', 'netem_scenario',
-                'intercluster', 'intercluster_tool', 'intercluster_mode', 'intercluster_implementation',
-                'is_emulated', 'intercluster_model', 'service', 'length_bytes', 'path', 'placement'] %}
+{%- set keys = cell_dimension_list()
+              + ['intercluster', 'intercluster_tool', 'intercluster_mode', 'intercluster_implementation',
+                 'is_emulated', 'intercluster_model', 'service', 'length_bytes', 'path', 'placement'] %}
 {%- set vehicle = var('kpi_vehicle_assist_ms') %}
 {%- set remote = var('kpi_remote_maintenance_ms') %}
 with runs as (
@@ -18,7 +18,7 @@ with runs as (
     inner join {{ ref('int_http__run_stats') }} as stats using (run_id)
     where runs.workload = 'http' and runs.status = 'ok' and runs.is_valid  -- invalid runs stay out of comparisons
       and runs.cni <> 'host'
-      and coalesce(runs.cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only('runs.') }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and stats.response_p50_ms is not null
 
 ),

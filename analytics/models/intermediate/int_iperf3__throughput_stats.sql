@@ -9,20 +9,15 @@ with runs as (
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
+    -- the CPU class among them: none, or a CPU-limited emulation of edge hardware (compared with the host under the
+    -- same class)
+    {{ cell_dimension_columns() }},
     protocol,
     path,
     placement,
     length_bytes,
     duration_s,
     iperf3_bitrate,
-    cni,
-    cni_mode,
-    datapath,
-    cpu_class,  -- none, or a CPU-limited emulation of edge hardware (compared with the host under the same class)
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,
     avg(throughput_mbps)                     as throughput_mbps,

@@ -8,30 +8,14 @@ with runs as (
     where status = 'ok' and is_valid and workload in ('iperf3', 'dds')
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
 
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
+    {{ cell_dimension_columns() }},
     coalesce(tuning_mtu, mtu)                as tuning_mtu,
-    workload,
-    protocol,
-    path,
-    placement,
-    length_bytes,
-    dds_mode,
-    reliability,
-    transport,
-    subscribers,
-    security,
-    rate,
-    cni,
-    cni_mode,
-    datapath,
+    {{ tuning_parameter_columns() }},
     count(*)                                 as n_runs,
     avg(throughput_mbps)                     as throughput_mbps,
     stddev_samp(throughput_mbps)             as throughput_stddev_mbps,

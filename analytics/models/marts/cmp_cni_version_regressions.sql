@@ -10,8 +10,8 @@
 -- card_* columns count the card's comparisons: each one is wrong at most 5% of the time on identical versions, so
 -- a card with k comparisons shows about 0.05 k false better/worse verdicts (card_expected_false_alarms).
 {%- set card = ['substrate', 'cni', 'cni_mode'] %}
-{%- set config = ['distribution', 'tuning_profile', 'netem_scenario', 'intercluster', 'workload', 'protocol',
-                  'variant', 'path', 'placement', 'length_bytes'] %}
+{%- set config = (cell_dimension_list() | reject('in', card + ['datapath']) | list)
+                + ['intercluster', 'workload', 'protocol', 'variant', 'path', 'placement', 'length_bytes'] %}
 {%- set version = ['version_major', 'version_minor', 'version_patch', 'version_prerelease'] %}
 with metrics as (
 

@@ -14,10 +14,7 @@
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
 
 select
-    stats.substrate,
-    stats.distribution,
-    stats.netem_scenario,
-    stats.tuning_profile,
+    {{ cell_dimension_columns('stats.') }},
     stats.dds_mode,
     stats.length_bytes,
     stats.reliability,
@@ -26,10 +23,6 @@ select
     stats.security,
     stats.rate,
     stats.placement,
-    stats.cni,
-    stats.cni_mode,
-    stats.datapath,
-    stats.cpu_class,
     stats.cni = 'host'                      as is_host_baseline,
     stats.discovery,
     host.discovery                          as host_discovery,
@@ -90,12 +83,5 @@ select
     stats.rss_pub_mb,
     stats.cpu_sub_pct,
     stats.rss_sub_mb,
-    stats.n_sweeps,
-    stats.first_started_at,
-    stats.last_started_at
-
-from stats
-left join host
-    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
-                       'dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement']) }}
-    and {{ host_match(['subscribers', 'rate', 'cpu_class'], null_safe=true) }}
+    {{ vs_host_tail(['dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement'],
+                    null_safe_match=['subscribers', 'rate']) }}

@@ -9,8 +9,8 @@
 --   indistinguishable (higher is better for throughput only), 'n < 2' without an interval, 'reference' on the
 --   reference's own row. Local (testbed) runs carry distribution 'none' and are left out: the testbed models no
 --   distribution (its part of one, the service proxy, is compared in cmp_service_proxies).
-{%- set keys = ['substrate', 'netem_scenario', 'tuning_profile', 'cni', 'cni_mode', 'workload', 'protocol', 'path',
-                'placement', 'length_bytes', 'metric', 'component', 'phase'] %}
+{%- set keys = (cell_dimension_list() | reject('in', ['distribution', 'datapath']) | list)
+              + ['workload', 'protocol', 'path', 'placement', 'length_bytes', 'metric', 'component', 'phase'] %}
 with iperf3 as (
 
     select * from {{ ref('int_runs__deduplicated') }}
@@ -78,4 +78,4 @@ select
     end                                                      as verdict
 from stats
 inner join stats as reference
-    on  {% for c in keys %}{{ '\n    and ' if not loop.first }}stats.{{ c }} is not distinct from reference.{{ c }}{% endfor %}
+    on  {{ columns_match('stats', 'reference', keys, null_safe=true) }}

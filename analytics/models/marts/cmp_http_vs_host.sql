@@ -12,17 +12,11 @@
 with {{ stats_and_host_ctes(ref('int_http__config_stats')) }}
 
 select
-    stats.substrate,
-    stats.distribution,
-    stats.netem_scenario,
-    stats.tuning_profile,
+    {{ cell_dimension_columns('stats.') }},
     stats.service,
     stats.path,
     stats.placement,
     stats.length_bytes,
-    stats.cni,
-    stats.cni_mode,
-    stats.datapath,
     stats.cni = 'host'                      as is_host_baseline,
     stats.n_runs,
     stats.n_requests,
@@ -57,10 +51,4 @@ select
         when stats.cni = 'host' then false
         else {{ significance('stats', 'host', 'response_p90_ms', 'response_p90_ci95_ms') }}
     end                                     as is_significant,
-    stats.n_sweeps,
-    stats.first_started_at,
-    stats.last_started_at
-from stats
-left join host
-    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
-                       'service', 'path', 'placement', 'length_bytes']) }}
+    {{ vs_host_tail(['service', 'path', 'placement', 'length_bytes']) }}

@@ -10,8 +10,7 @@
 --   instead of null, 'no baseline' (no none runs under these conditions) or 'n < 2' (a side without an interval).
 -- KPI limits (vars kpi_vehicle_assist_ms / kpi_remote_maintenance_ms): the share of requests beyond each (errors
 -- count as beyond) and the share of runs whose median is beyond it. Baseline rows kept (is_baseline, diff 0).
-{%- set match = ['substrate', 'distribution', 'cni', 'cni_mode', 'tuning_profile', 'netem_scenario',
-                 'service', 'length_bytes', 'path', 'placement'] %}
+{%- set match = cell_dimension_list() + ['service', 'length_bytes', 'path', 'placement'] %}
 with stats as (
 
     select * from {{ ref('int_http__intercluster_stats') }}
@@ -46,7 +45,8 @@ paired as (
                                                                 as latency_verdict
     from stats
     left join baseline
-        on {% for k in match %}{{ '\n        and ' if not loop.first }}stats.{{ k }} = baseline.{{ k }}{% endfor %}
+        -- null-safe, as the group by of int_http__intercluster_stats
+        on {{ columns_match('stats', 'baseline', match, null_safe=true, indent='\n        ') }}
 
 ),
 
@@ -68,12 +68,7 @@ compared as (
 )
 
 select
-    substrate,
-    distribution,
-    cni,
-    cni_mode,
-    tuning_profile,
-    netem_scenario,
+    {{ cell_dimension_columns() }},
     intercluster,
     intercluster_tool,
     intercluster_mode,

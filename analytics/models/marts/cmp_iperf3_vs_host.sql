@@ -7,20 +7,13 @@
 with {{ stats_and_host_ctes(ref('int_iperf3__throughput_stats')) }}
 
 select
-    stats.substrate,
-    stats.distribution,
-    stats.netem_scenario,
-    stats.tuning_profile,
+    {{ cell_dimension_columns('stats.') }},
     stats.protocol,
     stats.path,
     stats.placement,
     stats.length_bytes,
     stats.duration_s,
     stats.iperf3_bitrate,
-    stats.cni,
-    stats.cni_mode,
-    stats.datapath,
-    stats.cpu_class,
     stats.cni = 'host'                      as is_host_baseline,
     stats.n_runs,
     stats.throughput_mbps,
@@ -38,13 +31,5 @@ select
         when stats.cni = 'host' then false
         else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
     end                                     as is_significant,
-    stats.n_sweeps,
-    stats.first_started_at,
-    stats.last_started_at
-
-from stats
-left join host
-    on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile',
-                       'protocol', 'path', 'placement', 'length_bytes']) }}
-    -- identical workload parameters
-    and {{ host_match(['duration_s', 'iperf3_bitrate', 'cpu_class'], null_safe=true) }}
+    {{ vs_host_tail(['protocol', 'path', 'placement', 'length_bytes'],
+                    null_safe_match=['duration_s', 'iperf3_bitrate']) }}

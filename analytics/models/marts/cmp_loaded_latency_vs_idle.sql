@@ -7,22 +7,21 @@
 with runs as (
 
     select
-        runs.substrate, runs.distribution, runs.netem_scenario, runs.tuning_profile,
-        runs.cni, runs.cni_mode, runs.datapath, runs.placement, runs.length_bytes,
+        {{ cell_dimension_columns('runs.') }}, runs.placement, runs.length_bytes,
         probe.probe, probe.load, probe.probe_p50_us, probe.probe_p99_us, probe.bulk_sent_mbps, probe.resolution_us
     from {{ ref('int_runs__deduplicated') }} as runs
     join {{ ref('stg_edgebench__loaded_latency') }} as probe using (raw_key)
     where runs.status = 'ok' and runs.is_valid
       and runs.intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(runs.service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(runs.cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only('runs.') }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
 
 ),
 
 per_load as (
 
     select
-        substrate, distribution, netem_scenario, tuning_profile, cni, cni_mode, datapath, placement, length_bytes,
+        {{ cell_dimension_columns() }}, placement, length_bytes,
         probe, load,
         count(*)                        as n_runs,
         avg(probe_p50_us)               as p50_us,
@@ -39,8 +38,7 @@ per_load as (
 paired as (
 
     select
-        idle.substrate, idle.distribution, idle.netem_scenario, idle.tuning_profile,
-        idle.cni, idle.cni_mode, idle.datapath, idle.placement, idle.length_bytes, idle.probe,
+        {{ cell_dimension_columns('idle.') }}, idle.placement, idle.length_bytes, idle.probe,
         idle.cni = 'host'                                   as is_host_baseline,
         idle.n_runs                                         as idle_n_runs,
         loaded.n_runs                                       as loaded_n_runs,
@@ -59,10 +57,9 @@ paired as (
     from per_load as idle
     join per_load as loaded
         on  loaded.load = 'bulk'
-        and idle.substrate = loaded.substrate and idle.distribution = loaded.distribution
-        and idle.netem_scenario = loaded.netem_scenario and idle.tuning_profile = loaded.tuning_profile
-        and idle.cni = loaded.cni and idle.cni_mode = loaded.cni_mode and idle.placement = loaded.placement
-        and idle.length_bytes = loaded.length_bytes and idle.probe = loaded.probe
+        -- null-safe, as the group by of per_load
+        and {{ columns_match('idle', 'loaded', cell_dimension_list() + ['placement', 'length_bytes', 'probe'],
+                             null_safe=true, indent='\n        ') }}
     where idle.load = 'idle'
 
 ),
@@ -91,7 +88,5 @@ select
 from judged
 left join judged as host
     on  host.is_host_baseline
-    and host.substrate = judged.substrate and host.distribution = judged.distribution
-    and host.netem_scenario = judged.netem_scenario and host.tuning_profile = judged.tuning_profile
-    and host.placement = judged.placement and host.length_bytes = judged.length_bytes
-    and host.probe = judged.probe
+    and {{ columns_match('judged', 'host', host_match_dimensions(), null_safe=true) }}
+    and {{ columns_match('judged', 'host', ['placement', 'length_bytes', 'probe']) }}

@@ -8,13 +8,7 @@ with per_run as (
 
     select
         run_id,
-        substrate,
-        distribution,
-        netem_scenario,
-        tuning_profile,
-        cni,
-        cni_mode,
-        datapath,
+        {{ cell_dimension_columns() }},
         workload,
         protocol,
         path,
@@ -33,19 +27,13 @@ with per_run as (
     where status = 'ok' and is_valid
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
-      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
     group by all
 
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
-    cni,
-    cni_mode,
-    datapath,
+    {{ cell_dimension_columns() }},
     cni = 'host'                        as is_host_baseline,
     workload,
     protocol,

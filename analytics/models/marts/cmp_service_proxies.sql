@@ -7,14 +7,13 @@
 --   diff = mode - iptables (Mbit/s; positive = faster), diff_ci95 = Welch's 95% interval of the difference,
 --   verdict better / worse / indistinguishable when that interval excludes / contains 0, 'n < 2' without an interval,
 --   'reference' for the iptables rows themselves, null without an iptables reference.
-{%- set keys = ['substrate', 'distribution', 'netem_scenario', 'tuning_profile', 'protocol', 'placement',
-                'length_bytes', 'cni', 'cni_mode'] %}
+{%- set keys = cell_dimension_list() + ['protocol', 'placement', 'length_bytes'] %}
 with runs as (
 
     select * from {{ ref('int_runs__deduplicated') }}
     where workload = 'iperf3' and path = 'pod-to-service' and status = 'ok' and is_valid
       and intercluster = 'none'
-      and coalesce(cpu_class, 'none') = 'none'  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
+      and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host
       and service_proxy_mode is not null  -- cluster manifests written before the mode was recorded
 
 ),
@@ -25,7 +24,6 @@ stats as (
         {{ keys | join(',\n        ') }},
         duration_s,
         iperf3_bitrate,
-        datapath,
         service_proxy_mode,
         count(*)                                 as n_runs,
         count(distinct sweep_id)                 as n_sweeps,
@@ -58,9 +56,8 @@ compared as (
                       'reference.n_runs', 'reference.throughput_stddev_mbps') }} as diff_ci95_mbps
     from stats
     left join reference
-        on  {% for c in keys %}{{ '\n        and ' if not loop.first }}stats.{{ c }} is not distinct from reference.{{ c }}{% endfor %}
-        and stats.duration_s is not distinct from reference.duration_s
-        and stats.iperf3_bitrate is not distinct from reference.iperf3_bitrate
+        on  {{ columns_match('stats', 'reference', keys + ['duration_s', 'iperf3_bitrate'], null_safe=true,
+                             indent='\n        ') }}
 
 )
 

@@ -22,42 +22,23 @@ matched as (
         host.latency_p50_stddev_us          as host_latency_p50_stddev_us
     from stats
     left join host
-        on  {{ host_match(['substrate', 'distribution', 'netem_scenario', 'tuning_profile', 'workload']) }}
+        on  {{ host_match(host_match_dimensions(), null_safe=true) }}
+        and {{ host_match(['workload']) }}
         -- workload parameters, null where they do not apply (e.g. the DDS parameters of iperf3 rows)
-        and {{ host_match(['protocol', 'path', 'placement', 'length_bytes', 'dds_mode', 'reliability',
-                           'transport', 'subscribers', 'security', 'rate'], null_safe=true) }}
+        and {{ host_match(tuning_parameter_list()[1:], null_safe=true) }}
         and (host.tuning_mtu >= stats.tuning_mtu or (host.tuning_mtu is null and stats.tuning_mtu is null))
     -- the nearest host MTU at or above the CNI's
     qualify row_number() over (
-        partition by stats.substrate, stats.distribution, stats.netem_scenario, stats.tuning_profile,
-                     stats.tuning_mtu, stats.workload, stats.protocol, stats.path, stats.placement,
-                     stats.length_bytes, stats.dds_mode, stats.reliability, stats.transport, stats.subscribers,
-                     stats.security, stats.rate, stats.cni, stats.cni_mode, stats.datapath
+        partition by {{ cell_dimension_columns('stats.') }}, stats.tuning_mtu, {{ tuning_parameter_columns('stats.') }}
         order by host.tuning_mtu asc nulls last
     ) = 1
 
 )
 
 select
-    substrate,
-    distribution,
-    netem_scenario,
-    tuning_profile,
+    {{ cell_dimension_columns() }},
     tuning_mtu,
-    workload,
-    protocol,
-    path,
-    placement,
-    length_bytes,
-    dds_mode,
-    reliability,
-    transport,
-    subscribers,
-    security,
-    rate,
-    cni,
-    cni_mode,
-    datapath,
+    {{ tuning_parameter_columns() }},
     cni = 'host'                            as is_host_baseline,
     n_runs,
     throughput_mbps,

@@ -4,7 +4,8 @@
       accepted_values: column -> the values it may hold (nulls pass, as in dbt's accepted_values; strings are quoted,
                        numbers and booleans are not);
       unique:          a column (unique among its non-null values, as dbt's unique) or a list of columns (unique as a
-                       combination; nulls compare equal).
+                       combination; nulls compare equal), in which the name cell_dimensions stands for the cell
+                       dimension columns (macros/cell_dimensions.sql).
     Returns one row per broken rule: rule ('<column>: <rule>') and problem (how many rows, with up to five of the
     offending values). warehouse.build() prints these rows when the test fails. -#}
 {% test column_contract(model, not_null=[], accepted_values={}, unique=[]) %}
@@ -29,7 +30,11 @@
         {%- set name, total, distinct = key, 'count(' ~ key ~ ')', 'count(distinct ' ~ key ~ ')' -%}
     {%- else -%}
         {%- set fields = [] -%}
-        {%- for c in key -%}{%- do fields.append("'" ~ c ~ "': " ~ c) -%}{%- endfor -%}
+        {%- for name in key -%}
+            {%- for c in (cell_dimension_list() if name == 'cell_dimensions' else [name]) -%}
+                {%- do fields.append("'" ~ c ~ "': " ~ c) -%}
+            {%- endfor -%}
+        {%- endfor -%}
         {%- set name, total, distinct = key | join(', '), 'count(*)', 'count(distinct {' ~ fields | join(', ') ~ '})' -%}
     {%- endif -%}
     {%- do checks.append((name ~ ': unique', 'case when ' ~ total ~ ' > ' ~ distinct ~ ' then ' ~ total ~ ' - '

@@ -1,6 +1,6 @@
 """Cyclone DDS `ddsperf` driver (workload "dds", see docs/results-layout.md "DDS runs").
 
-Command builders, `cyclone_config` and the parsers are pure; `measure` runs the processes in the endpoints'
+Command builders and `cyclone_config` (ddsperf_cmds.py) and the parsers (ddsperf_parse.py) are pure; `measure` runs the processes in the endpoints'
 network namespaces. Output formats are those of ddsperf 0.10 (src/tools/ddsperf/ddsperf.c, cputime.c):
 
   latency (ping side, one line per pong peer, RTT/2):
@@ -24,135 +24,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 from time import monotonic
 from typing import Any, Sequence
-from xml.sax.saxutils import quoteattr
 
-from edgebench.drivers.dds_security import (DOMAIN_ID_MAX, _find_security_libs, _security_xml,
-                                            make_security_material, security_config, security_record,
-                                            security_support)
+from edgebench.drivers.dds_security import (DOMAIN_ID_MAX, _find_security_libs, make_security_material,
+                                            security_config, security_record, security_support)
+from edgebench.drivers.ddsperf_cmds import (INIT_WAIT, MAX_PARTICIPANT_INDEX, _num, cyclone_config,  # noqa: F401
+                                            ping_cmd, pong_cmd, pub_cmd, sub_cmd, version)
 from edgebench.drivers.ddsperf_parse import (DISCOVERIES, MODES, RELIABILITIES, SECURITIES, TRANSPORTS, DdsperfError,
                                              _responder_text, parse, parse_stats, summarize)
-
-# Participant indices probed by unicast (static-peers) discovery: index i listens on 7400+250*domain+10+2*i.
-# 13 ddsperf processes on one host (1 pub + 12 subs) need indices 0..12; leave some headroom.
-MAX_PARTICIPANT_INDEX = 19
-
-# seconds ddsperf may wait for all peers to match before giving up (-Qinitwait)
-INIT_WAIT = 10.0
-
-def _common(duration: float | None, reliability: str, domain: int, minmatch: int | None,
-            init_wait: float | None) -> list[str]:
-    if reliability not in RELIABILITIES:
-        raise ValueError(f"reliability must be one of {RELIABILITIES}, not {reliability!r}")
-    argv = ["ddsperf", "-i", str(int(domain)), "-c"]
-    if duration is not None:
-        argv += ["-D", _num(duration)]
-    if reliability == "best-effort":
-        argv.append("-u")
-    if minmatch:
-        argv.append(f"-Qminmatch:{int(minmatch)}")
-        if init_wait:
-            argv.append(f"-Qinitwait:{_num(init_wait)}")
-    return argv
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{float(x):g}"
-
-
-def _rate(rate: str | float | int | None) -> list[str]:
-    if rate is None or str(rate) == "inf":
-        return []
-    if float(rate) <= 0:
-        raise ValueError(f"rate must be 'inf' or > 0, not {rate!r}")
-    return [f"{_num(float(rate))}Hz"]
-
-
-def ping_cmd(payload: int, duration: float, reliability: str = "reliable", rate: str | float | None = None,
-             domain: int = 0, *, minmatch: int = 1, init_wait: float = INIT_WAIT) -> list[str]:
-    """Latency initiator: without a rate the next ping goes out as soon as all pongs are in (ping-pong)."""
-    return [*_common(duration, reliability, domain, minmatch, init_wait), "ping", *_rate(rate),
-            "size", str(int(payload))]
-
-
-def pong_cmd(duration: float | None, reliability: str = "reliable", domain: int = 0, *, minmatch: int = 1,
-             init_wait: float = INIT_WAIT) -> list[str]:
-    return [*_common(duration, reliability, domain, minmatch, init_wait), "pong"]
-
-
-def pub_cmd(payload: int, duration: float, reliability: str = "reliable", rate: str | float | None = "inf",
-            domain: int = 0, *, minmatch: int = 1, init_wait: float = INIT_WAIT) -> list[str]:
-    """Throughput publisher; `minmatch` = number of subscriber processes it must match before publishing."""
-    return [*_common(duration, reliability, domain, minmatch, init_wait), "pub", *_rate(rate),
-            "size", str(int(payload))]
-
-
-def sub_cmd(duration: float | None, reliability: str = "reliable", domain: int = 0) -> list[str]:
-    """Throughput subscriber; `-1` prints a stats line every second even when nothing arrived. No minmatch:
-    subscribers also see each other, so matching is checked on the publisher (its -Qminmatch)."""
-    return [*_common(duration, reliability, domain, None, None), "-1", "sub"]
-
-
-def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast: bool,
-                   security: dict[str, str] | None = None, *, interface: str | None = None,
-                   max_participant_index: int = MAX_PARTICIPANT_INDEX) -> str:
-    """XML for CYCLONEDDS_URI (element names from docs/manual/config/config_file_reference.rst).
-
-    General/AllowMulticast:
-      discovery=multicast,    allow_multicast (multicast data)  -> true
-      discovery=multicast,    not allow_multicast               -> spdp (multicast only for participant discovery)
-      discovery=static-peers, not allow_multicast               -> false (no multicast at all)
-      discovery=static-peers, allow_multicast                   -> asm (data may use multicast; note SPDP then
-                                                                   also goes to 239.255.0.1 besides the peers)
-    Static peers need Discovery/ParticipantIndex=auto (the 0.10 default "none" uses random ports, making unicast
-    discovery impossible) and MaxAutoParticipantIndex >= participants per host - 1.
-    `security`: optional {"Library...": ...} dict rendered as Domain/Security (see security_config()).
-    """
-    if discovery not in DISCOVERIES:
-        raise ValueError(f"discovery must be one of {DISCOVERIES}, not {discovery!r}")
-    static = discovery == "static-peers"
-    if static and not peers:
-        raise ValueError("static-peers discovery needs at least one peer address")
-    mc = {(False, True): "true", (False, False): "spdp", (True, False): "false", (True, True): "asm"}[
-        (static, bool(allow_multicast))]
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<CycloneDDS xmlns="https://cdds.io/config">',
-             '  <Domain Id="any">',
-             '    <General>']
-    if interface:
-        lines.append(f"      <Interfaces><NetworkInterface address={quoteattr(interface)}/></Interfaces>")
-    lines += [f"      <AllowMulticast>{mc}</AllowMulticast>",
-              "    </General>",
-              "    <Discovery>"]
-    if static:
-        lines += ["      <ParticipantIndex>auto</ParticipantIndex>",
-                  f"      <MaxAutoParticipantIndex>{int(max_participant_index)}</MaxAutoParticipantIndex>",
-                  "      <Peers>"]
-        lines += [f"        <Peer address={quoteattr(p)}/>" for p in peers or ()]
-        lines += ["      </Peers>"]
-    lines.append("    </Discovery>")
-    if security:
-        lines.append(_security_xml(security))
-    lines += ["  </Domain>", "</CycloneDDS>"]
-    return "\n".join(lines) + "\n"
-
-
-def version() -> str:
-    try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
-                             text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            return f"cyclonedds-tools {out.stdout.strip()}"
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        pass
-    return "ddsperf (version unknown)" if shutil.which("ddsperf") else "missing"
-
 
 # --- running --------------------------------------------------------------------------------------
 

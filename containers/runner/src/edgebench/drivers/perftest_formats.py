@@ -4,10 +4,10 @@ the formats and their sources. PerftestParseError for anything Perftest cannot h
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, Iterable
 
+from edgebench.drivers.numbers import checked_number, complete_lines as _lines
 from edgebench.errors import EdgebenchError
 
 METRIC_KEYS = ("latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
@@ -77,31 +77,11 @@ def _value(field: str, raw: Any, where: str, scale: float = 1.0) -> float | None
         tok = raw.strip()
         if not tok:
             raise PerftestParseError(f"{where}: {what} is empty")
-        if field == "std" and tok.lower() in ("nan", "-nan"):
-            return None
-        if not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", tok, re.I):
-            raise PerftestParseError(f"{where}: {what} is {tok[:40]!r}, not a number")
-        x = float(tok)
-    else:
-        try:
-            x = float(raw)
-        except OverflowError:
-            raise PerftestParseError(f"{where}: {what} is too large") from None
-    if math.isnan(x):
-        if field == "std":
-            return None
-        raise PerftestParseError(f"{where}: {what} is NaN")
-    if math.isinf(x):
-        raise PerftestParseError(f"{where}: {what} is infinite")
-    if x < 0:
-        raise PerftestParseError(f"{where}: {what} is negative ({x:g})")
-    if field in _INT_FIELDS and x != int(x):
-        raise PerftestParseError(f"{where}: {what} is {x:g}, not a whole number")
-    x = x * scale if field in _SCALED_FIELDS else x
+        raw = tok
     lo, hi, _ = LIMITS.get(field, (0, 1e15, field))
-    if not lo <= x <= hi:
-        raise PerftestParseError(f"{where}: {what} {x:g} is outside {lo:g}..{hi:g}")
-    return x
+    return checked_number(raw, what=what, where=where, bounds=(lo, hi), error=PerftestParseError,
+                          whole=field in _INT_FIELDS, scale=scale if field in _SCALED_FIELDS else 1.0,
+                          nan_is_none=field == "std")
 
 
 def _check_row(r: _Row) -> _Row:
@@ -140,13 +120,6 @@ def _finish(r: _Row) -> _Row:
 
 
 # --- format detection --------------------------------------------------------------------------------------------
-
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(1-based line number, line) without a final line that lacks its newline (cut off output)."""
-    lines = text.split("\n")
-    lines.pop()  # "" after a final newline, or the unterminated (cut off) last line
-    return [(i, ln.rstrip("\r")) for i, ln in enumerate(lines, 1)]
-
 
 _LEGACY_START = re.compile(r"^\s*(One[ -]way Latency:|Length:\s*\S+\s+(Latency|Packets):|Packets:\s)", re.I)
 
