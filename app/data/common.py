@@ -9,6 +9,8 @@ import altair as alt
 import duckdb
 import pandas as pd
 
+from edgebench.plan.dimensions import DIMENSIONS
+
 REPO = Path(__file__).resolve().parents[2]
 
 LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
@@ -19,6 +21,8 @@ CPU_CLASS_BANNER = ("CPU-limited emulation: every node runs on one core of this 
                     "softirq work deferred to ksoftirqd is not limited.")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
+# The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
+DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
 # Conditions a comparison holds fixed (besides substrate), in display order: column -> label
 FILTERS = {
     "protocol": "Protocol",
@@ -26,9 +30,7 @@ FILTERS = {
     "placement": "Placement",
     "length_bytes": "Length (bytes)",
     "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-    "cpu_class": "CPU class",
+    **DIMENSION_FILTERS,
 }
 
 
@@ -64,8 +66,7 @@ def _where(substrate: str, filters: dict) -> tuple[str, list]:
     return _where_in(substrate, filters, FILTERS)
 
 
-_BASELINE_VALUES = {"netem_scenario": "none", "tuning_profile": "default_settings", "workload": "iperf3",
-                    "cpu_class": "none"}
+_BASELINE_VALUES = {"workload": "iperf3", **{d.warehouse_column: d.base for d in DIMENSIONS if d.filter_label}}
 
 
 def _baseline_first(column: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _filter_values, _substrates, _where_in, baseline_scale
+from .common import DIMENSION_FILTERS, _filter_values, _substrates, _where_in, baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
 
@@ -14,9 +14,7 @@ DDS_FILTERS = {
     "placement": "Placement",
     "security": "Security",
     "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-    "cpu_class": "CPU class",
+    **DIMENSION_FILTERS,
 }
 _DDS_RUNS = """(select substrate, distribution, netem_scenario, tuning_profile, cpu_class, placement, security, cni,
                        cni_mode, datapath, length_bytes, reliability, transport, subscribers, discovery, repetition, status,

@@ -9,7 +9,9 @@ import pkgutil
 
 from edgebench.errors import SpecError
 from edgebench.plan.params import Param
+from edgebench.plan.workload_plans import PLANS
 from edgebench.workloads.base import Measurement, Workload, endpoints
+
 
 def _discover() -> dict[str, Workload]:
     found = []
@@ -20,6 +22,10 @@ def _discover() -> dict[str, Workload]:
         workload = getattr(module, "WORKLOAD", None)
         if isinstance(workload, Workload):
             found.append(workload)
+    names = {w.name for w in found}
+    if names != set(PLANS):
+        raise RuntimeError(f"workloads without a plan in plan/workload_plans.py: {sorted(names - set(PLANS))}; "
+                           f"plans without a workload module here: {sorted(set(PLANS) - names)}")
     return {w.name: w for w in sorted(found, key=lambda w: (w.order, w.name))}
 
 
