@@ -22,7 +22,7 @@ from edgebench.plan.cells import cell_json, expand_checked, from_json, runs_for
 from edgebench.results.store import ResultStore, state_dir
 from edgebench.results.warehouse import analytics_dir
 from edgebench.substrates.clusters import inventory as inv
-from edgebench.substrates.clusters.matrix import compatibility, distributions
+from edgebench.plan.matrix import compatibility, distributions
 from edgebench.substrates.local.testbed import Testbed, require_root
 from edgebench.sweep import phases as ph
 from edgebench.sweep.phases import PHASES

@@ -13,10 +13,8 @@ message, and callers change nothing when one is raised.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field

@@ -31,7 +31,6 @@ what changed, by its own checks) and a lock: builds of one warehouse run one at 
 """
 from __future__ import annotations
 
-import datetime
 import fcntl
 import hashlib
 import importlib.metadata

@@ -3,17 +3,14 @@ steps, the member clusters, and the step helpers (CLI install, readiness waits, 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 
-from edgebench.errors import SpecError
 from edgebench.plan import catalog
-from edgebench.plan.catalog import InterclusterTool
 from edgebench.substrates.clusters.inventory import Inventory
 from edgebench.substrates.clusters.matrix import distributions
 

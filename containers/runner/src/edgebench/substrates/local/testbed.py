@@ -31,7 +31,7 @@ from edgebench import sh
 from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.local.datapath import PODS_PER_NODE, SVC_TABLE, Datapath, node_ip, pod_ip
+from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath, node_ip, pod_ip
 from edgebench.substrates.local import cpuclass
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 
