@@ -8,11 +8,10 @@ from typing import List
 
 import typer
 
-from edgebench.results import parsing
 from edgebench.plan import spec
-from edgebench.workloads import REGISTRY
-from edgebench.results import importer
+from edgebench.results import importer, parsing
 from edgebench.results.store import ResultStore
+from edgebench.workloads import REGISTRY
 
 ROLE_HELP = ("ddsperf/perftest: the process's role when the output does not say it (ddsperf ping|pong|pub|sub, "
              "perftest pub|sub; a ddsperf pong prints no measurement lines, so it always needs --role pong).")

@@ -13,14 +13,14 @@ import typer
 from rich.table import Table
 
 from edgebench import versions
-from edgebench.results import summaries
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import spec as spec_mod
-from edgebench.sweep.watch import State, state_path
-from edgebench.sweep import watch as watch_mod
+from edgebench.results import summaries
 from edgebench.results.store import ResultStore
+from edgebench.sweep import watch as watch_mod
 from edgebench.sweep.runner import run_local
+from edgebench.sweep.watch import State, state_path
 
 versions_app = typer.Typer(help="CNI versions: catalog pins, versions measured, upstream's newest releases.",
                            no_args_is_help=True)

@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgebench import workloads
-from edgebench.plan import intercluster
+from edgebench.errors import EdgebenchError
+from edgebench.plan import intercluster, netem, tuning
 from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.errors import EdgebenchError
+from edgebench.plan.spec import Sweep
 from edgebench.results.provenance import environment
 from edgebench.results.runstore import manifest, now, with_trigger, write_run
-from edgebench.plan.spec import Sweep
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.plan import tuning
-from edgebench.plan import netem
 from edgebench.substrates.local import resources
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgebench import versions
-from edgebench.results import summaries
 from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.spec import Sweep
+from edgebench.results import summaries
 from edgebench.results.store import state_dir
 
 STATE_FILE = "cni-versions.json"

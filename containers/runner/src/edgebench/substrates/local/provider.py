@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgebench.plan import tuning
 from edgebench.plan.catalog import CniMode
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.local.testbed import Endpoint, Testbed
-from edgebench.plan import tuning
 from edgebench.substrates.local import netem as netem_local
-from edgebench.substrates.local import tuning as tuning_local
 from edgebench.substrates.local import service_proxy
+from edgebench.substrates.local import tuning as tuning_local
+from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_cidr
 from edgebench.substrates.local.intercluster import Joiner
-from edgebench.substrates.local.datapath import PODS_PER_NODE
-from edgebench.substrates.local.datapath import node_ip, pod_cidr
-from edgebench.substrates.local.testbed import netns_pids
+from edgebench.substrates.local.testbed import Endpoint, Testbed, netns_pids
 
 
 class LocalProvider(Provider):
