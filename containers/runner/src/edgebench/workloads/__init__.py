@@ -1,6 +1,7 @@
 """The workload registry: every module of this package that defines WORKLOAD (a base.Workload), found by
-discovery, in the order of their `order` attribute (the order of the run-* phases). Adding a workload = a module
-here, plus its staging SQL, its mart SQL + yml and its portal page; see the README's "Adding a workload"."""
+discovery, in the order of their plan's `order` (the order of the run-* phases). Adding a workload = its plan in
+plan/workload_plans.py and a module here, plus its staging SQL, its mart SQL + yml and its portal page; see the
+README's "Adding a workload". A plan without a module, or a module without a plan, fails at import."""
 
 from __future__ import annotations
 

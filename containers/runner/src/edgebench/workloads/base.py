@@ -1,9 +1,11 @@
 """The workload protocol: what one workload (iperf3, dds, http, ...) gives the rest of edgebench.
 
 A workload module defines one `Workload` subclass instance named WORKLOAD; workloads/__init__.py finds the
-modules. From these the spec parser takes the parameters, cells.py the runs, phases.py the `run-<name>` phase, the
-CLI its progress lines and tool checks, the manifest its tool versions, and the warehouse/portal the model and page
-names (tests check that those files exist). See the README's "Adding a workload".
+modules. Its plan (order, variants, parameters, runs, label words) is its entry in plan/workload_plans.py, which the
+spec parser and cells.py read; from the Workload phases.py takes the `run-<name>` phase, the CLI its progress lines
+and tool checks, the manifest its tool versions, and the warehouse/portal the model and page names (tests check that
+those files exist). A workload reads the cell through CellContext (a Protocol: sweep/phases.py's context is one).
+See the README's "Adding a workload".
 """
 
 from __future__ import annotations
