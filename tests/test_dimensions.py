@@ -29,6 +29,11 @@ def test_committed_dbt_macro_is_what_the_table_generates():
         f"{MACRO.relative_to(REPO)} differs from the table of cell dimensions: run `edgebench dimensions-macro --write`")
 
 
+def test_the_macro_it_calls_exists():
+    defined = "".join(p.read_text(encoding="utf-8") for p in MACRO.parent.glob("*.sql"))
+    assert "{% macro column_list(columns, prefix='') -%}" in defined
+
+
 def test_dbt_macro_lists_the_grain_columns_in_order():
     text = dimensions.dbt_macro()
     assert "{% macro cell_dimension_columns(prefix='') -%}" in text
