@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import fixture_manifests as fx
 from edgebench.cli import app
-from edgebench.results import warehouse
+from edgebench.results import summaries, warehouse
 from edgebench.versions import parse_version
 
 # t(0.975, df), as the t_critical_95 macro has it (3 decimals), for df 1..10
@@ -411,4 +411,4 @@ def test_report_without_cards_and_without_warehouse(fixture_warehouse, tmp_path)
 
 def test_version_regressions_reads_raise_on_missing(tmp_path):
     with pytest.raises(warehouse.WarehouseError, match="no warehouse"):
-        warehouse.version_regressions(tmp_path / "x.duckdb")
+        summaries.version_regressions(tmp_path / "x.duckdb")

@@ -18,6 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from edgebench import versions
+from edgebench.results import summaries
 from edgebench.cli import app
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, spec
@@ -241,21 +242,27 @@ def test_file_urls_for_air_gapped_labs():
 
 
 def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
-    assert versions.measured_versions(tmp_path / "none.duckdb") is None
-    from edgebench.results import warehouse
+    assert summaries.measured_versions(tmp_path / "none.duckdb") is None
 
     def nowhere():
-        raise warehouse.WarehouseError("cannot find the dbt project analytics/")
-    monkeypatch.setattr(warehouse, "default_warehouse_path", nowhere)  # the runner image on a cluster
-    assert versions.measured_versions() is None
+        raise summaries.WarehouseError("cannot find the dbt project analytics/")
+    monkeypatch.setattr(summaries, "default_warehouse_path", nowhere)  # the runner image on a cluster
+    assert summaries.measured_versions() is None
     monkeypatch.undo()
-    # the runner image has no duckdb (no analytics extra): nothing measured, no crash (seen on a real Argo run)
+    # the runner image has no duckdb (no analytics extra): the modules import, nothing measured, no crash (seen on a
+    # real Argo run)
+    import importlib
     import sys
 
+    import edgebench.results as package
+
     monkeypatch.setitem(sys.modules, "duckdb", None)
-    monkeypatch.delitem(sys.modules, "edgebench.results.warehouse")
-    monkeypatch.delattr("edgebench.results.warehouse", raising=False)
-    assert versions.measured_versions(tmp_path / "any.duckdb") is None
+    for name in ("summaries", "warehouse", "raw_cache"):
+        monkeypatch.delitem(sys.modules, f"edgebench.results.{name}")
+        monkeypatch.setattr(package, name, getattr(package, name))  # restored with sys.modules by undo()
+    fresh = importlib.import_module("edgebench.results.summaries")
+    assert fresh.duckdb is None
+    assert fresh.measured_versions(tmp_path / "any.duckdb") is None
     monkeypatch.undo()
     path = tmp_path / "warehouse.duckdb"
     con = duckdb.connect(str(path))
@@ -268,7 +275,7 @@ def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
     for cni, status, env in rows:
         con.execute("insert into stg_edgebench__runs values (?, ?, ?)", [cni, status, json.dumps(env)])
     con.close()
-    m = versions.measured_versions(path)
+    m = summaries.measured_versions(path)
     assert m["calico"] == {"installed": ["v3.31.7"], "requested": ["v3.31.8"]}
     assert m["flannel"] == {"installed": [], "requested": []}
 

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import warehouse
+from edgebench.results import summaries, warehouse
 
 
 def q(path, sql, *params):
@@ -71,7 +71,7 @@ def test_other_workloads_do_not_reach_iperf3_models(fixture_warehouse):
 
 
 def test_iperf3_summary(fixture_warehouse):
-    rows = warehouse.iperf3_summary(fixture_warehouse)
+    rows = summaries.iperf3_summary(fixture_warehouse)
     by = {(r["substrate"], r["cni"], r["cni_mode"], r["protocol"]): r for r in rows}
     assert by[("local", "flannel", "vxlan", "tcp")]["overhead_pct"] == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
     assert by[("local", "host", "host", "tcp")]["overhead_pct"] == 0
@@ -184,8 +184,8 @@ def test_malformed_manifest_fails_naming_the_file(tmp_path):
 
 
 def test_dds_and_http_summaries_come_from_the_overhead_marts(fixture_warehouse):
-    dds = warehouse.dds_summary(fixture_warehouse)
-    http = warehouse.http_summary(fixture_warehouse)
+    dds = summaries.dds_summary(fixture_warehouse)
+    http = summaries.http_summary(fixture_warehouse)
     assert dds and http
     host = [r for r in dds if r["cni"] == "host"]
     assert host and all(r["latency_p90_overhead_pct"] == 0 for r in host)

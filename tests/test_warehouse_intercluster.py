@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import warehouse
+from edgebench.results import summaries, warehouse
 
 # two-sided 95% Student t, t(0.975, df), from statistics tables
 T95 = {1: 12.706204736174704, 2: 4.302652729911275, 3: 3.182446305284263}
@@ -240,7 +240,7 @@ def test_unsupported_and_failed_visible_in_facts(intercluster_warehouse):
 # ---- the summary -------------------------------------------------------------------------------------------------
 
 def test_intercluster_summary_and_cli_section(intercluster_warehouse, monkeypatch, capsys):
-    rows = warehouse.intercluster_summary(intercluster_warehouse)
+    rows = summaries.intercluster_summary(intercluster_warehouse)
     assert rows and all(r["n_runs"] >= 1 and r["verdict"] for r in rows)
     first = rows[0]
     assert (first["netem_scenario"], first["intercluster"], first["verdict"]) == ("none", "none", "baseline")
@@ -268,7 +268,7 @@ def test_intercluster_summary_and_cli_section(intercluster_warehouse, monkeypatc
 
 
 def test_summary_without_tool_runs(fixture_warehouse):
-    assert warehouse.intercluster_summary(fixture_warehouse) == []
+    assert summaries.intercluster_summary(fixture_warehouse) == []
 
 
 # ---- a manifest whose inter-cluster fields are wrong fails the build ------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 from minio import Minio
 
 import fixture_manifests as fx
-from edgebench.results import warehouse
+from edgebench.results import summaries, warehouse
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_build_from_minio(s3_env, tmp_path):
         overhead = con.execute("""select overhead_pct from cmp_iperf3_vs_host
                                   where substrate='local' and cni='flannel' and protocol='tcp'""").fetchone()[0]
     assert overhead == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
-    summary = warehouse.iperf3_summary(tmp_path / "wh.duckdb")
+    summary = summaries.iperf3_summary(tmp_path / "wh.duckdb")
     assert sum(r["n_ok"] + r["n_failed"] + r["n_unsupported"] for r in summary) == fx.N_IPERF3_RUNS
 
 

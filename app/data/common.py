@@ -9,6 +9,8 @@ import altair as alt
 import duckdb
 import pandas as pd
 
+from edgebench.plan.dimensions import DIMENSIONS
+
 REPO = Path(__file__).resolve().parents[2]
 
 LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
@@ -19,23 +21,16 @@ CPU_CLASS_BANNER = ("CPU-limited emulation: every node runs on one core of this 
                     "softirq work deferred to ksoftirqd is not limited.")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
-# THE CELL DIMENSIONS THE PORTAL FILTERS ON: the one place the app lists them (meant to be derived from the table of
-# cell dimensions, as analytics/macros/cell_dimensions.sql is): warehouse column -> (filter label, neutral value: the
-# baseline a filter offers first, None = no neutral value), in display order.
-CELL_DIMENSION_FILTERS: dict[str, tuple[str, str | None]] = {
-    "distribution": ("Distribution", None),
-    "netem_scenario": ("Netem scenario", "none"),
-    "tuning_profile": ("Tuning profile", "default_settings"),
-    "cpu_class": ("CPU class", "none"),
-}
-
+# The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
+DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
 # Conditions a comparison holds fixed (besides substrate), in display order: column -> label
 FILTERS = {
     "protocol": "Protocol",
     "path": "Path",
     "placement": "Placement",
     "length_bytes": "Length (bytes)",
-    **{column: label for column, (label, _) in CELL_DIMENSION_FILTERS.items()},
+    "distribution": "Distribution",
+    **DIMENSION_FILTERS,
 }
 
 
@@ -71,8 +66,7 @@ def _where(substrate: str, filters: dict) -> tuple[str, list]:
     return _where_in(substrate, filters, FILTERS)
 
 
-_BASELINE_VALUES = {"workload": "iperf3",
-                    **{column: neutral for column, (_, neutral) in CELL_DIMENSION_FILTERS.items() if neutral}}
+_BASELINE_VALUES = {"workload": "iperf3", **{d.warehouse_column: d.base for d in DIMENSIONS if d.filter_label}}
 
 
 def _baseline_first(column: str) -> str:

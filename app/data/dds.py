@@ -4,7 +4,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import CELL_DIMENSION_FILTERS, _filter_values, _substrates, _where_in, baseline_scale
+from edgebench.plan.dimensions import warehouse_columns
+
+from .common import DIMENSION_FILTERS, _filter_values, _substrates, _where_in, baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
 
@@ -13,14 +15,14 @@ HOST_VARIANT = "host / host"  # the variant label of the host-network baseline r
 DDS_FILTERS = {
     "placement": "Placement",
     "security": "Security",
-    **{column: label for column, (label, _) in CELL_DIMENSION_FILTERS.items()},
+    "distribution": "Distribution",
+    **DIMENSION_FILTERS,
 }
-_DDS_COLUMNS = ("substrate, " + ", ".join(CELL_DIMENSION_FILTERS) + ", placement, security, cni, cni_mode, datapath, "
-                "length_bytes, reliability, transport, subscribers, discovery, repetition, status, error, attempt, "
-                "sweep_id, run_id, started_at")
-_DDS_RUNS = f"""(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency
-                union all
-                select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)"""
+# every DDS run: the cell configuration columns (edgebench/plan/dimensions.py), then the DDS ones
+_DDS_COLUMNS = (f"{', '.join(warehouse_columns())}, placement, security, length_bytes, reliability, transport, "
+                "subscribers, discovery, repetition, status, error, attempt, sweep_id, run_id, started_at")
+_DDS_RUNS = (f"(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency union all "
+             f"select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)")
 
 
 def dds_substrates(con) -> list[str]:

@@ -12,10 +12,21 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from edgebench.plan import catalog as catalog_mod
-from edgebench.plan import spec as spec_mod
+from edgebench import substrates
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError
+from edgebench.plan import catalog as catalog_mod
+from edgebench.plan import dimensions
+from edgebench.plan import spec as spec_mod
+from edgebench.plan.cells import cell_json, expand_checked, from_json, runs_for
+from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.warehouse import analytics_dir
+from edgebench.substrates.clusters import inventory as inv
+from edgebench.plan.matrix import compatibility, distributions
+from edgebench.substrates.local.testbed import Testbed, require_root
+from edgebench.sweep import phases as ph
+from edgebench.sweep.phases import PHASES
+from edgebench.sweep.runner import run_local
 
 app = typer.Typer(
     help="edgebench: benchmark Kubernetes networking stacks (CNIs and their modes) for edge clusters.\n\n"
@@ -52,7 +63,6 @@ def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
 
 def _lab(substrate: str, inventory: Optional[Path]):
     """The ssh substrate's node inventory when one is given or found (else None: nothing is checked against it)."""
-    from edgebench.substrates.clusters import inventory as inv
 
     if substrate != "ssh":
         return None
@@ -63,7 +73,6 @@ def _lab(substrate: str, inventory: Optional[Path]):
 
 def _expand_checked(s: spec_mod.Sweep, inventory: Optional[Path]):
     """The sweep's possible cells and the skipped ones with the reason (checked against the inventory if known)."""
-    from edgebench.plan.cells import expand_checked
 
     substrate = s.values["substrate"]
     return expand_checked(s, _arches(substrate, inventory), _lab(substrate, inventory))
@@ -99,7 +108,6 @@ def sweep(
     cluster), e.g. the local lab of `make lab-local`.
 
     Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
-    from edgebench.plan.cells import runs_for
 
     s = _load(file, param, local)
     cells, skipped = _expand_checked(s, inventory)
@@ -122,8 +130,6 @@ def sweep(
             f"substrate {s.values['substrate']!r} runs on a management cluster: `argo submit {file}` "
             "(see README, 'Run on a management cluster'); here use --local"
         )
-    from edgebench.sweep.runner import run_local
-    from edgebench.results.store import ResultStore
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -160,7 +166,6 @@ def cells(
 ):
     """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
     exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
-    from edgebench.plan.cells import cell_json
 
     overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
     if default_sweep_id and not overrides.get("sweep-id") and not spec_mod.triggered(overrides):
@@ -178,8 +183,6 @@ def cells(
 
 
 def _phase_command(phase: str) -> None:
-    from edgebench.sweep import phases as ph
-
     doc = (ph.FUNCTIONS[phase].__doc__ or "").strip().split("\n\n")[0]
 
     def command(
@@ -196,9 +199,6 @@ def _phase_command(phase: str) -> None:
         ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
         known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help="known_hosts file for the nodes."),
     ):
-        from edgebench.plan.cells import from_json
-        from edgebench.results.store import ResultStore, state_dir
-
         text = Path(cell[1:]).read_text() if cell.startswith("@") else cell
         s, c = from_json(text)
         store = ResultStore() if upload else None
@@ -223,7 +223,6 @@ def _phase_command(phase: str) -> None:
 
 def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
     """The cell's provider; a triggered rerun's requested version (the cell JSON's `trigger` parameter) with it."""
-    from edgebench import substrates
 
     return substrates.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
                           ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts),
@@ -231,8 +230,6 @@ def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_ho
 
 
 def _register_phases() -> None:
-    from edgebench.sweep.phases import PHASES
-
     for phase in PHASES:
         _phase_command(phase)
 
@@ -249,9 +246,6 @@ def run_cell(
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
 ):
     """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
-    from edgebench.sweep import phases as ph
-    from edgebench.plan.cells import from_json
-    from edgebench.results.store import state_dir
 
     s, c = from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -267,7 +261,6 @@ def matrix(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ):
     """Which CNI modes can run on which distribution (impossible cells are skipped at expansion, with the reason)."""
-    from edgebench.substrates.clusters.matrix import compatibility, distributions
 
     rows = [{"distribution": d, "cni": r["cni"], "mode": r["mode"],
              "reason": compatibility(d, r["cni"], r["mode"], frozenset(arch))}
@@ -281,6 +274,20 @@ def matrix(
     for r in rows:
         t.add_row(r["distribution"], f"{r['cni']}:{r['mode']}", "yes" if r["reason"] is None else f"no: {r['reason']}")
     out.print(t)
+
+
+@app.command("dimensions-macro")
+def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write analytics/macros/cell_dimensions.sql "
+                                                "instead of printing it.")):
+    """The dbt macros of the cell configuration columns (analytics/macros/cell_dimensions.sql), generated from the
+    table of cell dimensions (plan/dimensions.py); tests/test_dimensions.py checks the committed file."""
+    text = dimensions.dbt_macro()
+    if not write:
+        sys.stdout.write(text)
+        return
+    path = analytics_dir() / "macros" / "cell_dimensions.sql"
+    path.write_text(text, encoding="utf-8")
+    out.print(f"wrote {path}")
 
 
 @app.command()
@@ -319,7 +326,6 @@ def testbed_up(
     prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix (default: eb or $EDGEBENCH_TESTBED_PREFIX)."),
 ):
     """Build the testbed for one CNI mode (replacing any testbed with the same prefix)."""
-    from edgebench.substrates.local.testbed import Testbed
 
     cm = catalog_mod.resolve_cni(cni)
     state = Testbed(prefix).up(cm)
@@ -329,7 +335,6 @@ def testbed_up(
 @testbed_app.command("down")
 def testbed_down(prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix.")):
     """Remove everything the testbed created (also what a killed run left behind)."""
-    from edgebench.substrates.local.testbed import Testbed, require_root
 
     require_root()
     removed = Testbed(prefix).down()
@@ -342,7 +347,6 @@ def testbed_status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ):
     """Show the testbed's namespaces and addresses."""
-    from edgebench.substrates.local.testbed import Testbed, require_root
 
     require_root()
     st = Testbed(prefix).status()
@@ -361,7 +365,6 @@ def testbed_status(
 @app.command()
 def upload():
     """Send results left in the local spool (.edgebench/spool) to the object store."""
-    from edgebench.results.store import ResultStore
 
     store = ResultStore()
     store.check()

@@ -12,6 +12,10 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
+from edgebench.results import papers
+from edgebench.results import summaries
+from edgebench.results import warehouse as wh
+from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
 
 WAREHOUSE_HELP = "Warehouse to read (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."
 EMPTY = ("No CNI mode has been measured at two versions yet. `edgebench watch` reruns a CNI's modes when upstream "
@@ -41,8 +45,6 @@ def report(
     previous one on every metric both measured (n, means, difference in % with its 95% CI, verdict), worse rows
     first. With --paper ID, a seed paper's published numbers and claims beside our measurements instead. Exit code 0
     whatever the verdicts or outcomes (2 when there is no warehouse or the paper ID is unknown)."""
-    from edgebench.results import papers
-    from edgebench.results import warehouse as wh
 
     try:
         if paper is not None:
@@ -61,13 +63,13 @@ def report(
                 print_emulation(rows)
             return
         if paper is not None:
-            rep = papers.paper_report(lambda sql, params: wh._query_params(sql, params, path), paper)
+            rep = papers.paper_report(lambda sql, params: summaries._query_params(sql, params, path), paper)
             if as_json:
                 typer.echo(json.dumps(rep, indent=2, default=_json_default))
             else:
                 print_paper(rep)
             return
-        cards = wh.version_regressions(path, cni=cni)
+        cards = summaries.version_regressions(path, cni=cni)
     except (wh.WarehouseError, papers.PaperError) as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2)
@@ -115,8 +117,6 @@ def print_emulation(rows: list[dict]) -> None:
 
 
 def print_card(card: dict) -> None:
-    from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
-
     extra = f"; {card['n_versions']} versions measured, the newest two compared" if card["n_versions"] > 2 else ""
     t = Table(title=version_card_title(card) + extra, title_justify="left")
     for col, right in (("configuration", False), ("metric", False), ("n old/new", True), ("old mean", True),

@@ -8,7 +8,10 @@ from typing import List
 
 import typer
 
-from edgebench.results import parsing
+from edgebench.plan import spec
+from edgebench.results import importer, parsing
+from edgebench.results.store import ResultStore
+from edgebench.workloads import REGISTRY
 
 ROLE_HELP = ("ddsperf/perftest: the process's role when the output does not say it (ddsperf ping|pong|pub|sub, "
              "perftest pub|sub; a ddsperf pong prints no measurement lines, so it always needs --role pong).")
@@ -25,7 +28,6 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
                                      "description), as workflows/ and templates/ carry it.")):
     """The sweep parameters: name, default and meaning, declared once (spec.py for the core, workloads/<name>.py
     for each workload). `-p NAME=VALUE` overrides them; lists are JSON."""
-    from edgebench.plan import spec
 
     if argo:
         import yaml
@@ -33,7 +35,6 @@ def params(argo: bool = typer.Option(False, "--argo", help="Print the Argo `para
         rows = [{"name": p.name, "value": p.default, "description": _sentence(p.help)} for p in spec.PARAMS.values()]
         typer.echo(yaml.safe_dump(rows, sort_keys=False, width=1000, allow_unicode=True), nl=False)
         return
-    from edgebench.workloads import REGISTRY
 
     for p in spec.PARAMS.values():
         default = p.default or '""'
@@ -92,8 +93,6 @@ def import_(
     the warehouse reads, under their own keys and marked imported (manifest field `imported`). All files are
     parsed first: if one fails, nothing is stored. Importing the same file with the same labels again
     overwrites its run, never duplicates it. Then `edgebench warehouse` rebuilds the tables."""
-    from edgebench.results import importer
-    from edgebench.results.store import ResultStore
 
     runs = importer.prepare(tool, files, importer.parse_labels(label), **_options(tool, role))
     if dry_run:

@@ -6,6 +6,9 @@ import typer
 from rich.table import Table
 
 from edgebench.console import out
+from edgebench.results import summaries
+from edgebench.results import warehouse as wh
+from edgebench.results.labels import intercluster_label
 
 
 def register(app: typer.Typer) -> None:
@@ -15,13 +18,12 @@ def register(app: typer.Typer) -> None:
 
 def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary.")):
     """Build the DuckDB warehouse (dbt) from the raw results in MinIO, then print a summary."""
-    from edgebench.results import warehouse as wh
 
     wh.build()
     if summary:
-        _print_summary(wh.iperf3_summary())
-        _print_latency_summaries(wh.dds_summary(), wh.http_summary())
-        _print_intercluster_summary(wh.intercluster_summary(), quiet_if_empty=True)
+        _print_summary(summaries.iperf3_summary())
+        _print_latency_summaries(summaries.dds_summary(), summaries.http_summary())
+        _print_intercluster_summary(summaries.intercluster_summary(), quiet_if_empty=True)
 
 
 def _print_summary(rows: list[dict]) -> None:
@@ -64,24 +66,22 @@ def summary(section: str = typer.Argument(
                     "against the same runs in one cluster)")):
     """Print the warehouse's comparisons (no rebuild): iperf3 throughput, DDS and HTTP latency vs host, HTTP across
     inter-cluster tools vs none."""
-    from edgebench.results import warehouse as wh
 
     if section not in SECTIONS:
         raise typer.BadParameter(f"unknown section {section!r}; choices: {', '.join(SECTIONS)}")
     if section in ("all", "iperf3"):
-        _print_summary(wh.iperf3_summary())
+        _print_summary(summaries.iperf3_summary())
     if section in ("all", "dds", "http"):
-        _print_latency_summaries(wh.dds_summary() if section != "http" else [],
-                                 wh.http_summary() if section != "dds" else [])
+        _print_latency_summaries(summaries.dds_summary() if section != "http" else [],
+                                 summaries.http_summary() if section != "dds" else [])
     if section in ("all", "intercluster"):
-        _print_intercluster_summary(wh.intercluster_summary(), quiet_if_empty=section == "all")
+        _print_intercluster_summary(summaries.intercluster_summary(), quiet_if_empty=section == "all")
 
 
 def _print_intercluster_summary(rows: list[dict], quiet_if_empty: bool = False) -> None:
     """One table per HTTP configuration measured across inter-cluster tools: rows per netem scenario and tool, the
     none baseline first; n, mean of per-run medians with its 95% CI, the difference to none with its 95% CI, the
     verdict, and the share of requests beyond the two limits. Emulated tools are labelled as such."""
-    from edgebench.results.labels import intercluster_label
 
     if not rows:
         if not quiet_if_empty:

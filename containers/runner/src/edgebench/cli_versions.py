@@ -16,6 +16,11 @@ from edgebench import versions
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import spec as spec_mod
+from edgebench.results import summaries
+from edgebench.results.store import ResultStore
+from edgebench.sweep import watch as watch_mod
+from edgebench.sweep.runner import run_local
+from edgebench.sweep.watch import State, state_path
 
 versions_app = typer.Typer(help="CNI versions: catalog pins, versions measured, upstream's newest releases.",
                            no_args_is_help=True)
@@ -37,15 +42,13 @@ def _entries(cnis: Optional[str]):
 
 
 def _measured(warehouse: Optional[Path]):
-    measured = versions.measured_versions(warehouse)
+    measured = summaries.measured_versions(warehouse)
     if measured is None:
         err.print("no warehouse yet: measured versions are not known (`make warehouse` builds it)")
     return measured
 
 
 def _known(known: Optional[Path]) -> dict[str, str]:
-    from edgebench.sweep.watch import State, state_path
-
     return {**State.load(state_path()).known(), **versions.read_known(known)}
 
 
@@ -149,16 +152,12 @@ def watch(
     environment.cni_version_requested (no CNI software runs on the testbed: it is what was asked, not what is
     installed). The rerun's sweep id is <substrate>-<cni>-<version>-<hash>: a repeated or interrupted round resumes
     it, nothing is measured twice."""
-    from edgebench.sweep import watch as watch_mod
 
     every = _interval(interval) if interval else None
     base = spec_mod.load(file, spec_mod.parse_overrides(param), substrate="local")
     srcs = versions.sources(sources)
     run = None
     if not dry_run:
-        from edgebench.results.store import ResultStore
-        from edgebench.sweep.runner import run_local
-
         def rerun(sweep):
             report = run_local(sweep, ResultStore(), log=out.print)
             c = report.counts

@@ -4,8 +4,8 @@ Where each CNI publishes releases is catalog data (catalog/cni_installs.yaml `re
 index.yaml of its chart, a GitHub releases list, or a plain tag list. A user's mirror or an air-gapped lab replaces
 them per CNI with a sources file (--sources FILE or $EDGEBENCH_VERSION_SOURCES).
 
-Everything here is pure except `http_fetch` (the default fetch function, injectable) and `measured_versions` (reads
-the warehouse read-only). A source that is down raises SourceError; one that answers with something that is not
+Everything here is pure except `http_fetch` (the default fetch function, injectable); what the warehouse measured
+is results/summaries.measured_versions. A source that is down raises SourceError; one that answers with something that is not
 a release list raises SourceFormatError; a version string that is not a version raises VersionError. Each is one
 message, and callers change nothing when one is raised.
 """
@@ -13,10 +13,8 @@ message, and callers change nothing when one is raised.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -27,22 +25,15 @@ import yaml
 
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import catalog
+from edgebench.plan.versioning import (Version, VersionError, is_version, newest_release,  # noqa: F401 (re-exported)
+                                       parse_version)
+
+
 
 ENV_SOURCES = "EDGEBENCH_VERSION_SOURCES"
 SOURCE_TYPES = ("helm", "github-releases", "tags")
 MAX_BYTES = 64 * 1024 * 1024  # cilium's chart index is a few MB; anything near this is not an index
 TIMEOUT_S = 20.0
-
-# MAJOR.MINOR[.PATCH][-PRERELEASE][+BUILD], optional leading v (v3.31.7, 1.18.0, v2.11.1, 1.19.0-rc.1)
-_VERSION = re.compile(
-    r"^v?(?P<major>\d{1,9})\.(?P<minor>\d{1,9})(?:\.(?P<patch>\d{1,9}))?"
-    r"(?:-(?P<pre>[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
-)
-
-
-class VersionError(SpecError):
-    """A version string that is not a version (exit code 2)."""
-
 
 class SourceError(EdgebenchError):
     """A release source cannot be read (down, refused, HTTP error): exit code 1, nothing changed."""
@@ -50,65 +41,6 @@ class SourceError(EdgebenchError):
 
 class SourceFormatError(SpecError):
     """A release source answered with something that is not a release list (exit code 2, nothing changed)."""
-
-
-# ------------------------------------------------------------------------------------------------ versions
-@functools.total_ordering
-@dataclass(frozen=True, eq=False)
-class Version:
-    """A release version as upstream spells it (`text`), ordered as semantic versions: numeric MAJOR.MINOR.PATCH,
-    a pre-release below its release, pre-release identifiers numeric < alphanumeric; build metadata ignored."""
-
-    text: str
-    release: tuple[int, int, int]
-    pre: tuple[str, ...] = ()
-
-    @property
-    def is_prerelease(self) -> bool:
-        return bool(self.pre)
-
-    @property
-    def _key(self) -> tuple:
-        pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
-        return (self.release, 0 if self.pre else 1, pre)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Version) and self._key == other._key
-
-    def __lt__(self, other: "Version") -> bool:
-        return self._key < other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def parse_version(text: Any, what: str = "version") -> Version:
-    """`text` as a Version, or VersionError naming `what` and the expected form."""
-    if not isinstance(text, str) or not _VERSION.match(text.strip()) or len(text) > 80:
-        shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:60] + "..."
-        raise VersionError(f"{what} {shown} is not a version (expected MAJOR.MINOR[.PATCH][-PRERELEASE], "
-                           "e.g. v3.31.8 or 1.18.1)")
-    text = text.strip()
-    m = _VERSION.match(text)
-    pre = tuple(m.group("pre").split(".")) if m.group("pre") else ()
-    return Version(text, (int(m.group("major")), int(m.group("minor")), int(m.group("patch") or 0)), pre)
-
-
-def is_version(text: Any) -> bool:
-    try:
-        parse_version(text)
-    except VersionError:
-        return False
-    return True
-
-
-def newest_release(versions: Iterable[Version]) -> Version | None:
-    """The highest version that is not a pre-release (rc, beta, pre, dev), or None."""
-    releases = [v for v in versions if not v.is_prerelease]
-    return max(releases) if releases else None
 
 
 # ------------------------------------------------------------------------------------------------ sources
@@ -299,40 +231,7 @@ def upstream_versions(source: Source, fetch: Fetch = http_fetch) -> list[Version
     return parse_source(source, fetch(source.location))
 
 
-# ------------------------------------------------------------------------------------------------ measured, known
-def measured_versions(warehouse_path: str | os.PathLike | None = None) -> dict[str, dict[str, list[str]]] | None:
-    """CNI -> {"installed": [...], "requested": [...]} over the warehouse's ok runs: `installed` is the CNI version
-    a cluster reported (manifest environment.cni_version), `requested` the version a triggered rerun was asked to
-    measure where no CNI software runs (environment.cni_version_requested, the local testbed). None when there is
-    no warehouse yet, or no DuckDB to read one with (the runner image carries no analytics extra). Read-only."""
-    try:
-        from edgebench.results import warehouse
-    except ImportError:  # found by make e2e-argo: the version probe's pod crashed here
-        return None
-
-    try:
-        path = Path(warehouse_path) if warehouse_path else warehouse.default_warehouse_path()
-    except warehouse.WarehouseError:  # no analytics/ project here (e.g. the runner image on a cluster)
-        return None
-    if not path.exists():
-        return None
-    rows = warehouse._query("""
-        select cni,
-               environment->>'cni_version'           as installed,
-               environment->>'cni_version_requested' as requested
-        from stg_edgebench__runs
-        where status = 'ok'
-        group by all
-    """, path)
-    out: dict[str, dict[str, set]] = {}
-    for r in rows:
-        slot = out.setdefault(r["cni"], {"installed": set(), "requested": set()})
-        for kind in ("installed", "requested"):
-            if is_version(r[kind]):
-                slot[kind].add(r[kind])
-    return {cni: {k: sorted(v, key=parse_version) for k, v in d.items()} for cni, d in out.items()}
-
-
+# ------------------------------------------------------------------------------------------------ known
 def read_known(path: str | os.PathLike | None) -> dict[str, str]:
     """Versions already recorded (and so already triggered) per CNI: a directory with one file per CNI holding
     its version (a mounted ConfigMap) or a YAML/JSON file {cni: version}. Missing or empty entries are skipped;

@@ -4,13 +4,10 @@ runs in cluster 2 and the server in cluster 1; `pod-to-service` dials the servic
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from edgebench.plan.cells import Run
+from edgebench.plan.dimensions import Run
 
 
-def run_reason(run: "Run") -> str | None:
+def run_reason(run: Run) -> str | None:
     """Why the run cannot cross the cell's inter-cluster tool, or None (also None for the baseline `none`)."""
     tool = run.cell.intercluster_info
     if tool.is_none:

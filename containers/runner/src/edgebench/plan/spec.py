@@ -6,6 +6,7 @@ validated before any side effect: bad input raises SpecError (one message, exit 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -15,38 +16,20 @@ from typing import Any
 
 import yaml
 
-from edgebench import workloads
-from edgebench.plan import catalog
+from edgebench import versions
 from edgebench.errors import SpecError
-from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, subset
+from edgebench.plan import catalog, netem
+from edgebench.plan.dimensions import CNIS, dimension_params, neutral_params, substrate_problems
+from edgebench.plan.params import Param, choice, integer, json_default, json_list, short
+from edgebench.plan.workload_plans import PLANS, params as workload_params
 
 SUBSTRATES = ("local", "kind", "ssh")
 DISTRIBUTIONS = ("k3s", "k0s", "microk8s", "kubeadm", "kind")
 _SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-def _entries(name: str, value: str, resolve, what: str) -> list:
-    """A JSON list of `name` or `name:mode` entries, each resolved against the catalog; one entry named twice
-    (also as its default mode) is an error."""
-    items = [resolve(e) for e in json_list(name, value)]
-    keys = [i.key for i in items]
-    dupes = sorted({k for k in keys if keys.count(k) > 1})
-    if dupes:
-        raise SpecError(f"parameter {name!r} names {', '.join(dupes)} twice (a {what} without mode means its "
-                        "default mode)")
-    return items
-
-
-def _cnis(name: str, value: str) -> list[catalog.CniMode]:
-    return _entries(name, value, catalog.resolve_cni, "CNI")
-
-
-def _intercluster(name: str, value: str) -> list[catalog.InterclusterTool]:
-    return _entries(name, value, catalog.resolve_intercluster, "tool")
-
-
 def _workloads(name: str, value: str) -> list[tuple[str, str]]:
-    known = workloads.REGISTRY
+    known = PLANS
     out = []
     for item in json_list(name, value):
         tool, _, variant = item.partition(":")
@@ -70,46 +53,11 @@ def _sweep_id(name: str, value: str) -> str:
     return value
 
 
-def _tuning(name: str, value: str) -> list[str]:
-    from edgebench.plan import tuning
-
-    return subset(tuple(tuning.profile_names()))(name, value)
-
-
-def _netem_custom(name: str, value: str) -> dict[str, dict]:
-    try:
-        data = json.loads(value or "{}")
-    except ValueError as exc:  # JSONDecodeError, or an integer literal beyond Python's digit limit
-        raise SpecError(f"parameter {name!r} must be a JSON object name -> {{delay_ms, jitter_ms, loss_pct, "
-                        f"rate_mbit}}; got {short(value)} ({getattr(exc, 'msg', exc)})") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise SpecError(f"parameter {name!r} must be a JSON object of objects; got {value!r}")
-    from edgebench.plan import netem
-
-    for scenario, spec_ in data.items():
-        netem.resolve(scenario, custom=spec_)  # validates
-    return data
-
-
-def _service_proxy(name: str, value: str) -> list[str]:
-    return subset(catalog.SERVICE_PROXY_ENTRIES)(name, value)
-
-
-def _cpu_class(name: str, value: str) -> list[str]:
-    return subset(catalog.cpu_class_entries())(name, value)
-
-
-def _netem(name: str, value: str) -> list[str]:
-    return json_list(name, value)  # resolved against the catalog and netem-custom in from_parameters
-
-
 TRIGGER_KEYS = ("cni", "new", "previous", "source", "at")
 
 
 def _trigger(name: str, value: str) -> dict[str, Any]:
     """What triggered a rerun: {cni, new, previous, source, at} (cni and new required), or {} for a plain sweep."""
-    from edgebench import versions
-
     try:
         data = json.loads(value or "{}")
     except ValueError as exc:
@@ -139,8 +87,6 @@ def _trigger(name: str, value: str) -> dict[str, Any]:
         if data.get(key) is not None and (not isinstance(data[key], str) or len(data[key]) > 2048):
             raise SpecError(f"parameter {name!r}: {key!r} must be a string of at most 2048 characters")
     if data.get("at"):
-        import datetime as dt
-
         try:
             dt.datetime.fromisoformat(data["at"].replace("Z", "+00:00"))
         except ValueError:
@@ -170,9 +116,7 @@ CORE_PARAMS: tuple[Param, ...] = (
           "`edgebench sweep --local` forces local"),
     Param("distribution", lambda n, v: choice(n, v, DISTRIBUTIONS), "k3s",
           "Kubernetes distribution of the target clusters: k3s, k0s, microk8s, kubeadm, kind (ignored on local)"),
-    Param("cnis", _cnis, json_default(["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp",
-                                       "calico:vxlan", "cilium:vxlan", "calico:ipip"]),
-          "CNI entries, name or name:mode; host is the host-network baseline (`edgebench catalog` lists them)"),
+    CNIS,
     Param("workloads", _workloads, json_default(["iperf3:tcp", "iperf3:udp", "dds:latency", "dds:throughput",
                                                  "http:payload-echo"]),
           "workload entries, name or name:variant (e.g. iperf3:tcp, dds:latency, http:payload-echo); "
@@ -182,29 +126,7 @@ CORE_PARAMS: tuple[Param, ...] = (
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),
 )
 LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Argo files list them
-    Param("tuning", _tuning, json_default(["default_settings"]),
-          "node tuning profiles (a cell dimension); `edgebench catalog` and catalog/tuning.yaml list them"),
-    Param("netem", _netem, json_default(["none"]),
-          "link conditions (a cell dimension): none, lcl, edg2.5, edg5, edg10, edg15, edg20 (seed 001 Table IV, "
-          "per node interface), optionally @100mbit/@1gbit/@10gbit, or names from netem-custom"),
-    Param("netem-custom", _netem_custom, "{}",
-          "custom link conditions: JSON object name -> {delay_ms, jitter_ms, loss_pct, rate_mbit}"),
-    Param("netem-scope", lambda n, v: choice(n, v, ("all", "inter-group")), "all",
-          "all traffic leaving each node, or inter-group: only traffic between node groups (clusters)"),
-    Param("intercluster", _intercluster, json_default(["none"]),
-          "inter-cluster tools (a cell dimension): none (both ends in one cluster, the baseline), submariner"
-          "[:libreswan|wireguard|vxlan] (the cable driver), skupper, clusterlink; a tool cell builds two clusters "
-          "and runs the client in cluster 2 against the server's service exported from cluster 1"),
-    Param("service-proxy", _service_proxy, json_default(["default"]),
-          "service proxies (a cell dimension, local testbed only): default (the testbed's plain nftables DNAT rule; on "
-          "clusters whatever the distribution and CNI run, recorded as service_proxy_mode), iptables, nftables, ipvs "
-          "(kube-proxy's modes, built as that mode's kernel state in every node), none (the CNI replaces kube-proxy; "
-          "pod-to-service runs unsupported on the testbed); catalog/service_proxies.yaml"),
-    Param("cpu-class", _cpu_class, json_default(["none"]),
-          "CPU classes (a cell dimension, local testbed only): none (this machine's cores), pi4, pi5, x86-small: "
-          "every process of a node and its pods runs in a cgroup pinned to one core with a CPU quota calibrated so "
-          "that the core scores the class's published single-thread benchmark figure (CPU-limited emulation; "
-          "catalog/cpu_classes.yaml)"),
+    *dimension_params(),  # plan/dimensions.py
     Param("sweep-id", _sweep_id, "",
           "results namespace in MinIO; empty = derived: the workflow name on Argo, a hash of the parameters locally "
           "(a triggered rerun: <substrate>-<cni>-<new version>-<hash>, the same for every delivery of the trigger)"),
@@ -216,11 +138,11 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "trigger and environment.cni_version_requested = new; {} = not a triggered rerun"),
 )
 
-PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workloads.params(), *LATE_PARAMS)}
+PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workload_params(), *LATE_PARAMS)}
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"intercluster", "trigger", "service-proxy", "cpu-class"})
+NEUTRAL_AT_DEFAULT = frozenset({"trigger", *neutral_params()})
 
 
 @dataclass(frozen=True)
@@ -238,7 +160,7 @@ class Sweep:
         # the core parameters and those of the workloads the sweep runs: a parameter of a workload that is not
         # run does not change the id (so adding a workload keeps every existing sweep's keys)
         used = {tool for tool, _ in self.values["workloads"]}
-        counted = CORE_NAMES | {p.name for w in used for p in workloads.REGISTRY[w].params}
+        counted = CORE_NAMES | {p.name for w in used for p in PLANS[w].params}
         ids = {k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted
                and not (k in NEUTRAL_AT_DEFAULT and PARAMS[k].parse(k, v) == PARAMS[k].parse(k, DEFAULTS[k]))}
         trig = self.values.get("trigger")
@@ -346,8 +268,6 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if "cnis" not in raw:
         raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
-    from edgebench.plan import netem
-
     for scenario in values["netem"]:
         netem.resolve(scenario, custom=values["netem-custom"].get(scenario))  # unknown names: SpecError
     trig = values["trigger"]
@@ -359,14 +279,8 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if (values["substrate"] == "kind") != (values["distribution"] == "kind"):
         raise SpecError(f"{source}: substrate kind and distribution kind go together (kind clusters are both); got "
                         f"substrate={values['substrate']!r}, distribution={values['distribution']!r}")
-    if values["substrate"] != "local" and values["service-proxy"] != ["default"]:
-        raise SpecError(f"{source}: service-proxy chooses a kube-proxy mode on the local testbed only; on "
-                        f"{values['substrate']} the distribution and the CNI mode decide it (every manifest records it "
-                        f"as service_proxy_mode); leave it [\"default\"]; got {raw['service-proxy']}")
-    if values["substrate"] != "local" and values["cpu-class"] != ["none"]:
-        raise SpecError(f"{source}: cpu-class emulates edge hardware on the local testbed only; on "
-                        f"{values['substrate']} the nodes' own CPUs are measured; leave it [\"none\"]; got "
-                        f"{raw['cpu-class']}")
+    for problem in substrate_problems(values["substrate"], values, raw):
+        raise SpecError(f"{source}: {problem}")
     if values["service-proxy"] != ["default"] and [t.key for t in values["intercluster"]] != ["none"]:
         raise SpecError(f"{source}: service-proxy modes are modelled in one-cluster cells only (an inter-cluster tool "
                         "exports services with its own rules); run them in a sweep with intercluster [\"none\"]")

@@ -26,6 +26,8 @@ import json
 import math
 from typing import Callable, Iterable
 
+from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
+
 Fetch = Callable[[str, list], list[dict]]
 
 # seed id -> (authors, title, what it measured); the titles as printed
@@ -59,12 +61,11 @@ SUBSTRATE_NOTES = {
 
 # the grain of each mart a claim can be tested on: the columns that identify one of its rows
 GRAINS: dict[str, tuple[str, ...]] = {
-    "cmp_dds_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "dds_mode", "length_bytes",
-                        "reliability", "transport", "subscribers", "security", "rate", "placement", "cni", "cni_mode",
-                        "datapath", "is_host_baseline", "cpu_class"),
-    "cmp_iperf3_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path",
-                           "placement", "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath",
-                           "is_host_baseline", "cpu_class"),
+    # the cell configuration columns (plan/dimensions.py), then the workload's own
+    "cmp_dds_vs_host": (*warehouse_columns(), "dds_mode", "length_bytes", "reliability", "transport", "subscribers",
+                        "security", "rate", "placement", "is_host_baseline"),
+    "cmp_iperf3_vs_host": (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s",
+                           "iperf3_bitrate", "is_host_baseline"),
     "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
                            "protocol", "path", "placement", "length_bytes", "dds_mode", "reliability", "transport",
                            "subscribers", "security", "rate", "cni", "cni_mode", "datapath", "is_host_baseline"),
@@ -98,8 +99,8 @@ COUNTERPARTS = {
 }
 
 # the conditions a measured number is labelled with, and the value each takes when it is not worth naming
-CONDITIONS = {"distribution": "none", "netem_scenario": "none", "tuning_profile": "default_settings",
-              "cpu_class": "none", "placement": "cross-node", "rate": "inf"}
+CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
+              "placement": "cross-node", "rate": "inf"}
 OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import __version__, sh
+from edgebench.workloads import REGISTRY
 
 
 @functools.lru_cache(maxsize=None)
 def tool_versions(workload: str | None) -> dict[str, str]:
     """{tool: version} of the tools that produce the workload's numbers (workloads/<name>.py), once per process."""
-    from edgebench.workloads import REGISTRY
 
     return dict(REGISTRY[workload].versions()) if workload in REGISTRY else {}
 

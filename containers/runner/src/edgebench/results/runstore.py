@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from edgebench.plan.cells import Run
+from edgebench.plan.dimensions import DIMENSIONS, Run
 from edgebench.results.provenance import environment
 
 
@@ -43,28 +43,19 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
         "sweep_id": cell.sweep_id,
         "cell_id": cell.cell_id,
         "run_id": run.run_id,
-        "substrate": cell.substrate,
-        "distribution": cell.distribution,
-        "cni": cell.cni,
-        "cni_mode": cell.cni_mode,
         "datapath": cm.datapath,
         "mtu": mtu,
-        "netem_scenario": cell.netem_scenario,
-        "tuning_profile": cell.tuning_profile,
-        "intercluster": cell.intercluster,
+        **cell.manifest_fields(),  # substrate, distribution, CNI mode and every cell dimension (plan/dimensions.py)
+        # and what the substrate read back of a dimension (its `detail` field, e.g. the CPU class calibration)
+        **{d.detail: (conditions or {}).get(d.field) for d in DIMENSIONS if d.detail},
         "intercluster_tool": tool.tool,
         "intercluster_mode": tool.mode,
         "intercluster_implementation": (detail or {}).get("implementation", tool.implementation),
         "intercluster_detail": detail,
         # the service proxy: the cell's `service-proxy` entry and the mode that implements ClusterIPs (testbed: the
         # one it built; clusters: the distribution's kube-proxy mode, or none where the CNI replaces kube-proxy)
-        "service_proxy": cell.service_proxy,
         "service_proxy_mode": cell.service_proxy_mode,
         "service_proxy_readback": ((conditions or {}).get("service_proxy") or {}).get("readback") or None,
-        # the CPU class (testbed): the cell's entry and its calibration (published score, quota and achieved score
-        # per node; cpuclass.setup); "none" = the machine's own cores
-        "cpu_class": getattr(cell, "cpu_class", "none"),
-        "cpu_class_detail": (conditions or {}).get("cpu_class"),
         "workload": run.workload,
         "protocol": run.protocol,
         "path": run.path,

@@ -1,4 +1,4 @@
-"""Build the DuckDB warehouse from the raw results (dbt project in analytics/) and read a summary from it.
+"""Build the DuckDB warehouse from the raw results (dbt project in analytics/); results/summaries.py reads it.
 
 Environment (the contract with the runner; defaults in parentheses):
   EDGEBENCH_S3_ENDPOINT (http://127.0.0.1:9000), EDGEBENCH_S3_ACCESS_KEY (edgebench),
@@ -31,7 +31,6 @@ what changed, by its own checks) and a lock: builds of one warehouse run one at 
 """
 from __future__ import annotations
 
-import datetime
 import fcntl
 import hashlib
 import importlib.metadata
@@ -45,17 +44,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-import duckdb
+try:  # optional: the runner image carries no analytics extra (reading or building a warehouse then fails)
+    import duckdb
+except ImportError:  # pragma: no cover - exercised in the runner image
+    duckdb = None
 
-from edgebench.errors import EdgebenchError
+from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
+                                         list_raw, sync_raw_cache)
+
+__all__ = ["NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
+           "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash", "sync_raw_cache"]
 
 
-class WarehouseError(EdgebenchError):
-    """dbt build failed, or the warehouse cannot be read."""
-
-
-class NoResultsError(WarehouseError):
-    """The raw root holds no run manifests yet."""
+PARTIAL_PARSE = "partial_parse.msgpack"  # dbt's partial-parse state, kept beside the warehouse between builds
 
 
 def analytics_dir() -> Path:
@@ -109,11 +110,6 @@ def ensure_httpfs() -> None:
         raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
     finally:
         con.close()
-
-
-def _sql_string(text: str) -> str:
-    """A SQL string literal ('...' with embedded quotes doubled)."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _dbt_executable() -> str:
@@ -219,13 +215,6 @@ def _failing_rows(run_results: Path, db: Path, limit: int = 5) -> str:
     return "failing rows (first %d per test):\n" % limit + "\n".join(out) + "\n"
 
 
-RAW_CACHE_SCHEMA = "edgebench_raw_cache"
-PARTIAL_PARSE = "partial_parse.msgpack"
-# source table (analytics/models/staging/_edgebench__sources.yml) -> the raw file it reads beside each manifest
-RAW_FILES = {"run_manifests": "manifest.json", "dds_samples": "dds-samples.json",
-             "http_requests": "http-requests.json", "resource_samples": "resources.json"}
-
-
 def project_hash(project: Path | None = None) -> str:
     """A hash of the analytics project (every file but dbt's own output) and of the dbt / DuckDB versions: a build
     whose hash differs from the previous warehouse's starts from scratch."""
@@ -281,112 +270,6 @@ def _previous_build(path: Path) -> dict | None:
         return None
     finally:
         con.close()
-
-
-def _s3_secret_sql() -> str:
-    """The S3 secret of analytics/profiles.yml, for reading an s3:// raw root outside dbt."""
-    endpoint = os.environ.get("EDGEBENCH_S3_ENDPOINT", "http://127.0.0.1:9000")
-    return ("create or replace secret edgebench_raw (type s3, "
-            f"key_id {_sql_string(os.environ.get('EDGEBENCH_S3_ACCESS_KEY', 'edgebench'))}, "
-            f"secret {_sql_string(os.environ.get('EDGEBENCH_S3_SECRET_KEY', 'edgebench-secret'))}, "
-            f"region 'us-east-1', endpoint {_sql_string(endpoint.split('://')[-1].rstrip('/'))}, "
-            f"url_style 'path', use_ssl {'true' if endpoint.startswith('https://') else 'false'})")
-
-
-def list_raw(root: str) -> dict[str, list[tuple[str, int, datetime.datetime]]]:
-    """{source table: [(filename, size, last-modified)]} of the raw files under root/runs/*/*/*/, names as
-    DuckDB's read_text reports them. One object listing for s3:// (sizes and times come with it), a directory walk
-    with stat() for a local root: DuckDB's read_text(glob) opened every file just to report its size and time,
-    which was most of an incremental build's time."""
-    by_name = {name: table for table, name in RAW_FILES.items()}
-    out: dict[str, list] = {table: [] for table in RAW_FILES}
-    if root.startswith("s3://"):
-        from minio.error import S3Error
-        from edgebench.results.store import S3Config
-
-        bucket, _, prefix = root[len("s3://"):].partition("/")
-        prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        client = S3Config.from_env().client()
-        try:
-            for obj in client.list_objects(bucket, prefix=f"{prefix}runs/", recursive=True):
-                parts = obj.object_name[len(prefix):].split("/")
-                if len(parts) == 5 and parts[4] in by_name:
-                    out[by_name[parts[4]]].append((f"s3://{bucket}/{obj.object_name}", obj.size, obj.last_modified))
-        except (S3Error, OSError, ValueError) as exc:
-            raise WarehouseError(f"cannot list the raw results under {root}: {exc}") from exc
-        return out
-    runs = Path(root) / "runs"
-    utc = datetime.timezone.utc
-    for sweep in _dirs(runs):
-        for cell in _dirs(sweep):
-            for run in _dirs(cell):
-                with os.scandir(run) as it:
-                    for e in it:
-                        if e.name in by_name and e.is_file():
-                            st = e.stat()
-                            out[by_name[e.name]].append(
-                                (e.path, st.st_size, datetime.datetime.fromtimestamp(st.st_mtime, utc)))
-    return out
-
-
-def _dirs(path: Path) -> list[Path]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(Path(e.path) for e in it if e.is_dir())
-    except FileNotFoundError:
-        return []
-
-
-def sync_raw_cache(db_path: Path, root: str) -> dict:
-    """Bring the raw cache in db_path in step with the raw root: list every raw file the sources read (name, size,
-    last-modified; no content; list_raw), delete cached objects that are gone or whose size or time changed, read
-    the new or changed ones, and list every object deleted or read in edgebench_raw_cache.changed (what the
-    incremental staging models redo). Returns {source table: (objects listed, objects read)}."""
-    import pyarrow as pa
-
-    listing_by_table = list_raw(root)
-    con = duckdb.connect(str(db_path))
-    stats = {}
-    try:
-        con.execute("set enable_progress_bar = false")
-        if "://" in root:
-            con.execute("load httpfs")
-            con.execute(_s3_secret_sql())
-        con.execute(f"create schema if not exists {RAW_CACHE_SCHEMA}")
-        # the objects this sync deleted or read: the incremental staging models redo exactly these
-        # (analytics/macros/raw_incremental.sql)
-        con.execute(f"create or replace table {RAW_CACHE_SCHEMA}.changed (filename varchar)")
-        for table in RAW_FILES:
-            t = f"{RAW_CACHE_SCHEMA}.{table}"
-            con.execute(f"create table if not exists {t} "
-                        "(filename varchar, content varchar, size bigint, last_modified timestamptz)")
-            rows = listing_by_table[table]
-            listed = pa.table({"filename": pa.array([r[0] for r in rows], pa.string()),
-                               "size": pa.array([r[1] for r in rows], pa.int64()),
-                               "last_modified": pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))})
-            con.register("listed", listed)
-            con.execute("create or replace temp table listing as select * from listed")
-            con.unregister("listed")
-            stale = (f"not exists (select 1 from listing l where l.filename = {t}.filename "
-                     f"and l.size = {t}.size and l.last_modified = {t}.last_modified)")
-            con.execute(f"insert into {RAW_CACHE_SCHEMA}.changed select filename from {t} where {stale}")
-            con.execute(f"delete from {t} where {stale}")
-            new = [r[0] for r in con.execute(
-                f"select filename from listing l anti join {t} c on c.filename = l.filename order by 1").fetchall()]
-            for i in range(0, len(new), 5000):
-                files = "[" + ", ".join(_sql_string(f) for f in new[i:i + 5000]) + "]"
-                # size and time as listed (not as read_text reports them): the next listing compares with these
-                con.execute(f"insert into {t} select r.filename, r.content, l.size, l.last_modified "
-                            f"from read_text({files}) r join listing l on l.filename = r.filename")
-            if new:
-                con.execute(f"insert into {RAW_CACHE_SCHEMA}.changed select unnest(?::varchar[])", [new])
-            stats[table] = (len(rows), len(new))
-        con.execute("drop table listing")
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read the raw results under {root}: {exc}") from exc
-    finally:
-        con.close()
-    return stats
 
 
 def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
@@ -492,177 +375,3 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
 def _no_results(root: str) -> str:
     return (f"no results yet: no runs/*/*/*/manifest.json under {root}. "
             "Run `make sweep` first (the warehouse was left unchanged).")
-
-
-_SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
-                 "length_bytes", "cni", "cni_mode")
-
-# Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
-def _verdict(significant: str, better: str, is_host: str, host_value: str) -> str:
-    """SQL for a comparison's verdict from the mart's significance flag (95% intervals of CNI and host do not
-    overlap): baseline / better / worse / indistinguishable; 'no baseline' without a host run under the same
-    conditions, 'n < 2' when either side has no interval."""
-    return (f"case when {is_host} then 'baseline' when {host_value} is null then 'no baseline' "
-            f"when {significant} is null then 'n < 2' "
-            f"when not {significant} then 'indistinguishable' when {better} then 'better' else 'worse' end as verdict")
-
-
-_SUMMARY_SQL = f"""
-with status as (
-    select {', '.join(_SUMMARY_KEYS)},
-           count(*) filter (where status = 'ok')          as n_ok,
-           count(*) filter (where status = 'failed')      as n_failed,
-           count(*) filter (where status = 'unsupported') as n_unsupported,
-           any_value(error) filter (where status <> 'ok') as error
-    from fct_iperf3_runs
-    group by all
-)
-select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
-       o.is_significant,
-       {_verdict("o.is_significant", "o.throughput_mbps > o.host_throughput_mbps", "status.cni = 'host'",
-                "o.host_throughput_mbps")}
-from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
-order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
-         cni = 'host' desc, cni, cni_mode
-"""
-
-
-def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
-    unsupported) and, from the cmp_iperf3_vs_host mart, mean throughput, its 95% CI, the host baseline and
-    overhead_pct. For the table printed after a sweep."""
-    return _query(_SUMMARY_SQL, warehouse_path)
-
-
-def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    return _query_params(sql, [], warehouse_path)
-
-
-def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
-    host, Table II of seed 000), for the table printed after a sweep."""
-    return _query(f"""
-        select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
-               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
-               latency_p99_us, latency_p90_overhead_pct,
-               {_verdict("is_significant", "latency_p90_us < host_latency_p90_us", "cni = 'host'", "host_latency_p90_us")}
-        from cmp_dds_vs_host where dds_mode = 'latency'
-        order by all""", warehouse_path)
-
-
-def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
-    return _query("""
-        select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
-               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
-               response_p50_overhead_pct,
-               coalesce(response_p50_verdict, case when host_response_p50_ms is null then 'no baseline'
-                                                   else 'n < 2' end) as verdict
-        from cmp_http_vs_host
-        order by all""", warehouse_path)
-
-
-def intercluster_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """HTTP response time across each inter-cluster tool against the one-cluster `none` runs from
-    cmp_intercluster_vs_none, only for conditions under which some tool was measured: n runs / requests, the mean
-    of per-run medians with its 95% CI, the difference to none with its 95% CI, the verdict (baseline / better /
-    worse / indistinguishable / below resolution / no baseline / n < 2) and the share of requests beyond the two
-    limits. Rows in display order: conditions, netem scenario (catalog order), the none baseline first."""
-    from edgebench.plan.netem import display_order
-
-    rows = _query("""
-        select substrate, distribution, cni, cni_mode, tuning_profile, service, path, placement, length_bytes,
-               netem_scenario, intercluster, intercluster_implementation, is_emulated, intercluster_model, is_baseline,
-               n_runs, n_requests, n_errors, request_median_ms, request_p95_ms, response_p50_ms,
-               response_p50_ci95_ms, none_n_runs, response_p50_diff_ms, response_p50_diff_ci95_ms,
-               response_p50_diff_pct, response_p50_diff_ci95_pct, verdict, vehicle_assist_limit_ms,
-               share_requests_over_vehicle_assist, share_runs_median_over_vehicle_assist,
-               remote_maintenance_limit_ms, share_requests_over_remote_maintenance,
-               share_runs_median_over_remote_maintenance
-        from cmp_intercluster_vs_none
-        where n_tools > 0 or not is_baseline""", warehouse_path)
-    order = {n: i for i, n in enumerate(display_order(r["netem_scenario"] for r in rows))}
-    return sorted(rows, key=lambda r: (r["substrate"], r["distribution"], r["cni"], r["cni_mode"],
-                                       r["tuning_profile"], r["service"], r["path"], r["placement"],
-                                       r["length_bytes"], order[r["netem_scenario"]], not r["is_baseline"],
-                                       r["intercluster"], r["intercluster_implementation"]))
-
-
-VERDICT_ORDER = {"worse": 0, "better": 1, "indistinguishable": 2, "n < 2": 3}
-
-
-def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: str | None = None) -> list[dict]:
-    """The CNI version regression cards from cmp_cni_version_regressions: one dict per card (substrate, cni, cni_mode,
-    previous_version, new_version, n_versions, version_source, ..., card_n_* counts) with its comparisons under
-    "rows" (one per configuration x metric: n, means, diff with its 95% interval, diff_pct, verdict), worse rows
-    first. Cards with worse rows come first. `cni` keeps the cards of one CNI ("calico") or mode ("calico:vxlan").
-    Raises WarehouseError when there is no warehouse or it predates the mart."""
-    where, params = "", []
-    if cni:
-        name, _, mode = cni.partition(":")
-        where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
-        params = [name, mode] if mode else [name]
-    rows = _query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
-    card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
-                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
-                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_indistinguishable", "card_n_too_few_runs", "card_expected_false_alarms")
-    cards: dict[tuple, dict] = {}
-    for r in rows:
-        card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),
-                                {**{k: r[k] for k in card_keys}, "rows": []})
-        card["rows"].append({"config": config_label(r), **{k: v for k, v in r.items() if k not in card_keys}})
-    for card in cards.values():
-        card["rows"].sort(key=lambda r: (VERDICT_ORDER.get(r["verdict"], 9), r["config"], r["metric"]))
-    return sorted(cards.values(), key=lambda c: (-c["card_n_worse"], c["substrate"], c["cni"], c["cni_mode"]))
-
-
-# variant parameters a card's configuration line names only when they differ from these (duration and request
-# counts never: they are part of the configuration key, not of what a reader compares)
-_VARIANT_DEFAULTS = {"reliability": "reliable", "transport": "unicast", "subscribers": "1", "security": "none",
-                     "rate": "inf", "connections": "1"}
-_VARIANT_HIDDEN = ("mode", "service", "duration_s", "requests")
-
-
-def config_label(r: dict) -> str:
-    """A comparison configuration as one line: workload, its mode / service / protocol, path, placement, length, the
-    parameters that are not the defaults, and the conditions that are not (distribution, netem, tuning, tool)."""
-    variant = dict(kv.split("=", 1) for kv in (r.get("variant") or "").split() if "=" in kv)
-    workload = r.get("workload") or "?"
-    kind = {"dds": variant.get("mode"), "http": variant.get("service")}.get(workload, r.get("protocol"))
-    parts = [workload, kind, r.get("path"), r.get("placement")]
-    if (r.get("length_bytes") if r.get("length_bytes") is not None else -1) >= 0:
-        parts.append(f"{r['length_bytes']} B")
-    parts += [f"{k} {v}" for k, v in variant.items()
-              if k not in _VARIANT_HIDDEN and _VARIANT_DEFAULTS.get(k) != v]
-    for col, default in (("distribution", "none"), ("netem_scenario", "none"), ("tuning_profile", "default_settings"),
-                         ("intercluster", "none")):
-        if r.get(col) not in (None, default):
-            parts.append(f"{col.split('_')[0]}={r[col]}")
-    return " ".join(str(p) for p in parts if p)
-
-
-def _query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-    try:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    except duckdb.CatalogException as exc:
-        raise WarehouseError(f"the warehouse at {path} has no {_missing_table(str(exc))} (built by an older edgebench);"
-                             " rebuild it with `make warehouse`") from exc
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read {path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _missing_table(message: str) -> str:
-    m = re.search(r"Table with name (\w+) does not exist", message)
-    return f"table {m.group(1)}" if m else "table it needs"

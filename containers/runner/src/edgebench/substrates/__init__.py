@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.substrates.base import Provider
+from edgebench.substrates.local.provider import LocalProvider
+from edgebench.substrates import clusters
 
 
 def build_key(cell: Any) -> tuple | None:
     """What the cell's substrate builds for it (Provider.build_key): consecutive cells with equal keys may share a
     cluster. None: not shared (kind and ssh clusters are provisioned per cell)."""
     if cell.substrate == "local":
-        from edgebench.substrates.local.provider import LocalProvider
-
         return LocalProvider.build_key(cell)
     return None
 
@@ -28,10 +28,7 @@ def get(substrate: str, testbed: Any = None, *, cell: Any = None, workdir: Path 
     cni_version: the version a triggered rerun asks for (Sweep.cni_version_requested(cell.cni)): ssh/kind install
     it instead of the catalog pin; the local testbed runs no CNI software (its manifests carry the request only)."""
     if substrate == "local":
-        from edgebench.substrates.local.provider import LocalProvider
-
         return LocalProvider(testbed, cell)
-    from edgebench.substrates import clusters
 
     return clusters.from_cell(cell, workdir, inventory_path=inventory, ssh_key=ssh_key, known_hosts=known_hosts,
                               cni_version=cni_version)

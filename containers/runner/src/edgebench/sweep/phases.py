@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgebench import workloads
-from edgebench.plan import intercluster
-from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.errors import EdgebenchError
+from edgebench.plan import intercluster, netem, tuning
+from edgebench.plan.cells import Cell, Run, runs_for
+from edgebench.plan.dimensions import DIMENSIONS
+from edgebench.plan.spec import Sweep
 from edgebench.results.provenance import environment
 from edgebench.results.runstore import manifest, now, with_trigger, write_run
-from edgebench.plan.spec import Sweep
 from edgebench.substrates.base import Provider, Unsupported
+from edgebench.substrates.local import resources
 
 
 Log = Callable[[str], None]
@@ -92,8 +94,10 @@ def provision_cluster(ctx: CellContext) -> None:
 
 
 # what install-cni records about the built cluster: handed on with it to the next cell that reuses it
+# (and what the substrate read back of a cell dimension, e.g. the CPU class calibration: plan/dimensions.py `detail`)
+READBACK_KEYS = ("service_proxy", *(d.field for d in DIMENSIONS if d.detail))
 INSTALL_KEYS = ("supported", "reason", "mtu", "datapath", "cni_version", "distribution_version", "cni_invalid_reason",
-                "service_proxy", "cpu_class", "cluster", "built")
+                *READBACK_KEYS, "cluster", "built")
 
 
 def install_cni(ctx: CellContext) -> None:
@@ -118,9 +122,9 @@ def install_cni(ctx: CellContext) -> None:
         ctx.state.update(supported=True, reason=None, mtu=readback["mtu"], datapath=cm.datapath,
                          cni_version=readback.get("cni_version"),  # None on the testbed: no CNI software runs
                          distribution_version=readback.get("distribution_version"), cni_invalid_reason=problem,
-                         service_proxy=readback.get("service_proxy"),  # the testbed's proxy mode and its readback
-                         cpu_class=readback.get("cpu_class"),  # the CPU class calibration (testbed)
-                         cluster=readback.get("cluster"))  # a real cluster: lab target, shared kernel, sources
+                         # the testbed's proxy mode and its readback, the CPU class calibration (testbed);
+                         # a real cluster: the lab's target, whether its nodes share a kernel, the sources
+                         cluster=readback.get("cluster"), **{key: readback.get(key) for key in READBACK_KEYS})
         if problem:
             ctx.state.update(is_valid=False, invalid_reason=problem)
             ctx.log(f"{cm.key}: {problem}; its runs are recorded as invalid")
@@ -160,7 +164,6 @@ def tune_nodes(ctx: CellContext) -> None:
     """Apply the cell's tuning profile where the substrate can carry it, read back what is in force, and record
     what cannot be applied (e.g. a global sysctl inside a network namespace) as unsupported. A readback that does
     not match the request makes the cell's runs invalid (kept, but out of the comparisons)."""
-    from edgebench.plan import tuning
 
     profile = ctx.cell.tuning_profile
     if ctx.state.get("supported") is False:
@@ -182,7 +185,6 @@ def tune_nodes(ctx: CellContext) -> None:
 def apply_netem(ctx: CellContext) -> None:
     """Apply the cell's link condition (tc netem where the kernel has it, else the userspace NFQUEUE emulator on
     the testbed; rate limits with htb/tbf) on every node's uplink and record the mechanism and readback."""
-    from edgebench.plan import netem
 
     if ctx.state.get("supported") is False:
         return
@@ -258,7 +260,6 @@ def _sampler(ctx: CellContext):
     (its samples first, then the run's, t_s counting on from the baseline). The cell's datapath, tuning and link
     condition do not change between its runs, so one baseline serves them all; sampling it again before every run
     cost IDLE_S of every run (a third of the sweep's overhead)."""
-    from edgebench.substrates.local import resources
 
     remote = getattr(ctx.provider, "resource_sampler", None)  # a real cluster's nodes, sampled over SSH
     try:
@@ -292,7 +293,7 @@ def _conditions(ctx: CellContext) -> dict[str, Any]:
             valid, reason = False, f"link condition not in force: {problem}"
     return {"netem": netem_obj or None, "tuning": ctx.state.get("tuning"), "is_valid": valid,
             "invalid_reason": reason, "intercluster": ctx.state.get("intercluster"),
-            "service_proxy": ctx.state.get("service_proxy"), "cpu_class": ctx.state.get("cpu_class")}
+            **{key: ctx.state.get(key) for key in READBACK_KEYS}}
 
 
 def run_workload(ctx: CellContext, name: str) -> None:

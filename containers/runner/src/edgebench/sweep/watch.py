@@ -22,6 +22,8 @@ from edgebench import versions
 from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.spec import Sweep
+from edgebench.results import summaries
+from edgebench.results.store import state_dir
 
 STATE_FILE = "cni-versions.json"
 Log = Callable[[str], None]
@@ -74,8 +76,6 @@ class State:
 
 
 def state_path() -> Path:
-    from edgebench.results.store import state_dir
-
     return state_dir() / STATE_FILE
 
 
@@ -120,7 +120,7 @@ def watch_once(base: Sweep, run: Callable[[Sweep], Any] | None, *, fetch: versio
     """One round. `run` runs one rerun sweep (the local runner); None = plan only (dry run, nothing written).
     Sources, the state file and every rerun are checked before anything runs; an error raises, changing nothing."""
     state = State.load(state_file or state_path())
-    measured = versions.measured_versions(warehouse_path)
+    measured = summaries.measured_versions(warehouse_path)
     if measured is None:
         log("no warehouse yet: comparing with the catalog pins and the versions already triggered here")
     sts = versions.check(base.values["cnis"], srcs if srcs is not None else versions.sources(), fetch,

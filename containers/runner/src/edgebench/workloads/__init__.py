@@ -1,6 +1,7 @@
 """The workload registry: every module of this package that defines WORKLOAD (a base.Workload), found by
-discovery, in the order of their `order` attribute (the order of the run-* phases). Adding a workload = a module
-here, plus its staging SQL, its mart SQL + yml and its portal page; see the README's "Adding a workload"."""
+discovery, in the order of their plan's `order` (the order of the run-* phases). Adding a workload = its plan in
+plan/workload_plans.py and a module here, plus its staging SQL, its mart SQL + yml and its portal page; see the
+README's "Adding a workload". A plan without a module, or a module without a plan, fails at import."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pkgutil
 
 from edgebench.errors import SpecError
 from edgebench.plan.params import Param
+from edgebench.plan.workload_plans import PLANS
 from edgebench.workloads.base import Measurement, Workload, endpoints
+
 
 def _discover() -> dict[str, Workload]:
     found = []
@@ -20,6 +23,10 @@ def _discover() -> dict[str, Workload]:
         workload = getattr(module, "WORKLOAD", None)
         if isinstance(workload, Workload):
             found.append(workload)
+    names = {w.name for w in found}
+    if names != set(PLANS):
+        raise RuntimeError(f"workloads without a plan in plan/workload_plans.py: {sorted(names - set(PLANS))}; "
+                           f"plans without a workload module here: {sorted(set(PLANS) - names)}")
     return {w.name: w for w in sorted(found, key=lambda w: (w.order, w.name))}
 
 

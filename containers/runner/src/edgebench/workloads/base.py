@@ -1,20 +1,28 @@
 """The workload protocol: what one workload (iperf3, dds, http, ...) gives the rest of edgebench.
 
 A workload module defines one `Workload` subclass instance named WORKLOAD; workloads/__init__.py finds the
-modules. From these the spec parser takes the parameters, cells.py the runs, phases.py the `run-<name>` phase, the
-CLI its progress lines and tool checks, the manifest its tool versions, and the warehouse/portal the model and page
-names (tests check that those files exist). See the README's "Adding a workload".
+modules. Its plan (order, variants, parameters, runs, label words) is its entry in plan/workload_plans.py, which the
+spec parser and cells.py read; from the Workload phases.py takes the `run-<name>` phase, the CLI its progress lines
+and tool checks, the manifest its tool versions, and the warehouse/portal the model and page names (tests check that
+those files exist). A workload reads the cell through CellContext (a Protocol: sweep/phases.py's context is one).
+See the README's "Adding a workload".
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from edgebench.plan.dimensions import Cell, Run
 from edgebench.plan.params import Param
+from edgebench.plan.workload_plans import PLANS, WorkloadPlan
+from edgebench.substrates.base import Provider
 
-if TYPE_CHECKING:  # the phase context and runs, only for annotations (no import cycle at run time)
-    from edgebench.plan.cells import Cell, Run
-    from edgebench.sweep.phases import CellContext
+
+class CellContext(Protocol):
+    """What a workload reads of the cell it measures in (sweep/phases.py's CellContext is one): the substrate's
+    provider, whose endpoints the runs use."""
+
+    provider: Provider
 
 # (raw files, metrics or None, error or None, params to record instead of the run's own or None). An error that
 # starts with "unsupported:" records the run as unsupported, any other as failed.
@@ -24,10 +32,10 @@ SERVICE_IP = "10.96.0.10"  # the ClusterIP the local testbed gives pod-to-servic
 
 
 class Workload:
+    """The measuring side of a workload. Its plan (order, variants, parameters, the runs of a cell, the words of a
+    run's label) is plan/workload_plans.py's entry of the same name."""
+
     name: str = ""
-    order: int = 100  # position among the run-* phases (lower runs first)
-    variants: tuple[str, ...] = ()  # `workloads` entries are name or name:variant
-    params: tuple[Param, ...] = ()  # its sweep parameters, declared once here
     tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
     staging_model: str = ""  # dbt model that reads its raw files (analytics/models/staging/<name>.sql)
     mart: str = ""  # dbt mart the portal and CLI read (analytics/models/marts/<name>.sql + .yml)
@@ -35,11 +43,30 @@ class Workload:
     page_title: str = ""
     page_icon: str = ":material/monitoring:"
 
-    def expand(self, values: dict[str, Any], cell: "Cell", repetition: int, variant: str) -> list["Run"]:
-        """The runs of one variant in one repetition of a cell; `values` are the parsed sweep parameters."""
-        raise NotImplementedError
+    @property
+    def plan(self) -> WorkloadPlan:
+        return PLANS[self.name]
 
-    def measure(self, ctx: "CellContext", run: "Run") -> Measurement:
+    @property
+    def order(self) -> int:
+        """Position among the run-* phases (lower runs first)."""
+        return self.plan.order
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """`workloads` entries are name or name:variant."""
+        return self.plan.variants
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """Its sweep parameters (declared in its plan)."""
+        return self.plan.params
+
+    def expand(self, values: dict[str, Any], cell: Cell, repetition: int, variant: str) -> list[Run]:
+        """The runs of one variant in one repetition of a cell; `values` are the parsed sweep parameters."""
+        return self.plan.expand(values, cell, repetition, variant)
+
+    def measure(self, ctx: CellContext, run: Run) -> Measurement:
         """Measure one run through the cell's endpoints (ctx.provider)."""
         raise NotImplementedError
 
@@ -51,12 +78,12 @@ class Workload:
         """The one figure a progress line shows for an ok run."""
         return ""
 
-    def describe(self, run: "Run") -> str:
+    def describe(self, run: Run) -> str:
         """Extra words for the run's progress label (after the variant)."""
-        return ""
+        return self.plan.describe(run)
 
 
-def endpoints(ctx: "CellContext", run: "Run", port: int):
+def endpoints(ctx: CellContext, run: Run, port: int):
     """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
     pod-to-service; in an inter-cluster cell the address the tool gives a cluster-2 client for the exported
     service (or, over a layer-3 tool, the pod IP)."""

@@ -17,9 +17,8 @@ import subprocess
 import time
 from typing import Any
 
-from edgebench.plan.cells import Run
+from edgebench.plan.dimensions import Run
 from edgebench.drivers import ddsperf, http, iperf3
-from edgebench.plan.params import Param, bitrate, integer, json_default, sizes
 from edgebench.workloads.base import Measurement, Workload
 
 BULK_PORT = 5202
@@ -31,33 +30,12 @@ PLACEMENT = "cross-node"
 
 class LoadedLatency(Workload):
     name = "loaded-latency"
-    order = 40
-    variants = ("dds", "http")
-    params = (
-        Param("loaded-latency-payloads", lambda n, v: sizes(n, v, 8, 1024 * 1024), json_default(["64"]),
-              "probe payload sizes in bytes (DDS sample size, or HTTP request body for payload-echo)"),
-        Param("loaded-latency-duration", lambda n, v: integer(n, v, 1), "3", "seconds of each DDS probe"),
-        Param("loaded-latency-requests", lambda n, v: integer(n, v, 1), "200",
-              "sequential HTTP requests of each HTTP probe (one kept-alive connection)"),
-        Param("loaded-latency-bulk-bitrate", bitrate, "0",
-              "target bitrate of the background TCP flow (iperf3 -b); 0 = as fast as the path goes"),
-    )
     tools = ("iperf3", "ddsperf", "fortio")
     staging_model = "stg_edgebench__loaded_latency"
     mart = "cmp_loaded_latency_vs_idle"
     page = "loaded_latency"
     page_title = "Latency under load"
     page_icon = ":material/timer:"
-
-    def expand(self, values: dict[str, Any], cell, repetition: int, variant: str) -> list[Run]:
-        protocol = "udp" if variant == "dds" else "tcp"
-        duration = values["loaded-latency-duration"] if variant == "dds" else None
-        return [
-            Run(cell, self.name, protocol, "pod-to-pod", PLACEMENT, payload, duration, repetition,
-                {"probe": variant, "load": load, "bulk_bitrate": values["loaded-latency-bulk-bitrate"],
-                 **({"requests": values["loaded-latency-requests"]} if variant == "http" else {})})
-            for payload in values["loaded-latency-payloads"] for load in ("idle", "bulk")
-        ]
 
     def measure(self, ctx, run: Run) -> Measurement:
         client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
@@ -114,8 +92,6 @@ class LoadedLatency(Workload):
             text += f" (bulk {metrics['bulk_sent_mbps']:.0f} Mbit/s)"
         return text
 
-    def describe(self, run: Run) -> str:
-        return f" {run.params['load']}"
 
 
 class _Bulk:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions, support
+from edgebench import versions
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,6 @@ def parse_version_readback(plan: CniPlan, text: str) -> str | None:
 def version_problem(plan: CniPlan, installed: str | None) -> str | None:
     """Why the installed version (read back) is not the requested one, or None if it is (v-prefix and build
     metadata aside: 2.8.1 is v2.8.1)."""
-    from edgebench import versions
 
     requested = plan.version_requested
     if requested is None:

@@ -43,6 +43,7 @@ from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.clusters.matrix import distributions
+from edgebench.substrates.clusters.multicluster_state import PlanState
 from edgebench.substrates.clusters.provider import (ClusterEndpoint, ClusterProvider, LocalRunner, default_fetch,
                                                     default_local)
 from edgebench.substrates.clusters.transport import Transport
@@ -51,7 +52,7 @@ NOMINAL_SERVICE = "eb-ic"  # connect steps do not depend on the service; the pla
 CLUSTERS = (1, 2)
 
 
-class MultiCluster(Provider):
+class MultiCluster(PlanState, Provider):
     def __init__(self, substrate: str, distribution: str, cni: str, mode: str, workdir: Path,
                  inventory: Inventory | None = None, transport: Transport | None = None,
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
@@ -362,67 +363,3 @@ class MultiCluster(Provider):
 
     def workload_pids(self) -> dict[str, int]:
         return {f"c{i}/{name}": pid for i, pids in self._both("workload_pids").items() for name, pid in pids.items()}
-
-    # -- state and running -------------------------------------------------------------------------------------
-    def _current_plan(self, strict: bool) -> ic.InterclusterPlan | None:
-        """The connection's plan: this object's, else re-rendered from <workdir>/intercluster/state.json (a new
-        process: the next Argo step); None if nothing is connected."""
-        if self.plan is not None:
-            return self.plan
-        state = self.workdir / "state.json"
-        if not state.exists():
-            return None
-        s = json.loads(state.read_text())
-        c1, c2 = self.members(strict=strict)
-        self.plan = ic.plan(s["tool"], s["mode"], c1, c2, service=s["service"], namespace=s["namespace"],
-                            port=s["port"])
-        self.exported = dict(s.get("exported") or {})
-        return self.plan
-
-    def _save(self, plan: ic.InterclusterPlan) -> None:
-        self.plan = plan
-        self._write_manifests(plan)
-        (self.workdir / "state.json").write_text(json.dumps(
-            {"tool": plan.tool, "mode": plan.mode, "service": plan.service, "namespace": plan.namespace,
-             "port": plan.port, "exported": self.exported}, sort_keys=True))
-        (self.workdir / "plan.yaml").write_text(plan.text())
-
-    def _write_manifests(self, plan: ic.InterclusterPlan) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        for name in plan.manifests:
-            (self.workdir / name).write_text(plan.manifest_text(name))
-
-    def _ensure_cli(self, plan: ic.InterclusterPlan) -> None:
-        """Install the tool's CLI again if this work dir lost it (the install steps are idempotent)."""
-        if not (self.workdir / "bin" / ic.installs()[plan.tool]["cli"]["name"]).exists():
-            self._run(plan, "install")
-            shutil.rmtree(self.workdir / "download", ignore_errors=True)
-
-    def _run(self, plan: ic.InterclusterPlan, *phases: str) -> None:
-        for step in plan.phase(*phases):
-            argv = [a.replace(ic.WD, str(self.workdir)) for a in step.argv]
-            self.log.append(("" if step.check else "(may fail) ") + " ".join(argv))
-            try:
-                out = self.local(argv, check=step.check)
-            except Exception as exc:
-                if step.check:
-                    raise
-                self.log.append(f"ignored: {exc}")
-                continue
-            if step.capture:
-                self.outputs[step.capture] = out or ""
-
-    def _connected_tool(self) -> str | None:
-        """The tool connected in this work dir since provision (kept after disconnect, for the node cleanup)."""
-        f = self.workdir / "connected.json"
-        return self.plan.tool if self.plan else (json.loads(f.read_text())["tool"] if f.exists() else None)
-
-    def _node_cleanup(self, tool: str | None) -> None:
-        """Kernel leftovers of a layer-3 tool (interfaces, xfrm, rules, chains) on every node (ssh only)."""
-        script = ic.node_cleanup(tool) if tool else ""
-        if not script or self.substrate != "ssh" or self.transport is None:
-            return
-        for node in self.inventory.nodes:
-            rc, out, err = self.transport.run(node, script, sudo=True)
-            if rc != 0:
-                self.log.append(f"node cleanup on {node.name} failed: {err or out}")

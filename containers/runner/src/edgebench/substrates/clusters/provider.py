@@ -34,6 +34,9 @@ from edgebench.substrates.clusters.resources import NodeSampler
 from edgebench.substrates.clusters.artifacts import ENV_SOURCE, Source, mirror_images, open_source
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
+from edgebench.plan.catalog import cnis
+from edgebench.substrates.clusters import inventory as inv_mod
+from edgebench.substrates.clusters.transport import SSHTransport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
 
@@ -370,7 +373,6 @@ class ClusterProvider(Provider):
         return [self._ep(s, i) for i in slots]
 
     def multicast_reason(self, placement: str) -> str | None:
-        from edgebench.plan.catalog import cnis
         m = str(cnis()[self.cni]["modes"][self.mode]["multicast"])
         if m.lower().startswith("yes"):
             return None
@@ -461,8 +463,6 @@ def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ss
     version a triggered rerun asks for (Sweep.cni_version_requested(cell.cni)); None installs the catalog pin."""
     if cni_version:
         kw["cni_version"] = cni_version
-    from edgebench.substrates.clusters import inventory as inv_mod
-    from edgebench.substrates.clusters.transport import SSHTransport
 
     tool = getattr(cell, "intercluster", "none")
     make: Callable[..., Provider] = ClusterProvider

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence, Union
 
 from edgebench.substrates.clusters.inventory import Node
+from edgebench.sh import CommandError
 
 Command = Union[Sequence[str], str]  # an argv list, or a shell script (sent on stdin to `sh -s`)
 
@@ -64,7 +65,6 @@ class SSHTransport:
                 *[shlex.quote(a) for a in remote]]
         proc = self.runner(argv, input=content, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
-            from edgebench.sh import CommandError
             raise CommandError(argv, proc.returncode, proc.stderr)
 
     def scp_argv(self, node: Node, local: str, dest: str) -> list[str]:

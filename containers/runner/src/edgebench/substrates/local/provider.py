@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgebench.plan import tuning
 from edgebench.plan.catalog import CniMode
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.local.testbed import Endpoint, Testbed
+from edgebench.substrates.local import netem as netem_local
+from edgebench.substrates.local import service_proxy
+from edgebench.substrates.local import tuning as tuning_local
+from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_cidr
+from edgebench.substrates.local.intercluster import Joiner
+from edgebench.substrates.local.testbed import Endpoint, Testbed, netns_pids
 
 
 class LocalProvider(Provider):
@@ -38,7 +44,6 @@ class LocalProvider(Provider):
         """One cluster, the CNI mode's datapath with the cell's service proxy and CPU class, and the MTUs of its
         tuning profile (built in at provision and install-cni): what a cell's testbed is. Two clusters are never
         shared (the inter-cluster tools' joins are per cell)."""
-        from edgebench.plan import tuning
 
         if cell.intercluster != "none":
             return None
@@ -50,9 +55,6 @@ class LocalProvider(Provider):
         return self.testbed.fingerprint(self._nodes())
 
     def reset(self, built: dict[str, str]) -> list[str]:
-        from edgebench.substrates.local import netem as netem_local
-        from edgebench.substrates.local import tuning as tuning_local
-
         self.disconnect_clusters()
         self.flush_services()
         netem_local.revert_local(self._nodes(), "eth0")
@@ -69,16 +71,12 @@ class LocalProvider(Provider):
 
     # the MTU profiles of tuning are built in: jumbo LAN at provision, pod MTU = LAN MTU - datapath overhead
     def provision(self) -> None:
-        from edgebench.plan import tuning
-
         self.testbed.provision(tuning.lan_mtu_for(self.tuning_profile))
 
     def install_cni(self, cm: CniMode) -> dict:
         """The mode's datapath, then the cell's service proxy (what kube-proxy's mode, or none, puts in every node),
         then the nodes' CPU class. A service proxy the kernel lacks is Unsupported before anything is built; a CPU
         class this machine cannot emulate is Unsupported with the testbed torn down."""
-        from edgebench.plan import tuning
-        from edgebench.substrates.local import service_proxy
 
         if self.service_proxy != "dnat":
             service_proxy.check(self.testbed, self.service_proxy, cm)
@@ -92,9 +90,6 @@ class LocalProvider(Provider):
         return state
 
     def _join(self, tool):
-        from edgebench.plan import tuning
-        from edgebench.substrates.local.intercluster import Joiner
-
         if self.testbed.clusters != 2:
             raise Unsupported(f"{tool.key}: this testbed has one cluster (the cell was not provisioned as two)")
         return Joiner(self.testbed, tool, tuning.lan_mtu_for(self.tuning_profile) or 1500)
@@ -125,22 +120,15 @@ class LocalProvider(Provider):
         return [self.testbed.node_ns(i) for i in range(1, self.testbed.nodes + 1)]
 
     def _pods(self) -> list[str]:
-        from edgebench.substrates.local.datapath import PODS_PER_NODE
-
         wanted = {self.testbed.pod_ns(i, j) for i in range(1, self.testbed.nodes + 1) for j in range(1, PODS_PER_NODE + 1)}
         return [ns for ns in self.testbed.namespaces() if ns in wanted]  # none with host networking
 
     def apply_tuning(self, profile: str) -> dict:
-        from edgebench.substrates.local import tuning as tuning_local
-
         return tuning_local.apply_local(self._nodes(), self._pods(), profile)
 
     def apply_netem(self, scenario) -> dict:
-        from edgebench.substrates.local import netem as netem_local
-
         peers = None
         if scenario.scope == "inter-group":  # groups: the clusters (two), else the nodes: shape only between them
-            from edgebench.substrates.local.datapath import node_ip, pod_cidr
 
             tb, n = self.testbed, self.testbed.nodes
 
@@ -154,20 +142,14 @@ class LocalProvider(Provider):
         return obj
 
     def netem_readback(self) -> str:
-        from edgebench.substrates.local import netem as netem_local
-
         return netem_local.readback_local(self._nodes(), "eth0")
 
     def conditions_problem(self) -> str | None:
         """Why the applied link condition is no longer in force (e.g. the emulator died), or None."""
-        from edgebench.substrates.local import netem as netem_local
 
         return netem_local.check_local(self._nodes(), "eth0") if self._netem_on else None
 
     def revert_conditions(self) -> None:
-        from edgebench.substrates.local import netem as netem_local
-        from edgebench.substrates.local import tuning as tuning_local
-
         if self.testbed.namespaces():
             netem_local.revert_local(self._nodes(), "eth0")
             tuning_local.revert_local(self._nodes(), self._pods())
@@ -178,7 +160,6 @@ class LocalProvider(Provider):
         sampling itself costs the measured machine next to nothing."""
         import os
 
-        from edgebench.substrates.local.testbed import netns_pids
 
         try:
             names = [n for n in os.listdir("/run/netns") if n.startswith(self.testbed.prefix + "-")]

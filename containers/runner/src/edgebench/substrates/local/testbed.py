@@ -31,7 +31,9 @@ from edgebench import sh
 from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.local.datapath import PODS_PER_NODE, SVC_TABLE, Datapath, node_ip, pod_ip
+from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath, node_ip, pod_ip
+from edgebench.substrates.local import cpuclass
+from edgebench.substrates.local.testbed_conditions import NodeConditions
 
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
 
@@ -87,13 +89,12 @@ class Endpoint:
     def cmd(self, argv: Sequence[str]) -> list[str]:
         argv = ["ip", "netns", "exec", self.ns, *argv]
         if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
-            from edgebench.substrates.local import cpuclass
 
             return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
         return argv
 
 
-class Testbed(Datapath):
+class Testbed(NodeConditions, Datapath):
     __test__ = False  # not a pytest class
     def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run,
                  clusters: int = 1):
@@ -277,7 +278,6 @@ class Testbed(Datapath):
             self._run(["ip", "-force", "-batch", "-"], check=False, input="".join(f"netns del {ns}\n" for ns in removed))
         self.state_file.unlink(missing_ok=True)
         shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
-        from edgebench.substrates.local import cpuclass
 
         cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
         return removed
@@ -335,28 +335,6 @@ class Testbed(Datapath):
             return Endpoint(self.node_ns(node), node_ip(node), node, cgroups)
         return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
 
-    def install_cpu_class(self, name: str) -> dict | None:
-        """Put every node under CPU class `name` (cpuclass.py): cgroups created and calibrated, the record every run's
-        manifest carries; None for `none`. Unsupported (the testbed torn down) when the class cannot be emulated."""
-        self.cpu_class = name
-        if name == "none":
-            return None
-        from edgebench.substrates.local import cpuclass
-
-        try:
-            return cpuclass.setup(self.prefix, self.nodes, name)
-        except BaseException:
-            self.down()
-            raise
-
-    def _cpu_cgroups(self, node: int) -> tuple[str, ...]:
-        if self.cpu_class == "none":
-            return ()
-        from edgebench.substrates.local import cpuclass
-
-        h = cpuclass.detect()
-        return tuple(str(d) for d in h.dirs(cpuclass.NAME.format(prefix=self.prefix, node=f"n{node}")))
-
     def _client_node(self) -> int:
         """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
         return 1 if self.clusters == 1 else self.nodes
@@ -393,34 +371,3 @@ class Testbed(Datapath):
         dev = "eth0"
         info = json.loads(self._run(["ip", "-n", ep.ns, "-j", "link", "show", "dev", dev]))
         return int(info[0]["mtu"])
-
-    def install_service_proxy(self, mode: str, cm: CniMode) -> dict:
-        """Build the service proxy `mode` (service_proxy.py) in every node; {"mode", "readback"}. Unsupported (nothing
-        built) where the kernel or a tool lacks it. `dnat` is the plain rule every testbed has (nothing to add)."""
-        from edgebench.substrates.local import service_proxy
-
-        obj = service_proxy.install(self, mode, cm) if mode != "dnat" else {"mode": "dnat", "readback": ""}
-        self.service_proxy, self._cni_key = mode, cm.key
-        return obj
-
-    def add_service(self, cluster_ip: str, port: int, backend: Endpoint, cluster: int | None = None) -> None:
-        """ClusterIP -> backend for TCP and UDP, in every node of `cluster` (default: all; prerouting for pods,
-        output for host pods), in the shape of the testbed's service proxy (plain nftables DNAT by default)."""
-        if self.service_proxy != "dnat":
-            from edgebench.substrates.local import service_proxy
-
-            return service_proxy.add_service(self, self.service_proxy, cluster_ip, port, [backend],
-                                             getattr(self, "_cni_key", ""), cluster)
-        rules = "".join(f"add rule ip {SVC_TABLE} {chain} ip daddr {cluster_ip} {proto} dport {port} "
-                        f"dnat to {backend.ip}:{port}\n" for proto in ("tcp", "udp") for chain in ("prerouting", "output"))
-        for i in (self.cluster_nodes(cluster) if cluster else range(1, self.nodes + 1)):
-            self._ns(self.node_ns(i), "nft", "-f", "-", input=rules)  # one transaction per node
-
-    def flush_services(self) -> None:
-        flush = "".join(f"flush chain ip {SVC_TABLE} {chain}\n" for chain in ("prerouting", "output"))
-        for i in range(1, self.nodes + 1):
-            self._ns(self.node_ns(i), "nft", "-f", "-", input=flush)
-        if self.service_proxy not in ("dnat", "none"):
-            from edgebench.substrates.local import service_proxy
-
-            service_proxy.flush(self, self.service_proxy)

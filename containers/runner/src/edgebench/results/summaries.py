@@ -1,0 +1,219 @@
+"""Read the warehouse: the per-mart summaries printed after a sweep (`edgebench summary`), the CNI version
+regression cards and the versions the warehouse measured. Every reader opens the DuckDB file read-only."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from edgebench import versions
+from edgebench.plan.netem import display_order
+from edgebench.results.warehouse import WarehouseError, default_warehouse_path
+
+try:  # optional: the runner image carries no analytics extra (measured_versions then says None)
+    import duckdb
+except ImportError:  # pragma: no cover - exercised in the runner image
+    duckdb = None
+
+
+_SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
+                 "length_bytes", "cni", "cni_mode")
+
+# Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
+def _verdict(significant: str, better: str, is_host: str, host_value: str) -> str:
+    """SQL for a comparison's verdict from the mart's significance flag (95% intervals of CNI and host do not
+    overlap): baseline / better / worse / indistinguishable; 'no baseline' without a host run under the same
+    conditions, 'n < 2' when either side has no interval."""
+    return (f"case when {is_host} then 'baseline' when {host_value} is null then 'no baseline' "
+            f"when {significant} is null then 'n < 2' "
+            f"when not {significant} then 'indistinguishable' when {better} then 'better' else 'worse' end as verdict")
+
+
+_SUMMARY_SQL = f"""
+with status as (
+    select {', '.join(_SUMMARY_KEYS)},
+           count(*) filter (where status = 'ok')          as n_ok,
+           count(*) filter (where status = 'failed')      as n_failed,
+           count(*) filter (where status = 'unsupported') as n_unsupported,
+           any_value(error) filter (where status <> 'ok') as error
+    from fct_iperf3_runs
+    group by all
+)
+select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
+       o.is_significant,
+       {_verdict("o.is_significant", "o.throughput_mbps > o.host_throughput_mbps", "status.cni = 'host'",
+                "o.host_throughput_mbps")}
+from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
+order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
+         cni = 'host' desc, cni, cni_mode
+"""
+
+
+def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """One row per configuration and CNI mode: run counts by status (with an error text when some failed or are
+    unsupported) and, from the cmp_iperf3_vs_host mart, mean throughput, its 95% CI, the host baseline and
+    overhead_pct. For the table printed after a sweep."""
+    return _query(_SUMMARY_SQL, warehouse_path)
+
+
+def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
+    return _query_params(sql, [], warehouse_path)
+
+
+def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
+    host, Table II of seed 000), for the table printed after a sweep."""
+    return _query(f"""
+        select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
+               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
+               latency_p99_us, latency_p90_overhead_pct,
+               {_verdict("is_significant", "latency_p90_us < host_latency_p90_us", "cni = 'host'", "host_latency_p90_us")}
+        from cmp_dds_vs_host where dds_mode = 'latency'
+        order by all""", warehouse_path)
+
+
+def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
+    return _query("""
+        select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
+               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
+               response_p50_overhead_pct,
+               coalesce(response_p50_verdict, case when host_response_p50_ms is null then 'no baseline'
+                                                   else 'n < 2' end) as verdict
+        from cmp_http_vs_host
+        order by all""", warehouse_path)
+
+
+def intercluster_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """HTTP response time across each inter-cluster tool against the one-cluster `none` runs from
+    cmp_intercluster_vs_none, only for conditions under which some tool was measured: n runs / requests, the mean
+    of per-run medians with its 95% CI, the difference to none with its 95% CI, the verdict (baseline / better /
+    worse / indistinguishable / below resolution / no baseline / n < 2) and the share of requests beyond the two
+    limits. Rows in display order: conditions, netem scenario (catalog order), the none baseline first."""
+    rows = _query("""
+        select substrate, distribution, cni, cni_mode, tuning_profile, service, path, placement, length_bytes,
+               netem_scenario, intercluster, intercluster_implementation, is_emulated, intercluster_model, is_baseline,
+               n_runs, n_requests, n_errors, request_median_ms, request_p95_ms, response_p50_ms,
+               response_p50_ci95_ms, none_n_runs, response_p50_diff_ms, response_p50_diff_ci95_ms,
+               response_p50_diff_pct, response_p50_diff_ci95_pct, verdict, vehicle_assist_limit_ms,
+               share_requests_over_vehicle_assist, share_runs_median_over_vehicle_assist,
+               remote_maintenance_limit_ms, share_requests_over_remote_maintenance,
+               share_runs_median_over_remote_maintenance
+        from cmp_intercluster_vs_none
+        where n_tools > 0 or not is_baseline""", warehouse_path)
+    order = {n: i for i, n in enumerate(display_order(r["netem_scenario"] for r in rows))}
+    return sorted(rows, key=lambda r: (r["substrate"], r["distribution"], r["cni"], r["cni_mode"],
+                                       r["tuning_profile"], r["service"], r["path"], r["placement"],
+                                       r["length_bytes"], order[r["netem_scenario"]], not r["is_baseline"],
+                                       r["intercluster"], r["intercluster_implementation"]))
+
+
+VERDICT_ORDER = {"worse": 0, "better": 1, "indistinguishable": 2, "n < 2": 3}
+
+
+def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: str | None = None) -> list[dict]:
+    """The CNI version regression cards from cmp_cni_version_regressions: one dict per card (substrate, cni, cni_mode,
+    previous_version, new_version, n_versions, version_source, ..., card_n_* counts) with its comparisons under
+    "rows" (one per configuration x metric: n, means, diff with its 95% interval, diff_pct, verdict), worse rows
+    first. Cards with worse rows come first. `cni` keeps the cards of one CNI ("calico") or mode ("calico:vxlan").
+    Raises WarehouseError when there is no warehouse or it predates the mart."""
+    where, params = "", []
+    if cni:
+        name, _, mode = cni.partition(":")
+        where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
+        params = [name, mode] if mode else [name]
+    rows = _query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
+    card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
+                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
+                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
+                 "card_n_better", "card_n_indistinguishable", "card_n_too_few_runs", "card_expected_false_alarms")
+    cards: dict[tuple, dict] = {}
+    for r in rows:
+        card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),
+                                {**{k: r[k] for k in card_keys}, "rows": []})
+        card["rows"].append({"config": config_label(r), **{k: v for k, v in r.items() if k not in card_keys}})
+    for card in cards.values():
+        card["rows"].sort(key=lambda r: (VERDICT_ORDER.get(r["verdict"], 9), r["config"], r["metric"]))
+    return sorted(cards.values(), key=lambda c: (-c["card_n_worse"], c["substrate"], c["cni"], c["cni_mode"]))
+
+
+# variant parameters a card's configuration line names only when they differ from these (duration and request
+# counts never: they are part of the configuration key, not of what a reader compares)
+_VARIANT_DEFAULTS = {"reliability": "reliable", "transport": "unicast", "subscribers": "1", "security": "none",
+                     "rate": "inf", "connections": "1"}
+_VARIANT_HIDDEN = ("mode", "service", "duration_s", "requests")
+
+
+def config_label(r: dict) -> str:
+    """A comparison configuration as one line: workload, its mode / service / protocol, path, placement, length, the
+    parameters that are not the defaults, and the conditions that are not (distribution, netem, tuning, tool)."""
+    variant = dict(kv.split("=", 1) for kv in (r.get("variant") or "").split() if "=" in kv)
+    workload = r.get("workload") or "?"
+    kind = {"dds": variant.get("mode"), "http": variant.get("service")}.get(workload, r.get("protocol"))
+    parts = [workload, kind, r.get("path"), r.get("placement")]
+    if (r.get("length_bytes") if r.get("length_bytes") is not None else -1) >= 0:
+        parts.append(f"{r['length_bytes']} B")
+    parts += [f"{k} {v}" for k, v in variant.items()
+              if k not in _VARIANT_HIDDEN and _VARIANT_DEFAULTS.get(k) != v]
+    for col, default in (("distribution", "none"), ("netem_scenario", "none"), ("tuning_profile", "default_settings"),
+                         ("intercluster", "none")):
+        if r.get(col) not in (None, default):
+            parts.append(f"{col.split('_')[0]}={r[col]}")
+    return " ".join(str(p) for p in parts if p)
+
+
+def _query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
+    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    if not path.exists():
+        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
+    try:
+        cur = con.execute(sql, params)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+    except duckdb.CatalogException as exc:
+        raise WarehouseError(f"the warehouse at {path} has no {_missing_table(str(exc))} (built by an older edgebench);"
+                             " rebuild it with `make warehouse`") from exc
+    except duckdb.Error as exc:
+        raise WarehouseError(f"cannot read {path}: {exc}") from exc
+    finally:
+        con.close()
+
+
+def _missing_table(message: str) -> str:
+    m = re.search(r"Table with name (\w+) does not exist", message)
+    return f"table {m.group(1)}" if m else "table it needs"
+
+
+def measured_versions(warehouse_path: str | os.PathLike | None = None) -> dict[str, dict[str, list[str]]] | None:
+    """CNI -> {"installed": [...], "requested": [...]} over the warehouse's ok runs: `installed` is the CNI version
+    a cluster reported (manifest environment.cni_version), `requested` the version a triggered rerun was asked to
+    measure where no CNI software runs (environment.cni_version_requested, the local testbed). None when there is
+    no warehouse yet, or no DuckDB to read one with (the runner image carries no analytics extra). Read-only."""
+    if duckdb is None:  # found by make e2e-argo: the version probe's pod crashed here
+        return None
+    try:
+        path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
+    except WarehouseError:  # no analytics/ project here (e.g. the runner image on a cluster)
+        return None
+    if not path.exists():
+        return None
+    rows = _query("""
+        select cni,
+               environment->>'cni_version'           as installed,
+               environment->>'cni_version_requested' as requested
+        from stg_edgebench__runs
+        where status = 'ok'
+        group by all
+    """, path)
+    out: dict[str, dict[str, set]] = {}
+    for r in rows:
+        slot = out.setdefault(r["cni"], {"installed": set(), "requested": set()})
+        for kind in ("installed", "requested"):
+            if versions.is_version(r[kind]):
+                slot[kind].add(r[kind])
+    return {cni: {k: sorted(v, key=versions.parse_version) for k, v in d.items()} for cni, d in out.items()}

@@ -1,0 +1,61 @@
+"""What the local testbed (testbed.py) builds in its nodes besides the datapath: the CPU class (cpuclass.py) and
+the service proxy with its ClusterIP services (service_proxy.py; plain nftables DNAT by default)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgebench.plan.catalog import CniMode
+from edgebench.substrates.local import cpuclass, service_proxy
+from edgebench.substrates.local.datapath import SVC_TABLE
+
+
+class NodeConditions:
+    """Mixed into Testbed, whose attributes it uses: prefix, nodes, cpu_class, service_proxy, down, _ns, node_ns,
+    cluster_nodes."""
+
+    def install_cpu_class(self, name: str) -> dict | None:
+        """Put every node under CPU class `name` (cpuclass.py): cgroups created and calibrated, the record every run's
+        manifest carries; None for `none`. Unsupported (the testbed torn down) when the class cannot be emulated."""
+        self.cpu_class = name
+        if name == "none":
+            return None
+
+        try:
+            return cpuclass.setup(self.prefix, self.nodes, name)
+        except BaseException:
+            self.down()
+            raise
+
+    def _cpu_cgroups(self, node: int) -> tuple[str, ...]:
+        if self.cpu_class == "none":
+            return ()
+
+        h = cpuclass.detect()
+        return tuple(str(d) for d in h.dirs(cpuclass.NAME.format(prefix=self.prefix, node=f"n{node}")))
+
+    def install_service_proxy(self, mode: str, cm: CniMode) -> dict:
+        """Build the service proxy `mode` (service_proxy.py) in every node; {"mode", "readback"}. Unsupported (nothing
+        built) where the kernel or a tool lacks it. `dnat` is the plain rule every testbed has (nothing to add)."""
+
+        obj = service_proxy.install(self, mode, cm) if mode != "dnat" else {"mode": "dnat", "readback": ""}
+        self.service_proxy, self._cni_key = mode, cm.key
+        return obj
+
+    def add_service(self, cluster_ip: str, port: int, backend: Any, cluster: int | None = None) -> None:
+        """ClusterIP -> backend for TCP and UDP, in every node of `cluster` (default: all; prerouting for pods,
+        output for host pods), in the shape of the testbed's service proxy (plain nftables DNAT by default)."""
+        if self.service_proxy != "dnat":
+            return service_proxy.add_service(self, self.service_proxy, cluster_ip, port, [backend],
+                                             getattr(self, "_cni_key", ""), cluster)
+        rules = "".join(f"add rule ip {SVC_TABLE} {chain} ip daddr {cluster_ip} {proto} dport {port} "
+                        f"dnat to {backend.ip}:{port}\n" for proto in ("tcp", "udp") for chain in ("prerouting", "output"))
+        for i in (self.cluster_nodes(cluster) if cluster else range(1, self.nodes + 1)):
+            self._ns(self.node_ns(i), "nft", "-f", "-", input=rules)  # one transaction per node
+
+    def flush_services(self) -> None:
+        flush = "".join(f"flush chain ip {SVC_TABLE} {chain}\n" for chain in ("prerouting", "output"))
+        for i in range(1, self.nodes + 1):
+            self._ns(self.node_ns(i), "nft", "-f", "-", input=flush)
+        if self.service_proxy not in ("dnat", "none"):
+            service_proxy.flush(self, self.service_proxy)
