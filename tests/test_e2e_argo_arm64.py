@@ -43,6 +43,7 @@ def test_list_names_each_architectures_tarballs(tmp_path):
     arm_env = _images_sh("list", e2e=tmp_path, arch="arm64")
     assert host.returncode == arm_opt.returncode == arm_env.returncode == 0, host.stderr + arm_opt.stderr
     assert arm_opt.stdout == arm_env.stdout  # --arch and ARCH= are the same
+    assert _images_sh("list", e2e=tmp_path, arch="aarch64").stdout == arm_opt.stdout  # uname -m's name too
     host_rows, arm_rows = _rows(host.stdout), _rows(arm_opt.stdout)
     assert list(host_rows) == list(arm_rows) == NAMES
     for name in NAMES:

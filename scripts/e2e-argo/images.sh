@@ -118,6 +118,10 @@ main() {
   while [[ ${1:-} == --arch || ${1:-} == --arch=* ]]; do
     if [[ $1 == --arch ]]; then ARCH=${2:?--arch needs an architecture}; shift 2; else ARCH=${1#*=}; shift; fi
   done
+  case $ARCH in # uname -m's names too
+    x86_64) ARCH=amd64 ;;
+    aarch64) ARCH=arm64 ;;
+  esac
   check_arch "$ARCH"
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
