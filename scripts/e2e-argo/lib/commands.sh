@@ -5,7 +5,9 @@
 build_one() {
   local name=$1 tar stamp w=$WORK/$1-$ARCH inputs key t0=$SECONDS
   tar=$(tar_of "$1") stamp=$(tar_of "$1").inputs
-  trap chroot_leave EXIT
+  # also what debootstrap's second stage mounts in a foreign root (when it is interrupted)
+  # shellcheck disable=SC2064 # w is fixed now
+  trap "chroot_leave; if [[ -d '$w' ]]; then unmount_below '$w'; fi" EXIT
   trap 'exit 130' INT TERM
   if ! arch_has_recipe "$name"; then
     warn "$name: no recipe for $ARCH (for $ARCH: $(arch_names | xargs))"
