@@ -126,7 +126,7 @@ def _arm64_not_cached() -> list[str]:
     missing = []
     p = _images_sh("--arch", "arm64", "list", e2e=E2E)
     state = _rows(p.stdout).get("runner", ("?", ""))[0] if p.returncode == 0 else "?"
-    if state != "cached":
+    if state not in ("cached", "stale"):  # stale: built, from an older commit (like test_e2e_argo, runs it)
         missing.append(f"image runner-arm64.tar ({state}; ARCH=arm64 scripts/e2e-argo/images.sh build runner)")
     if not Path("/usr/bin/qemu-aarch64-static").exists():
         missing.append("qemu-user-static (/usr/bin/qemu-aarch64-static)")
