@@ -9,7 +9,7 @@
 # ARCH=arm64 (or --arch arm64) builds the runner for arm64 under qemu-user-static (lib/arch.sh); tarballs and
 # stamps are named <name>-<arch>.tar so that the architectures coexist in the cache.
 # The functions are in lib/*.sh (sourced below: each read whole before anything runs).
-# shellcheck disable=SC2317 # the stage functions and chroot_leave are called indirectly (ensure_stage, trap)
+# shellcheck source-path=SCRIPTDIR disable=SC2317 # the stage functions and chroot_leave are called indirectly (ensure_stage, trap)
 set -euo pipefail
 
 E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
@@ -41,11 +41,16 @@ BUSYBOX_APPLETS=(sh ash cat cp echo env false id ls mkdir mv printf rm sleep tes
 MOUNTS=()             # what chroot_enter mounted, unmounted by chroot_leave (also on exit)
 # the functions, in pieces: lib/common.sh (helpers, umoci layout, chroot), lib/inputs.sh (stamps and keys),
 # lib/recipes.sh (the images), lib/commands.sh (build, import, list), lib/arch.sh (ARCH, emulation, prove-arm64)
-for lib in common inputs recipes commands arch; do
-  # shellcheck source=/dev/null
-  source "$HERE/lib/$lib.sh"
-done
-unset lib
+# shellcheck source=lib/common.sh
+source "$HERE/lib/common.sh"
+# shellcheck source=lib/inputs.sh
+source "$HERE/lib/inputs.sh"
+# shellcheck source=lib/recipes.sh
+source "$HERE/lib/recipes.sh"
+# shellcheck source=lib/commands.sh
+source "$HERE/lib/commands.sh"
+# shellcheck source=lib/arch.sh
+source "$HERE/lib/arch.sh"
 
 usage() {
   cat <<EOF
