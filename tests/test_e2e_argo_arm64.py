@@ -3,7 +3,7 @@
 Offline (always): the architecture decides the tarball and stamp names (amd64 and arm64 side by side), which images
 have a recipe for it, the binfmt_misc registration, and the size of images.sh's pieces. Opt-in: `images.sh
 prove-arm64` runs the cached arm64 runner's iperf3 and edgebench under emulation; it skips, with what is not there,
-where the arm64 runner is not built (ARCH=arm64 images.sh build runner: ~25 min cold, too long for CI).
+where the arm64 runner is not built (ARCH=arm64 images.sh build runner: ~30 min cold, too long for CI).
 """
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def _arm64_not_cached() -> list[str]:
 def test_arm64_runner_runs_under_qemu():
     missing = _arm64_not_cached()
     if missing:
-        pytest.skip(f"arm64 runner not built in {E2E} (~25 min cold): {', '.join(missing)}")
+        pytest.skip(f"arm64 runner not built in {E2E} (~30 min cold): {', '.join(missing)}")
     p = _images_sh("prove-arm64", e2e=E2E, timeout=900)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]

@@ -64,7 +64,7 @@ Architectures (--arch ARCH or ARCH=...; default: this host's, $HOST_ARCH): ${KNO
   A foreign one (arm64 on amd64) is built under emulation: binfmt_misc is mounted if it is not, qemu-aarch64
   (qemu-user-static) registered with flag F (both stay), debootstrap --foreign + its second stage in the chroot,
   the runner's Go tools cross-compiled (CGO_ENABLED=0 GOARCH=arm64) into \$EDGEBENCH_TOOLS/linux-arm64.
-  For arm64 only the runner has a recipe (~25 min cold on 2 shared cores, mostly emulated dpkg and pip).
+  For arm64 only the runner has a recipe (~30 min cold on 2 busy cores, mostly emulated dpkg and pip).
 
 Commands:
   build [NAME|GROUP...]           build the images (default: group core) whose inputs changed; prints each one's
