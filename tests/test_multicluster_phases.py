@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from edgebench.sweep import sampling
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import catalog, spec
 from edgebench.plan.cells import expand, expand_checked
@@ -309,7 +310,7 @@ def test_whole_cell_records_installed_detail_on_its_runs(tmp_path, key, monkeypa
         return {}, {"response_p50_ms": 1.0, "response_p99_ms": 2.0}, None
 
     monkeypatch.setattr(driver, "measure", measure)
-    monkeypatch.setattr(phases, "IDLE_S", 0)
+    monkeypatch.setattr(sampling, "IDLE_S", 0)
     sweep = _sweep("submariner:wireguard")
     cell = expand(sweep)[0]
     t, run = _transport(), Runner()

@@ -96,13 +96,13 @@ def test_summarize_shape():
 
 
 def test_idle_baseline_is_sampled_once_per_cell_and_carried_by_every_run(monkeypatch):
-    """phases._sampler: the first run of a cell samples the idle phase (IDLE_S), later runs reuse it from the cell's
-    state; each run's samples are the baseline's, then its own (phase run, t_s after the baseline's)."""
-    from edgebench.sweep import phases
+    """sweep/sampling.sampler: the first run of a cell samples the idle phase (IDLE_S), later runs reuse it from the
+    cell's state; each run's samples are the baseline's, then its own (phase run, t_s after the baseline's)."""
+    from edgebench.sweep import sampling
 
     slept, real_sleep = [], time.sleep
-    monkeypatch.setattr(phases, "IDLE_S", 0.6)
-    monkeypatch.setattr(phases.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+    monkeypatch.setattr(sampling, "IDLE_S", 0.6)
+    monkeypatch.setattr(sampling.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
 
     class Provider:
         @staticmethod
@@ -118,7 +118,7 @@ def test_idle_baseline_is_sampled_once_per_cell_and_carried_by_every_run(monkeyp
     ctx = Ctx()
     files = []
     for _ in range(2):
-        s = phases._sampler(ctx)
+        s = sampling.sampler(ctx)
         real_sleep(0.6)
         files.append(s.stop())
     assert slept == [0.6]  # one idle phase for the cell
@@ -130,5 +130,5 @@ def test_idle_baseline_is_sampled_once_per_cell_and_carried_by_every_run(monkeyp
         ts = [x["t_s"] for x in f]
         assert ts == sorted(ts) and min(x["t_s"] for x in f if x["phase"] == "run") > max(x["t_s"] for x in idle[0])
     ctx.state.pop("idle_baseline")  # provision-cluster drops it: a new cluster gets a new baseline
-    phases._sampler(ctx).stop()
+    sampling.sampler(ctx).stop()
     assert slept == [0.6, 0.6]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from edgebench.sweep import sampling
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, cells, spec
 from edgebench.plan.catalog import resolve_cni
@@ -188,7 +189,7 @@ def _run_cells(tmp_path, s):
 
 
 def test_pod_to_service_per_proxy_mode_on_the_testbed(tmp_path, monkeypatch):
-    monkeypatch.setattr(phases, "IDLE_S", 0.1)
+    monkeypatch.setattr(sampling, "IDLE_S", 0.1)
     s = sweep(iperf3_paths='["pod-to-service:cross-node"]', service_proxy='["default","iptables","nftables","ipvs"]')
     res = _run_cells(tmp_path, s)
     for mode in ("default", "iptables", "nftables"):
@@ -213,7 +214,7 @@ def test_pod_to_service_per_proxy_mode_on_the_testbed(tmp_path, monkeypatch):
 
 
 def test_no_proxy_cell_runs_pod_to_pod_and_records_pod_to_service_unsupported(tmp_path, monkeypatch):
-    monkeypatch.setattr(phases, "IDLE_S", 0.1)
+    monkeypatch.setattr(sampling, "IDLE_S", 0.1)
     s = sweep(cnis='["flannel:vxlan","cilium:vxlan"]', service_proxy='["none"]',
               iperf3_paths='["pod-to-pod:cross-node","pod-to-service:cross-node"]')
     flannel, cilium = [_run_cells(tmp_path / c, sweep(**{"cnis": f'["{c}"]', "service_proxy": '["none"]',

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +23,7 @@ from edgebench.plan.spec import Sweep
 from edgebench.results.provenance import environment
 from edgebench.results.runstore import manifest, now, with_trigger, write_run
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.local import resources
+from edgebench.sweep.sampling import sampler as _sampler
 
 
 Log = Callable[[str], None]
@@ -246,40 +245,6 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
         ctx.store(run, manifest(run, status, started, error=error, metrics=metrics, raw_files=sorted(raw),
                                 mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params,
                                 conditions=_conditions(ctx)), raw)
-
-
-IDLE_S = 0.5  # idle baseline, sampled once per cell before its first run (knb style)
-SAMPLE_INTERVAL_S = 0.25
-REMOTE_INTERVAL_S = 1.0  # a real cluster: one /proc pass per node and second, over SSH
-REMOTE_IDLE_S = 10.0  # the idle baseline of a real cluster (agents idle, no workload), once per cell
-
-
-def _sampler(ctx: CellContext):
-    """Start CPU/memory sampling of the workload processes and the system for one run. The idle phase is sampled
-    once per cell, before its first run, and kept in the cell's state: every run of the cell carries a copy of it
-    (its samples first, then the run's, t_s counting on from the baseline). The cell's datapath, tuning and link
-    condition do not change between its runs, so one baseline serves them all; sampling it again before every run
-    cost IDLE_S of every run (a third of the sweep's overhead)."""
-
-    remote = getattr(ctx.provider, "resource_sampler", None)  # a real cluster's nodes, sampled over SSH
-    try:
-        if remote is not None:
-            make = lambda idle=None: remote(interval_s=REMOTE_INTERVAL_S, idle=idle)  # noqa: E731
-            make(None)  # Unsupported where the provider cannot sample (kind, a fake transport)
-        else:
-            ctx.provider.workload_pids()
-            make = lambda idle=None: resources.Sampler(ctx.provider.workload_pids,  # noqa: E731
-                                                       interval_s=SAMPLE_INTERVAL_S, idle=idle)
-    except Unsupported:
-        return None
-    idle = ctx.state.get("idle_baseline")
-    if idle is None:
-        baseline = make().start()
-        time.sleep(IDLE_S if remote is None else REMOTE_IDLE_S)
-        idle = [s for s in baseline.stop() if s["phase"] == "idle"]
-        ctx.state["idle_baseline"] = idle
-        ctx.save()
-    return make(idle).start()
 
 
 def _conditions(ctx: CellContext) -> dict[str, Any]:

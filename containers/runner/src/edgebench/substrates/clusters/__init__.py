@@ -2,7 +2,8 @@
 and ClusterProvider (the Provider protocol for substrates `ssh` and `kind`)."""
 
 from edgebench.substrates.clusters.matrix import compatibility
-from edgebench.substrates.clusters.provider import ClusterEndpoint, ClusterProvider, from_cell
+from edgebench.substrates.clusters.factory import from_cell
+from edgebench.substrates.clusters.provider import ClusterEndpoint, ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport, SSHTransport, Transport
 
 __all__ = ["compatibility", "ClusterEndpoint", "ClusterProvider", "from_cell", "FakeTransport",

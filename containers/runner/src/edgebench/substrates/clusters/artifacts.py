@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import sys
 import urllib.error
@@ -26,6 +27,7 @@ import yaml
 
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
+from edgebench.substrates.clusters import inventory as inv_mod
 from edgebench.substrates.clusters.inventory import Inventory
 
 ENV_SOURCE = "EDGEBENCH_ARTIFACT_SOURCE"
@@ -259,8 +261,6 @@ def mirror_images(patches: list[dict[str, Any]], source: Source) -> list[dict[st
 def rewrite_manifest(text: str, rewrites: dict[str, str]) -> str:
     """Apply the catalog's image rewrites to an upstream manifest (exact references; a bare name only where it is
     not already followed by a tag or digest)."""
-    import re
-
     for old, new in rewrites.items():
         text = re.sub(re.escape(old) + r"(?![:@\w/.-])", new, text)
     return text
@@ -271,8 +271,6 @@ def _main(argv: list[str]) -> int:
         print(write_index(Path(argv[1])))
         return 0
     if len(argv) >= 3 and argv[0] == "check":
-        from edgebench.substrates.clusters import inventory as inv_mod
-
         try:
             src = open_source(argv[1])
             inv = inv_mod.load(Path(argv[2]))

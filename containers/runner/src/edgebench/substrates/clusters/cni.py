@@ -14,6 +14,9 @@ import yaml
 
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions, support
 from edgebench import versions
+# manifest patches live in cni_manifests.py; apply_patches is re-exported for the provider and the tests
+from edgebench.substrates.clusters.cni_manifests import (_subst, apply_patches, manifest_patches,  # noqa: F401
+                                                        services_endpoint)
 
 
 @dataclass(frozen=True)
@@ -63,18 +66,6 @@ class CniPlan:
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()
                 if k not in ("version_requested", "unsupported") or v is not None}
-
-
-def _subst(value: Any, env: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        for k, v in env.items():
-            value = value.replace("${" + k + "}", v)
-        return value
-    if isinstance(value, list):
-        return [_subst(v, env) for v in value]
-    if isinstance(value, dict):
-        return {k: _subst(v, env) for k, v in value.items()}
-    return value
 
 
 def _merge(base: Any, over: Any) -> Any:
@@ -368,62 +359,3 @@ def version_problem(plan: CniPlan, installed: str | None) -> str | None:
     if not versions.is_version(installed) or versions.parse_version(installed) != versions.parse_version(requested):
         return f"CNI version not in force: {plan.cni} {requested} was requested, {installed} is installed ({where})"
     return None
-
-
-def services_endpoint(p: ClusterParams, namespace: str, name: str) -> dict[str, Any]:
-    """Calico eBPF: where calico-node reaches the API server without kube-proxy (cal-ebpf)."""
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-            "data": {"KUBERNETES_SERVICE_HOST": p.api_host, "KUBERNETES_SERVICE_PORT": str(p.api_port)}}
-
-
-def manifest_patches(cni: str, mode: str, p: ClusterParams, env: dict[str, str],
-                     info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """`info`: the catalog entry as installed (at_version() for a triggered rerun); default the catalog's."""
-    info = info or cni_installs()[cni]
-    m = info["modes"][mode]
-    if cni == "flannel":
-        net_conf = {"Network": p.pod_cidr, "EnableNFTables": False, "Backend": _subst(m["backend"], env)}
-        return [{"op": "configmap", "namespace": "kube-flannel", "name": info["net_conf"]["configmap"],
-                 "key": info["net_conf"]["key"], "value": json.dumps(net_conf, indent=2, sort_keys=True) + "\n"}]
-    if cni == "kube-router":
-        return [{"op": "image", "kind": "DaemonSet", "name": "kube-router", "container": "kube-router",
-                 "image": info["image"]},
-                {"op": "args", "kind": "DaemonSet", "name": "kube-router", "container": "kube-router",
-                 "set": dict(m["args"])}]
-    if cni == "weave":
-        return [{"op": "env", "kind": "DaemonSet", "name": "weave-net", "container": "weave",
-                 "env": _subst(dict(m["env"]), env)}]
-    return []
-
-
-def apply_patches(text: str, patches: list[dict[str, Any]]) -> str:
-    """Apply manifest patches to a multi-document YAML manifest; every patch must hit something."""
-    docs = [d for d in yaml.safe_load_all(text) if d]
-    for patch in patches:
-        hit = False
-        for doc in docs:
-            for obj in (doc.get("items") or [doc]) if doc.get("kind", "").endswith("List") else [doc]:
-                md = obj.get("metadata") or {}
-                if patch["op"] == "configmap":
-                    if obj.get("kind") == "ConfigMap" and md.get("name") == patch["name"]:
-                        obj.setdefault("data", {})[patch["key"]] = patch["value"]
-                        hit = True
-                    continue
-                if obj.get("kind") != patch["kind"] or md.get("name") != patch["name"]:
-                    continue
-                for c in obj["spec"]["template"]["spec"].get("containers", []):
-                    if c.get("name") != patch["container"]:
-                        continue
-                    hit = True
-                    if patch["op"] == "image":
-                        c["image"] = patch["image"]
-                    elif patch["op"] == "env":
-                        envs = [e for e in c.get("env", []) if e.get("name") not in patch["env"]]
-                        c["env"] = envs + [{"name": k, "value": str(v)} for k, v in patch["env"].items()]
-                    elif patch["op"] == "args":
-                        keep = [a for a in c.get("args", []) if a.split("=", 1)[0] not in patch["set"]]
-                        c["args"] = keep + [f"{k}={v}" for k, v in patch["set"].items()]
-        if not hit:
-            raise ValueError(f"manifest patch {patch['op']} {patch.get('kind', 'ConfigMap')}/{patch['name']} "
-                             "matched nothing (upstream manifest changed?)")
-    return yaml.safe_dump_all(docs, sort_keys=False)

@@ -8,13 +8,11 @@ every node) before the error propagates; teardown() is idempotent and never rais
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
 import secrets
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -27,16 +25,12 @@ from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.clusters import cni as cni_mod
 from edgebench.substrates.clusters import distributions as dist_mod
 from edgebench.substrates.clusters import kind as kind_mod
-from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters import artifacts as artifacts_mod
 from edgebench.substrates.clusters import preflight
-from edgebench.substrates.clusters.resources import NodeSampler
-from edgebench.substrates.clusters.artifacts import ENV_SOURCE, Source, mirror_images, open_source
+from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
+from edgebench.substrates.clusters.artifacts import Source, mirror_images
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
-from edgebench.plan.catalog import cnis
-from edgebench.substrates.clusters import inventory as inv_mod
-from edgebench.substrates.clusters.transport import SSHTransport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
 
@@ -48,20 +42,6 @@ def default_local(argv: Sequence[str], input: str | None = None, check: bool = T
 def default_fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 (pinned https URLs from the catalog)
         return r.read().decode()
-
-
-@dataclass(frozen=True)
-class ClusterEndpoint:
-    """A workload pod: `.cmd(argv)` runs argv inside it with kubectl exec."""
-
-    ns: str
-    ip: str
-    node: str
-    pod: str
-    kubeconfig: str
-
-    def cmd(self, argv: Sequence[str]) -> list[str]:
-        return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *argv]
 
 
 def rewrite_kubeconfig(text: str, host: str, port: int, name: str = "edgebench") -> str:
@@ -80,7 +60,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-class ClusterProvider(Provider):
+class ClusterProvider(WorkloadPods, Provider):
     def __init__(self, substrate: str, distribution: str, cni: str, mode: str, workdir: Path,
                  inventory: Inventory | None = None, transport: Transport | None = None,
                  local: LocalRunner = default_local, fetch: Callable[[str], str] = default_fetch,
@@ -333,89 +313,6 @@ class ClusterProvider(Provider):
                 if rc != 0:
                     raise sh.CommandError([n.name, s], rc, err or out)
 
-    def _deploy_workloads(self) -> None:
-        docs = pl.workload_manifests(self.inventory, pl.PLACEMENTS, host_network=self.cni == "host")
-        self._kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs, sort_keys=False))
-        self._kubectl("wait", "-n", pl.NAMESPACE, "--for=condition=Ready", "pod", "-l", f"{pl.POD_LABEL}=true",
-                      "--timeout=300s")
-        self._pods = None
-
-    def _pod_map(self) -> dict[str, ClusterEndpoint]:
-        if self._pods is None:
-            out = self._kubectl("get", "pods", "-n", pl.NAMESPACE, "-l", f"{pl.POD_LABEL}=true", "-o", "json")
-            pods = {}
-            for item in json.loads(out or '{"items": []}').get("items", []):
-                name = item["metadata"]["name"]
-                pods[name] = ClusterEndpoint(pl.NAMESPACE, item["status"].get("podIP", ""),
-                                             item["spec"].get("nodeName", ""), name, self.kubeconfig)
-            self._pods = pods
-        return self._pods
-
-    def _ep(self, node: Node, slot: int) -> ClusterEndpoint:
-        name = pl.pod_name(node, slot)
-        ep = self._pod_map().get(name)
-        if ep is None or not ep.ip:
-            raise EdgebenchError(f"workload pod {pl.NAMESPACE}/{name} is not running (run install-cni first)")
-        return ep
-
-    def client(self, placement: str = "cross-node") -> ClusterEndpoint:
-        c, _ = pl.choose(self.inventory, placement if placement in ("pi-to-x86", "x86-to-pi") else "cross-node"
-                         if len(self.inventory.nodes) > 1 else "same-node")
-        return self._ep(c, 1)
-
-    def server(self, placement: str) -> ClusterEndpoint:
-        c, s = pl.choose(self.inventory, placement)
-        return self._ep(s, 2 if s == c else 1)
-
-    def peers(self, placement: str) -> list[ClusterEndpoint]:
-        c, s = pl.choose(self.inventory, placement)
-        slots = range(2, pl.PEERS_PER_NODE + 1) if s == c else range(1, pl.PEERS_PER_NODE + 1)
-        return [self._ep(s, i) for i in slots]
-
-    def multicast_reason(self, placement: str) -> str | None:
-        m = str(cnis()[self.cni]["modes"][self.mode]["multicast"])
-        if m.lower().startswith("yes"):
-            return None
-        return f"{self.cni}:{self.mode} carries no pod multicast as installed (catalog: {m})"
-
-    def read_mtu(self, ep: ClusterEndpoint) -> int:
-        """MTU of the interface holding the pod's address (eth0 in a pod; the uplink for hostNetwork)."""
-        out = self.local(ep.cmd(["ip", "-j", "addr", "show"]))
-        for link in json.loads(out):
-            if any(a.get("local") == ep.ip for a in link.get("addr_info", [])):
-                return int(link["mtu"])
-        raise EdgebenchError(f"no interface of pod {ep.pod} holds {ep.ip}")
-
-    def service_ip(self, wanted: str | None = None) -> str:
-        """`wanted` if it is inside the cluster's service CIDR and not the DNS address, else the CIDR's .200."""
-        net = ipaddress.ip_network(self.service_cidr)
-        dns = str(net.network_address + 10)
-        if wanted and ipaddress.ip_address(wanted) in net and wanted != dns:
-            return wanted
-        return str(net.network_address + 200)
-
-    def add_service(self, cluster_ip: str, port: int, backend: ClusterEndpoint) -> str:
-        """A ClusterIP Service to `backend`; returns the ClusterIP actually used (see service_ip)."""
-        ip = self.service_ip(cluster_ip)
-        slot = backend.pod.split("-")[1].removeprefix("w")
-        svc = pl.service(f"eb-svc-{port}", ip, port, {"edgebench.io/node": backend.node, "edgebench.io/slot": slot})
-        self._kubectl("apply", "-f", "-", input=yaml.safe_dump(svc, sort_keys=False))
-        return ip
-
-    def flush_services(self) -> None:
-        """Delete the bench Services and stop tools a previous run left in the pods (killing `kubectl exec`
-        does not kill the remote process)."""
-        self._kubectl("delete", "service", "-n", pl.NAMESPACE, "-l", f"{pl.SERVICE_LABEL}=true",
-                      "--ignore-not-found", "--wait=true", check=False)
-        for ep in self._pod_map().values():
-            self.local(ep.cmd(["pkill", "-x", "iperf3|ddsperf|fortio|hey"]), check=False)
-
-    def resource_sampler(self, interval_s: float = 1.0, idle: list[dict] | None = None) -> NodeSampler:
-        """CPU/RSS of the CNI agents, the workload tools and each node (substrates/clusters/resources.py)."""
-        if self.name != "ssh" or not hasattr(self.transport, "ssh_argv"):
-            raise Unsupported(f"resource sampling over SSH is not available on {self.name} with this transport")
-        return NodeSampler(self.inventory, self.transport.ssh_argv, interval_s, idle)
-
     def teardown(self) -> list[str]:
         removed: list[str] = []
         kc = Path(self.kubeconfig)
@@ -453,33 +350,3 @@ class ClusterProvider(Provider):
         state = json.loads(p.read_text()) if p.exists() else {}
         state.update(update)
         p.write_text(json.dumps(state, indent=2, sort_keys=True))
-
-
-def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ssh_key: str | None = None,
-              known_hosts: str | None = None, cni_version: str | None = None, **kw: Any) -> Provider:
-    """The provider of a cell (cells.Cell): what substrates.get() calls for substrates ssh and kind. A cell with an
-    inter-cluster tool gets a multicluster.MultiCluster (two member clusters rebuilt from the same work dir in
-    every phase); an inventory without a cluster 2 is a SpecError before anything connects. `cni_version`: the
-    version a triggered rerun asks for (Sweep.cni_version_requested(cell.cni)); None installs the catalog pin."""
-    if cni_version:
-        kw["cni_version"] = cni_version
-
-    tool = getattr(cell, "intercluster", "none")
-    make: Callable[..., Provider] = ClusterProvider
-    if tool != "none":
-        from functools import partial
-
-        from edgebench.substrates.clusters.multicluster import MultiCluster
-
-        make = partial(MultiCluster, tool=tool)
-    if cell.substrate == "kind":
-        return make("kind", "kind", cell.cni, cell.cni_mode, workdir, cell_id=cell.cell_id, **kw)
-    inv = inv_mod.load(inventory_path)
-    if tool != "none":
-        inv.require_two_clusters()
-    key = inv_mod.ssh_key_path(ssh_key)
-    transport = kw.pop("transport", None) or SSHTransport(key, inv_mod.known_hosts_path(known_hosts))
-    if "artifacts" not in kw and os.environ.get(ENV_SOURCE):
-        kw["artifacts"] = open_source(os.environ[ENV_SOURCE])
-    return make("ssh", cell.distribution, cell.cni, cell.cni_mode, workdir, inventory=inv,
-                transport=transport, key_path=str(key), cell_id=cell.cell_id, **kw)
