@@ -208,7 +208,11 @@ build() {
   index
 }
 
-index() { "$PY" -m edgebench.substrates.clusters.artifacts index "$MIRROR" >/dev/null; say "index: $MIRROR/index.yaml"; }
+index() {
+  "$PY" -c 'import sys; from edgebench.substrates.clusters.artifacts import _main; sys.exit(_main(sys.argv[1:]))' \
+    index "$MIRROR" >/dev/null
+  say "index: $MIRROR/index.yaml"
+}
 
 serve() {
   local addr=${1:-10.77.0.1}

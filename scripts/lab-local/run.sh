@@ -7,7 +7,7 @@
 #      kubeadm over SSH from the mirror, the CNI from its mirrored manifest, the default sweep's workloads in real
 #      pods, teardown; then the same cells on the namespace testbed (`--local`) for the emulation-vs-real table;
 #   4. build the warehouse; stop everything (lab.sh down checks that nothing is left), also on failure.
-# KEEP=1 leaves the lab up. CNIS, REPS, SKIP_TESTBED=1 change the sweep. Stage times: .edgebench/lab-local/report.json.
+# KEEP=1 leaves the lab up. CNIS, REPS, SKIP_TESTBED=1 change the sweep; RUNNER_TAR=FILE takes that runner image. Stage times: .edgebench/lab-local/report.json.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -30,7 +30,7 @@ step "build binaries (cached after the first run)"
 timed build_k8s "$REPO/scripts/e2e-argo/build.sh" --k8s
 timed build_lab "$HERE/build.sh"
 step "build the runner image and the artifact mirror (cached after the first run)"
-timed build_runner "$REPO/scripts/e2e-argo/images.sh" build runner
+if [[ -z ${RUNNER_TAR:-} ]]; then timed build_runner "$REPO/scripts/e2e-argo/images.sh" build runner; fi
 timed build_mirror "$HERE/mirror.sh" build
 if [[ ${KEEP:-0} != 1 ]]; then trap '"$HERE/lab.sh" down' EXIT; fi
 step "start the lab (1 control plane + 2 workers) and serve the mirror"

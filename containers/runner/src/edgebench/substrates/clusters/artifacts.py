@@ -196,7 +196,11 @@ def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
         "set -eu",
         'ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m | sed "s/x86_64/amd64/; s/aarch64/arm64/")',
         "swapoff -a",
-        "modprobe overlay; modprobe br_netfilter",
+        # built into the kernel (no module file) counts as loaded: checked, not assumed
+        "modprobe overlay 2>/dev/null || grep -qw overlay /proc/filesystems || "
+        "{ echo 'edgebench: the kernel has no overlay filesystem (containerd needs it)' >&2; exit 2; }",
+        "modprobe br_netfilter 2>/dev/null || [ -d /proc/sys/net/bridge ] || "
+        "{ echo 'edgebench: the kernel has no br_netfilter (kube-proxy and the CNIs need it)' >&2; exit 2; }",
         "printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/edgebench-k8s.conf",
         "printf 'net.bridge.bridge-nf-call-iptables=1\\nnet.bridge.bridge-nf-call-ip6tables=1\\n"
         "net.ipv4.ip_forward=1\\n' > /etc/sysctl.d/90-edgebench-k8s.conf",
