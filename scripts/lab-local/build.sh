@@ -112,4 +112,19 @@ if ! have fortio $FORTIO_VERSION; then
   (cd "$d" && go build -trimpath -ldflags "-s -w" -o "$OUT/fortio" fortio.org/fortio)
   built fortio $FORTIO_VERSION
 fi
+# kubeadm v1.33.4 with go1.24.7: its preflight check HTTPProxyCIDR formats an IPv4 address (16-byte form) as
+# "https://[10.96.0.1]:1234/", which net/url rejects from go1.24.8 / go1.25.2 on (the bracketed-host fix of
+# CVE-2025-47912): built by this machine's Go, kubeadm init fails with "[ERROR HTTPProxyCIDR] ... invalid
+# IP-literal". go1.24.7 is the last toolchain that parses it; it comes from the module proxy (golang.org/toolchain).
+# Only kubeadm is built with it; the other binaries are the e2e build's.
+KUBEADM_GOTOOLCHAIN=go1.24.7
+if ! have kubeadm-go1.24 "$K8S_VERSION"; then
+  t0=$SECONDS
+  src=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}/src/k8s-$K8S_VERSION
+  [[ -e $src/go.mod ]] || { echo "lab-local: $src is missing: run scripts/e2e-argo/build.sh --k8s first" >&2; exit 1; }
+  (cd "$src" && GOTOOLCHAIN=$KUBEADM_GOTOOLCHAIN GONOSUMDB=golang.org/toolchain GOSUMDB=sum.golang.org \
+     go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
+     -o "$OUT/kubeadm" k8s.io/kubernetes/cmd/kubeadm)
+  built kubeadm-go1.24 "$K8S_VERSION"
+fi
 echo "lab-local: $ARCH binaries in $OUT"

@@ -178,7 +178,10 @@ build() {
   done
   ((${#miss[@]} == 0)) || say "warning: not built yet, left out of the mirror (the index will say so): ${miss[*]} (scripts/e2e-argo/build.sh --k8s; ARCH=$ARCH scripts/lab-local/build.sh)"
   mkdir -p "$MIRROR/bin/$ARCH" "$WORK"
-  for b in kubeadm kubelet kubectl; do [[ -x $kb/$b ]] && install -m 0755 "$kb/$b" "$MIRROR/bin/$ARCH/$b"; done
+  for b in kubeadm kubelet kubectl; do
+    if [[ -x $BIN/$b ]]; then install -m 0755 "$BIN/$b" "$MIRROR/bin/$ARCH/$b"   # kubeadm: built with go1.24 (build.sh)
+    elif [[ -x $kb/$b ]]; then install -m 0755 "$kb/$b" "$MIRROR/bin/$ARCH/$b"; fi
+  done
   [[ -x $BIN/cni/bridge ]] && tar -czf "$MIRROR/bin/$ARCH/cni-plugins.tgz" -C "$BIN/cni" .
   units; manifests; debs; base_rootfs
   local p; p=$(pause_bin)
