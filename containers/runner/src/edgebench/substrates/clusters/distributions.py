@@ -225,6 +225,18 @@ def kubeadm_node_setup(d: dict) -> str:
     ])
 
 
+# kube-proxy sizes the kernel's conntrack table (nf_conntrack_max), which only the initial network namespace may
+# write: on nodes that are containers or namespaces of one kernel (kind, the local lab) it exits "open
+# /proc/sys/net/netfilter/nf_conntrack_max: permission denied". Where the node reads it but may not write it,
+# kube-proxy is told to leave it as it is (conntrack.maxPerCore: 0, as kind configures it); elsewhere nothing changes.
+KUBE_PROXY_CONNTRACK = """f=/proc/sys/net/netfilter/nf_conntrack_max
+if [ -e "$f" ] && ! [ -w "$f" ]; then
+  kubectl --kubeconfig {kc} -n kube-system get configmap kube-proxy -o yaml \\
+    | sed 's/maxPerCore: null/maxPerCore: 0/' | kubectl --kubeconfig {kc} apply -f -
+  kubectl --kubeconfig {kc} -n kube-system rollout restart daemonset kube-proxy
+fi"""
+
+
 def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> DistributionPlan:
     plan = DistributionPlan("kubeadm", d["version"], api_port=d["api_port"])
     srv = inv.server
@@ -236,6 +248,8 @@ def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> D
     if cni.dist_settings.get("skip_kube_proxy"):
         init.append(d["kube_proxy_off"])
     plan.install.append(Step("server", init, timeout=1800))
+    plan.install.append(Step("server", KUBE_PROXY_CONNTRACK.format(kc=d["kubeconfig_path"]), check=True,
+                             note="nodes in a network namespace of their own cannot resize the kernel's conntrack table"))
     plan.install.append(Step("server", ["kubectl", "--kubeconfig", d["kubeconfig_path"], "taint", "nodes", "--all",
                                         "node-role.kubernetes.io/control-plane-"], check=False,
                              note="the server also runs workload pods"))

@@ -239,6 +239,7 @@ class ClusterProvider(WorkloadPods, Provider):
                 plan.version = art["version"]
             elif plan.manifest_url:
                 text = cni_mod.apply_patches(self.fetch(plan.manifest_url), self._fill_psk(plan.patches))
+            if plan.manifest_url:
                 (self.workdir / "cni-manifest.yaml").write_text(text)
             for script in plan.node_commands:
                 self._on_nodes(script)
