@@ -79,6 +79,9 @@ if ! have flanneld $FLANNEL_VERSION; then
     github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc >> "$d/go.mod"
   (cd "$d" && CGO_ENABLED=$([[ $ARCH == "$(go env GOHOSTARCH)" ]] && echo 1 || echo 0) go build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
      -o "$OUT/flanneld" github.com/flannel-io/flannel)
+  # the manifest's install-cni init container runs /opt/bin/install-conf (cmd/install_conf, as flannel's image has it)
+  (cd "$d" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/flannel-install-conf" \
+     github.com/flannel-io/flannel/cmd/install_conf)
   built flanneld $FLANNEL_VERSION
 fi
 if ! have kube-router $KUBE_ROUTER_VERSION; then

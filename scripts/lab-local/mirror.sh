@@ -192,7 +192,8 @@ build() {
     image "$c" "registry.k8s.io/$c:$K8S_VERSION" static "$kb/$c:/usr/local/bin/$c"
   done
   image kube-proxy "registry.k8s.io/kube-proxy:$K8S_VERSION" debian "$kb/kube-proxy:/usr/local/bin/kube-proxy"
-  image flannel ghcr.io/flannel-io/flannel:v0.28.9 debian "$BIN/flanneld:/opt/bin/flanneld"
+  image flannel ghcr.io/flannel-io/flannel:v0.28.9 debian "$BIN/flanneld:/opt/bin/flanneld" \
+    "$BIN/flannel-install-conf:/opt/bin/install-conf"
   image flannel-cni-plugin edgebench.local/flannel-cni-plugin:v0.9.1 debian "$BIN/flannel:/flannel"
   image kube-router docker.io/cloudnativelabs/kube-router:v2.1.0 debian "$BIN/kube-router:/usr/local/bin/kube-router"
   image http ghcr.io/edgebench/edgebench-http:0.1.0 static --entrypoint /usr/bin/fortio "$BIN/fortio:/usr/bin/fortio"

@@ -174,13 +174,16 @@ def images_for(distribution: str, cni: str) -> list[str]:
     return [n for n in needed(distribution, cni) if spec()["artifacts"][n]["kind"] == "image"]
 
 
-def _fetch_line(source: Source, name: str, dest: str, arches: Iterable[str]) -> list[str]:
-    """Shell lines: download `name` for the node's $ARCH to `dest` and check its sha256."""
+def _fetch_line(source: Source, name: str, dest: str, arches: Iterable[str], check_only: bool = False) -> list[str]:
+    """Shell lines: download `name` for the node's $ARCH to `dest` and check its sha256 (check_only: only set $url
+    and $sum, or stop with one message when the source lacks the node's architecture)."""
     lines = ['case "$ARCH" in']
     for arch in sorted(set(arches)):
         lines.append(f"  {arch}) url={shlex.quote(source.file_url(name, arch))}; sum={source.sha256(name, arch)} ;;")
     lines.append(f'  *) echo "edgebench: the artifact source has no {name} for $ARCH" >&2; exit 2 ;;')
     lines.append("esac")
+    if check_only:
+        return lines
     lines.append(f'curl -fsSL --retry 3 -o {dest} "$url"')
     lines.append(f'echo "$sum  {dest}" | sha256sum -c --quiet - || {{ echo "edgebench: {name}: checksum mismatch" >&2; exit 2; }}')
     return lines
@@ -234,12 +237,17 @@ def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
     lines.append('[ "$CGROUP_DRIVER" = systemd ] || '
                  "echo 'KUBELET_EXTRA_ARGS=--cgroup-driver=cgroupfs' > /etc/default/kubelet")
     lines.append("for i in $(seq 1 30); do ctr version >/dev/null 2>&1 && break; sleep 1; done")
-    lines.append("have=$(ctr -n k8s.io images ls -q)")
-    for img in images_for("kubeadm", cni):  # an image imported by an earlier cell stays (as a pulled one would)
-        ref = spec()["artifacts"][img]["ref"]
-        lines.append(f"if ! printf '%s\\n' \"$have\" | grep -qxF {shlex.quote(ref)}; then")
-        lines += ["  " + x for x in _fetch_line(source, img, "$tmp/image.tar", arches)]
+    # an image imported by an earlier cell stays (as a pulled one would), unless the source has another build of it:
+    # a marker per imported archive (its sha256) says which one is in containerd
+    lines.append("have=$(ctr -n k8s.io images ls -q); mkdir -p /var/lib/edgebench/images")
+    for img in images_for("kubeadm", cni):
+        ref = shlex.quote(spec()["artifacts"][img]["ref"])
+        lines += _fetch_line(source, img, "$tmp/image.tar", arches, check_only=True)
+        lines.append(f"if [ ! -e /var/lib/edgebench/images/$sum ] || ! printf '%s\\n' \"$have\" | grep -qxF {ref}; then")
+        lines.append('  curl -fsSL --retry 3 -o $tmp/image.tar "$url"')
+        lines.append(f'  echo "$sum  $tmp/image.tar" | sha256sum -c --quiet - || {{ echo "edgebench: {img}: checksum mismatch" >&2; exit 2; }}')
         lines.append("  ctr -n k8s.io images import $tmp/image.tar >/dev/null && rm -f $tmp/image.tar")
+        lines.append("  touch /var/lib/edgebench/images/$sum")
         lines.append("fi")
     lines.append("systemctl daemon-reload")
     lines.append("systemctl enable --now kubelet")
