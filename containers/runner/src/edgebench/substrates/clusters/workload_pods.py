@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
 import yaml
 
+from edgebench import sh
 from edgebench.errors import EdgebenchError
 from edgebench.plan.catalog import cnis
 from edgebench.substrates.base import Unsupported
@@ -30,6 +32,11 @@ class ClusterEndpoint:
     kubeconfig: str
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
+        """argv in the pod. A tool the runner found in its own tools directory (sh.which) is named by its name: the
+        pod's image has it on its PATH, not at the runner's path."""
+        argv = list(argv)
+        if argv and os.path.isabs(argv[0]) and os.path.dirname(argv[0]) == os.path.normpath(sh.tools_dir()):
+            argv[0] = os.path.basename(argv[0])
         return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *argv]
 
 
