@@ -278,3 +278,12 @@ def test_lab_nodes_are_machines_of_their_own_and_leave_nothing():
     assert down.returncode == 0, down.stdout + down.stderr
     assert sh("leftovers", check=False).returncode == 0
     shutil.rmtree(tmp_path)
+
+
+def test_a_runner_tool_path_is_named_by_its_name_in_the_pod():
+    from edgebench import sh
+    from edgebench.substrates.clusters.workload_pods import ClusterEndpoint
+
+    ep = ClusterEndpoint("ns", "10.244.1.5", "lab-w1", "eb-w1-lab-w1", "/k")
+    assert ep.cmd([f"{sh.tools_dir()}/fortio", "server"])[-2:] == ["fortio", "server"]
+    assert ep.cmd(["/usr/bin/iperf3", "-s"])[-2:] == ["/usr/bin/iperf3", "-s"]  # an image path stays
