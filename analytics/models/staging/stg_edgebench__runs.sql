@@ -108,6 +108,12 @@ renamed as (
         coalesce(cni_version_installed, cni_version_requested)     as cni_version_effective,
         case when cni_version_installed is not null then 'installed'
              when cni_version_requested is not null then 'requested' end as version_source,
+        -- a real cluster's lab (environment.cluster, issue 32): the inventory's target, whether its nodes share one
+        -- kernel (the local lab of `make lab-local`: never to be read as a Pi lab), the artifact source, the pin
+        nullif(manifest->'environment'->'cluster'->>'target', '')   as lab_target,
+        coalesce(try_cast(manifest->'environment'->'cluster'->>'shared_kernel' as boolean), false) as lab_shared_kernel,
+        manifest->'environment'->'cluster'->>'artifact_source'      as artifact_source,
+        manifest->'environment'->'cluster'->>'cni_version_pinned'   as cni_version_pinned,
         -- the trigger of a rerun sweep ({cni, new, previous, source, at}); all null for a plain sweep
         coalesce(json_type(manifest->'trigger') = 'OBJECT', false) as is_triggered_rerun,
         manifest->'trigger'->>'cni'                                as trigger_cni,
