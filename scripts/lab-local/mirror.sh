@@ -195,7 +195,8 @@ build() {
   image flannel ghcr.io/flannel-io/flannel:v0.28.9 debian "$BIN/flanneld:/opt/bin/flanneld" \
     "$BIN/flannel-install-conf:/opt/bin/install-conf"
   image flannel-cni-plugin edgebench.local/flannel-cni-plugin:v0.9.1 debian "$BIN/flannel:/flannel"
-  image kube-router docker.io/cloudnativelabs/kube-router:v2.1.0 debian "$BIN/kube-router:/usr/local/bin/kube-router"
+  image kube-router docker.io/cloudnativelabs/kube-router:v2.1.0 debian --entrypoint /usr/local/bin/kube-router \
+    "$BIN/kube-router:/usr/local/bin/kube-router"   # the manifest gives args only: the image names the program
   image http ghcr.io/edgebench/edgebench-http:0.1.0 static --entrypoint /usr/bin/fortio "$BIN/fortio:/usr/bin/fortio"
   # the runner image of scripts/e2e-argo/images.sh (named runner-<arch>.tar, or runner.tar for amd64 by older ones)
   local runner=${RUNNER_TAR:-$E2E/images/runner-$ARCH.tar}
