@@ -293,6 +293,9 @@ def measure(client, server, target: str, port: int, protocol: str, length: int, 
             raw["iperf3-server.json"] = srv_out
         except subprocess.TimeoutExpired:
             srv.kill()
+        if not cli.stdout.strip() and cli.returncode != 0:  # nothing measured: say why (e.g. kubectl exec refused)
+            why = (cli.stderr.decode(errors="replace").strip().splitlines() or [f"exit code {cli.returncode}"])[-1]
+            return raw, None, f"iperf3 client failed (exit code {cli.returncode}): {why[:300]}"
         return raw, parse(cli.stdout.decode(errors="replace")), None
     except (Iperf3Error, subprocess.TimeoutExpired) as exc:
         return raw, None, str(exc)
