@@ -153,9 +153,13 @@ def test_provider_refuses_missing_artifact_before_install(tmp_path):
     with pytest.raises(SpecError, match="pi-w2 \\(arm64\\)"):
         p.provision()
     assert {c.text for c in t.calls} == {"cat /proc/sys/kernel/random/boot_id"}  # reachability only
-    with pytest.raises(Unsupported, match="403"):
-        ClusterProvider("ssh", "kubeadm", "calico", "bgp", tmp_path, inventory=INV, transport=t,
-                        artifacts=source(tmp_path / "m"), cell_id="c-test")
+    calico = ClusterProvider("ssh", "kubeadm", "calico", "bgp", tmp_path, inventory=INV, transport=t,
+                             artifacts=source(tmp_path / "m"), cell_id="c-test")
+    t.calls.clear()
+    calico.provision()  # recorded, never swapped: nothing is installed ...
+    with pytest.raises(Unsupported, match="403"):  # ... and its runs are unsupported with the reason
+        calico.install_cni()
+    assert calico.teardown() == [] and t.calls == []
 
 
 # ---------------------------------------------------------------------------------------------- service supervisor

@@ -102,8 +102,8 @@ class ClusterProvider(WorkloadPods, Provider):
         reason = compatibility(distribution, cni, mode, inventory.arches)
         if reason:
             raise Unsupported(f"unsupported: {distribution} x {cni}:{mode}: {reason}")
-        if artifacts is not None and artifacts_mod.unavailable(cni):
-            raise Unsupported(artifacts_mod.unavailable(cni))
+        # a CNI the artifact source cannot carry: nothing is installed, its runs are recorded unsupported (install_cni)
+        self.unavailable = artifacts_mod.unavailable(cni) if artifacts is not None else None
         self.kind_workers = kind_workers
         self.secrets: dict[str, str] = {}
         self._pods: dict[str, ClusterEndpoint] | None = None
@@ -181,6 +181,9 @@ class ClusterProvider(WorkloadPods, Provider):
     # -- Provider protocol ------------------------------------------------------------------------------
     def provision(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.unavailable:
+            self.log.append(f"not provisioned: {self.unavailable}")
+            return
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
             lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
             self._write_state({"lab": lab})
@@ -225,6 +228,8 @@ class ClusterProvider(WorkloadPods, Provider):
     def install_cni(self, cm: Any = None) -> dict:
         if cm is not None and (cm.cni, cm.mode) != (self.cni, self.mode):
             raise EdgebenchError(f"this provider was built for {self.cni}:{self.mode}, not {cm.cni}:{cm.mode}")
+        if self.unavailable:
+            raise Unsupported(self.unavailable)
         plan = self.cni_plan()
         if plan.unsupported:  # a triggered version the distribution's own CNI cannot be changed to: nothing installed
             raise Unsupported(f"unsupported: {plan.unsupported}")
@@ -316,6 +321,8 @@ class ClusterProvider(WorkloadPods, Provider):
 
     def teardown(self) -> list[str]:
         removed: list[str] = []
+        if self.unavailable:  # nothing was installed for this cell
+            return removed
         kc = Path(self.kubeconfig)
         if self.name == "kind":
             self.local(kind_mod.delete_argv(self.kind_name), check=False)
