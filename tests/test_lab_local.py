@@ -291,3 +291,17 @@ def test_a_runner_tool_path_is_named_by_its_name_in_the_pod():
     ep = ClusterEndpoint("ns", "10.244.1.5", "lab-w1", "eb-w1-lab-w1", "/k")
     assert ep.cmd([f"{sh.tools_dir()}/fortio", "server"])[-2:] == ["fortio", "server"]
     assert ep.cmd(["/usr/bin/iperf3", "-s"])[-2:] == ["/usr/bin/iperf3", "-s"]  # an image path stays
+
+
+def test_runs_record_the_lab_and_its_shared_kernel(tmp_path):
+    """The preflight's boot ids reach the cell's state through provisioning (which first tears down, removing the
+    state file): nodes with one boot id share a kernel."""
+    t = FakeTransport()
+    t.respond("boot_id", "6f1c0e2a-0000-4000-8000-000000000001\n")
+    t.respond("cat /etc/kubernetes/admin.conf", yaml.safe_dump(
+        {"clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}], "users": [], "contexts": []}))
+    p = ClusterProvider("ssh", "kubeadm", "flannel", "vxlan", tmp_path, inventory=INV, transport=t,
+                        local=lambda *a, **k: "", fetch=lambda url: "", cell_id="c-test")
+    p.provision()
+    lab = p._read_state()["lab"]
+    assert lab == {"target": "lab-local", "nodes": 3, "shared_kernel": True}

@@ -186,8 +186,9 @@ class ClusterProvider(WorkloadPods, Provider):
             return
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
             lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
+        self.teardown()  # replace a leftover cluster of this cell (its state file goes with it)
+        if self.name == "ssh":  # what the runs record of the lab: written after the teardown, which removes state
             self._write_state({"lab": lab})
-        self.teardown()  # replace a leftover cluster of this cell
         unsupported = self.cni_plan().unsupported
         if unsupported:  # install-cni records it on the runs; no cluster is built only to be removed again
             self.log.append(f"not provisioned: {unsupported}")
