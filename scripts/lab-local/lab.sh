@@ -92,23 +92,25 @@ up() {
     i=$((i + 1))
     if alive "$node"; then log "$node already up ($addr)"; continue; fi
     mkdir -p "$st"; rm -f "$st/ready"; cp "$LAB/cgroups" "$st/cgroups"
+    # the node mounts its own /tmp and /run: what it needs from this checkout (which may live there) is copied first
+    install -m 755 "$HERE/systemctl.py" "$st/systemctl.py"
     make_cgroups "$node"
     # the new process joins the node's cgroup first, so its cgroup namespace is rooted there
     setsid bash -c 'for h in $(awk '\''$3 == "cgroup" || $3 == "cgroup2" {print $2}'\'' /proc/mounts); do
                       echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
                     exec unshare --fork --pid --mount --net --uts --ipc --cgroup --propagation private \
                       "$0" "$@"' "$HERE/node-init.sh" "$node" "$st" "$addr" "$(cat "$LAB/id_ed25519.pub")" \
-      "$hosts" "$HERE/systemctl.py" > "$st/init.log" 2>&1 < /dev/null &
+      "$hosts" "$st/systemctl.py" > "$st/init.log" 2>&1 < /dev/null &
     local outer=$! p=""
     for _ in $(seq 1 300); do p=$(pgrep -P "$outer" 2>/dev/null | head -1) && [[ -n $p ]] && break; sleep 0.1; done
-    [[ -n $p ]] || die "$node did not start (see $st/init.log)"
+    [[ -n $p ]] || die "$node did not start: $(tail -n 3 "$st/init.log" 2>/dev/null | tr '\n' ' ')(log: $st/init.log)"
     echo "$p" > "$st/pid"
     ip link del "$veth" 2>/dev/null || true
     ip link add "$veth" type veth peer name eth0 netns "$p"
     ip link set "$veth" master "$BRIDGE" up
     nsenter -t "$p" -n sh -c "ip link set lo up && ip addr add $addr/24 dev eth0 && ip link set eth0 up && ip route add default via $HOST_IP"
     for _ in $(seq 1 600); do [[ -e $st/ready ]] && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    [[ -e $st/ready ]] || die "$node did not come up (see $st/init.log)"
+    [[ -e $st/ready ]] || die "$node did not come up: $(tail -n 3 "$st/init.log" 2>/dev/null | tr '\n' ' ')(log: $st/init.log)"
     log "$node up: $addr (PID $p, cgroup /$CG/$node, uplink $veth)"
   done
   inventory "${names[@]}"
@@ -193,7 +195,7 @@ leftovers() {   # what the lab leaves on the machine: one line per thing; exit 1
   local m
   for m in $(awk -v l="$LAB" 'index($2, l) == 1 {print $2}' /proc/mounts); do echo "mount: $m"; found=1; done
   local p
-  for p in $(pgrep -f "$HERE/(node-init.sh|systemctl.py)" || true); do echo "process: $p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)"; found=1; done
+  for p in $(pgrep -f "$HERE/node-init.sh|$LAB/nodes/.*/systemctl.py" || true); do echo "process: $p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)"; found=1; done
   [[ -d $LAB/nodes ]] && { echo "state: $LAB/nodes"; found=1; }
   return $((found))
 }

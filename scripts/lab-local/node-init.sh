@@ -51,7 +51,7 @@ printf 'ListenAddress %s\nPasswordAuthentication no\nKbdInteractiveAuthenticatio
 for _ in $(seq 1 100); do ip -4 addr show dev eth0 2>/dev/null | grep -q "inet $ADDR/" && break; sleep 0.1; done
 /usr/sbin/sshd -D -e >/var/log/sshd.log 2>&1 &
 touch "$STATE/ready"
-exec python3 -c '
+exec /usr/bin/python3 -c '
 import os, signal, time
 signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
 while True:
