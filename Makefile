@@ -15,8 +15,10 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 cyclonedds-tools procps \
-                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod \
-                 openssh-server openssh-client sudo
+                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod
+# the lab's node test (tests/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
+# them, so `make sweep` does not bring an SSH server to a machine that had none
+TEST_PACKAGES := openssh-server openssh-client sudo
 # the portal's browser test and benchmark (headless Chromium driven by Selenium): Debian's packages; Ubuntu ships
 # chromium as a snap (chromium-browser), which often cannot run in containers: best effort, the test skips without it
 BROWSER_PACKAGES := chromium chromium-driver
@@ -153,6 +155,11 @@ portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
 	  --server.headless true --browser.gatherUsageStats false
 
 test: setup argo-schemas ## install everything, then run the whole test suite
+	@missing=$$(for p in $(TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then echo "apt: installing $$missing (the lab's node test)"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; } || \
+	  echo "note: $$missing not installable; tests/test_lab_local.py's node test will skip"; fi
 	@$(PY) -m pytest -q -rs --durations=20 tests
 
 # the Argo Workflows v3.7.9 / Argo Events v1.9.11 Go modules into the Go module cache, checksums checked: their JSON

@@ -10,9 +10,10 @@ EMULATION_EMPTY = (
     "`make lab-local` runs real CNIs on a 3-node kubeadm lab on this machine through the ssh substrate and the same "
     "cells on the testbed, then builds the warehouse; a Pi lab's runs (`-p substrate=ssh`) count too.")
 LAB_BANNER = (
-    "Real-cluster runs from the local lab (`make lab-local`): real CNI agents, kubelets and kube-proxy, but every node "
-    "is a set of namespaces of this one machine's kernel and cores, and the links between nodes are veth pairs, not "
-    "wires. They are never pooled with a Raspberry Pi lab's runs.")
+    "The real side may come from the local lab (`make lab-local`): real CNI agents, kubelets and kube-proxy, but every "
+    "node a set of namespaces of one machine's kernel and cores, linked by veth pairs, not wires. Its runs record the "
+    "lab's target and whether the nodes share a kernel (lab_target, lab_shared_kernel in the warehouse); read a Pi "
+    "lab's runs apart from them.")
 VERDICT_STYLE = {"model differs": "background-color: #f8d0d0; color: #8b0000; font-weight: bold",
                  "model holds": "background-color: #d4efd4", "inconclusive": "color: #7f7f7f"}
 
