@@ -31,13 +31,6 @@ host as (
     {%- endfor -%}
 {%- endmacro %}
 
-{#- Emits a boolean: do the two 95% intervals (mean_col +- ci_col) of relations stat and host not overlap?
-    Conservative significance; null when either side has no interval (n < 2). -#}
-{% macro significance(stat, host, mean_col, ci_col) -%}
-    case when {{ stat }}.{{ ci_col }} is null or {{ host }}.{{ ci_col }} is null then null
-         else abs({{ stat }}.{{ mean_col }} - {{ host }}.{{ mean_col }}) > {{ stat }}.{{ ci_col }} + {{ host }}.{{ ci_col }} end
-{%- endmacro %}
-
 {#- The tail of a *_vs_host mart built with stats_and_host_ctes: the configuration's sweep count and time span, then
     `from stats left join host` on the same cell dimensions except the network's own (host_match_dimensions; null-
     safe, as group by treats nulls), and on the workload parameters: match (with =) and null_safe_match (is not

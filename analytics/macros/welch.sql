@@ -5,9 +5,7 @@
     Satterthwaite degrees of freedom, rounded down (t_critical_95 is conservative above 30); two sides without any
     spread get n_a + n_b - 2 and a zero-width interval.
 
-    welch_verdict(diff, ci, n_a, n_b, scale, is_higher_better): 'better' / 'worse' when that interval excludes 0 (a
-    two-sided Welch test at alpha = 0.05; a difference within 1e-9 x scale, e.g. the larger mean, is rounding noise), else
-    'indistinguishable'; 'n < 2' when a side has fewer than 2 runs. diff = mean_a - mean_b, a = the configuration. -#}
+    The verdict on that interval is macros/verdict.sql's. -#}
 {% macro welch_ci95(n_a, sd_a, n_b, sd_b) -%}
     (case when ({{ n_a }}) >= 2 and ({{ n_b }}) >= 2 then
         {{ t_critical_95(welch_df(n_a, sd_a, n_b, sd_b)) }}
@@ -23,19 +21,11 @@
                else ({{ n_a }}) + ({{ n_b }}) - 2 end)
 {%- endmacro %}
 
-{% macro welch_verdict(diff, ci, n_a, n_b, scale, is_higher_better) -%}
-    (case
-        when ({{ n_a }}) < 2 or ({{ n_b }}) < 2 then 'n < 2'
-        when abs({{ diff }}) > ({{ ci }}) + 1e-9 * ({{ scale }})
-            then case when ({{ diff }} > 0) = ({{ is_higher_better }}) then 'better' else 'worse' end
-        else 'indistinguishable'
-    end)
-{%- endmacro %}
-
 {#- The same against the host baseline, in a mart built with stats_and_host_ctes (relations `stats` and `host`, each
     with n_runs): vs_host_ci95(sd_col) = Welch's half-width of stats - host on the column whose standard deviation is
     sd_col; overhead_ci95_pct(mean_col, sd_col) = that half-width over the host mean in percent (0 on host rows, null
-    without a host mean); vs_host_verdict(mean_col, sd_col, is_higher_better) = welch_verdict of stats - host. -#}
+    without a host mean); vs_host_verdict(mean_col, sd_col, is_higher_better, family) = the verdict of stats - host;
+    vs_host_runs_to_decide(verdict_col, mean_col, sd_col, family) = its runs_to_decide. -#}
 {% macro vs_host_ci95(sd_col) -%}
     {{ welch_ci95('stats.n_runs', 'stats.' ~ sd_col, 'host.n_runs', 'host.' ~ sd_col) }}
 {%- endmacro %}
@@ -47,7 +37,12 @@
     end
 {%- endmacro %}
 
-{% macro vs_host_verdict(mean_col, sd_col, is_higher_better) -%}
-    {{ welch_verdict('stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col), 'stats.n_runs', 'host.n_runs',
-                     'host.' ~ mean_col, is_higher_better) }}
+{% macro vs_host_verdict(mean_col, sd_col, is_higher_better, family) -%}
+    {{ verdict('stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col), 'stats.n_runs', 'host.n_runs',
+               'host.' ~ mean_col, is_higher_better, family) }}
+{%- endmacro %}
+
+{% macro vs_host_runs_to_decide(verdict_col, mean_col, sd_col, family) -%}
+    {{ runs_to_decide(verdict_col, 'stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col),
+                      'least(stats.n_runs, host.n_runs)', 'host.' ~ mean_col, family) }}
 {%- endmacro %}

@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.cni_datapaths import filter_values, overhead, overhead_table, problem_runs, substrates, throughput_chart
 from data.common import FILTERS
@@ -24,8 +25,7 @@ else:
         "throughput_ci95_mbps": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
         "host_throughput_mbps": st.column_config.NumberColumn("host Mbit/s", format="%.1f"),
         "overhead_pct": st.column_config.NumberColumn("overhead %", format="%.1f"),
-        "is_significant": st.column_config.CheckboxColumn(
-            "significant", help="95% intervals of CNI and host do not overlap; empty with fewer than 2 runs"),
+        "verdict": st.column_config.TextColumn("verdict vs host", help=RULE_HELP),
     })
 
 st.subheader("Failed and unsupported runs")

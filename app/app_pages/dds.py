@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.dds import (DDS_FILTERS, dds_filter_values, dds_line_chart, dds_overhead, dds_overhead_table,
                       dds_problem_runs, dds_substrates, dds_transport_table)
@@ -11,8 +12,8 @@ st.caption("Cyclone DDS ddsperf between pods: latency (ping/pong, RTT/2, 90th pe
            "than host.")
 
 OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval (Welch's interval of the CNI - host "
-                    "difference over the host mean), the verdict against the host (better / worse / "
-                    "indistinguishable; n < 2: a side with one run) and the run counts CNI/host.")
+                    "difference over the host mean), the verdict against the host and the run counts CNI/host. "
+                    + RULE_HELP)
 
 substrate, filters = ui.choose("dds", dds_substrates, dds_filter_values, DDS_FILTERS,
                                "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")

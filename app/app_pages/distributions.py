@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.distributions import (DISTRIBUTION_FILTERS, PROXY_FILTERS, default_proxies, distribution_chart,
                                 distribution_comparison, distribution_filter_values, distribution_references,
@@ -9,8 +10,8 @@ import ui
 st.title("Distributions")
 st.caption("Kubernetes distributions (k3s, k0s, MicroK8s, kubeadm, kind) compared for the same CNI mode, as seed 004 "
            "does: throughput, latency, and CPU / RAM of the CNI and the node idle and under load. Every comparison "
-           "shows n, the 95% CI and a verdict against the reference (Welch's 95% interval of the difference: better / "
-           "worse when it excludes 0, else indistinguishable). Successful, valid runs only.")
+           "shows n, the 95% CI and a verdict against the reference (Welch's 95% interval of the difference). "
+           + RULE_HELP + " Successful, valid runs only.")
 
 ui.require_warehouse()
 VERDICT_HELP = "better / worse: the 95% interval of the difference excludes 0; n < 2: no interval"

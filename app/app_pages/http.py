@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.http import (HTTP_FILTERS, http_filter_values, http_kpi_shares, http_kpis, http_overhead, http_overhead_table,
                        http_problem_runs, http_response_boxes, http_response_outliers, http_substrates, response_chart)
@@ -42,9 +43,8 @@ overhead = ui.query(http_overhead, substrate=substrate, **filters)
 if not overhead.empty:
     if not overhead["is_host_baseline"].any():
         st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
-    verdict_help = ("baseline: the host row; below resolution: |CNI - host| is smaller than the load generator's "
-                    "time resolution (not measurable); better / worse: the 95% intervals of CNI and host do not "
-                    "overlap (lower = better); indistinguishable: they overlap")
+    verdict_help = ("baseline: the host row; lower = better; the margin is never below the load generator's time "
+                    "resolution. " + RULE_HELP)
     st.dataframe(http_overhead_table(overhead), hide_index=True, column_config={
         "length_bytes": st.column_config.NumberColumn("payload (bytes)", format="%d"),
         "n_runs": st.column_config.NumberColumn("runs"),
@@ -64,8 +64,7 @@ if not overhead.empty:
     })
     st.caption("p50 / p90 per run over its 2xx requests (linear interpolation), averaged over runs, with the 95% "
                "CI (Student t; empty with fewer than 2 runs); vs host = (CNI - host) / host x 100, positive = slower "
-               "than host, or \"below resolution\" when the difference is smaller than the load generator's time "
-               "resolution.")
+               "than host.")
 
 st.subheader("Failed runs and runs with error responses")
 problems = ui.query(http_problem_runs, substrate=substrate, **filters)

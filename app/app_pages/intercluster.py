@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.intercluster import (IMPLEMENTATION_TEXT, INTERCLUSTER_FILTERS, NONE_LABEL, intercluster_chart,
                                intercluster_comparison, intercluster_diff_table, intercluster_filter_values,
@@ -66,10 +67,8 @@ else:
     st.subheader("Difference to none (one cluster)")
     if not sel["is_baseline"].any():
         st.caption("No none runs under these conditions: no difference can be computed.")
-    verdict_help = ("baseline: the none row; better / worse: the 95% intervals of tool and none do not overlap "
-                    "(lower = better); indistinguishable: they overlap (highlighted: no difference shown by these "
-                    "runs); below resolution: smaller than the load generator's time resolution; no baseline: no none "
-                    "runs under the same conditions; n < 2: a side without an interval")
+    verdict_help = ("baseline: the none row; lower = better (highlighted: inconclusive, no answer from these runs); "
+                    "no baseline: no none runs under the same conditions. " + RULE_HELP)
     st.dataframe(intercluster_style_verdicts(intercluster_diff_table(sel)), hide_index=True, column_config={
         "netem_scenario": "netem scenario", "label": "inter-cluster", "intercluster_implementation": "implementation",
         "n_runs": "n runs",
@@ -83,9 +82,7 @@ else:
         "verdict": st.column_config.TextColumn("verdict", help=verdict_help),
     })
     st.caption("tool - none: difference of the means of per-run medians, positive = slower across the tool, with the "
-               "95% CI of the difference (Welch, conservative degrees of freedom). The verdict follows the project's "
-               "rule on every page: better / worse only when the two 95% intervals do not overlap, so it can say "
-               "indistinguishable while the difference's own interval excludes 0.")
+               "95% CI of the difference (Welch). The verdict is the project's one rule, on that interval: " + RULE_HELP)
 
     st.subheader("Requests and runs beyond the limits")
     st.dataframe(intercluster_kpi_table(sel), hide_index=True, column_config={

@@ -2,6 +2,7 @@
 Reads the mart cmp_loaded_latency_vs_idle only (data/loaded_latency.py)."""
 import altair as alt
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 import ui
 from data.loaded_latency import (PROBE_LABELS, loaded_latency_available, loaded_latency_comparison,
@@ -56,6 +57,6 @@ st.dataframe(df.drop(columns=["is_host_baseline"]), hide_index=True, column_conf
        for c in df.columns if c.endswith("_us")},
     "bulk_sent_mbps": st.column_config.NumberColumn("bulk Mbit/s", format="%.0f"),
 })
-st.caption("± is the half-width of the 95% interval of loaded - idle (Welch, df = min(n) - 1). 'too few runs': "
-           "fewer than 2 runs on a side. The host row is the host-network baseline under the same conditions; "
+st.caption("± is the half-width of Welch's 95% interval of loaded - idle; the verdict judges loaded against idle. "
+           + RULE_HELP + " The host row is the host-network baseline under the same conditions; "
            "host p99 inflation is repeated on every row for comparison.")

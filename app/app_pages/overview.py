@@ -1,15 +1,35 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.common import LOCAL_BANNER
-from data.overview import run_counts, sweeps
+from data.overview import answer, answer_chart, answer_table, run_counts, sweeps
 import ui
 
 st.title("edgebench")
-st.caption("Which networking stack should I use at the edge? What the warehouse holds right now.")
+st.caption("Which networking stack should I use at the edge, by how much, and how sure are we?")
 
 path, _ = ui.require_warehouse()
 counts = ui.query(run_counts)
 sweep_table = ui.query(sweeps)
+
+st.header("The answer")
+entries = ui.query(answer)
+if not entries:
+    st.info("No CNI mode has been compared with the host network yet: run `make sweep`.", icon=":material/info:")
+substrates = sorted({e["substrate"] for e in entries})
+for tab, sub in zip(st.tabs(substrates) if len(substrates) > 1 else [st.container()] * len(substrates), substrates):
+    with tab:
+        if sub == "local":
+            st.caption("substrate local: the kernel datapaths the CNIs configure, emulated in network namespaces; "
+                       "not the CNIs themselves (see the emulation page for how far it is from real CNIs).")
+        for e in [x for x in entries if x["substrate"] == sub]:
+            st.subheader(e["label"])
+            st.markdown(e["sentence"])
+            st.altair_chart(answer_chart(e), use_container_width=True)
+            with st.expander("the ranked rows"):
+                st.dataframe(answer_table(e), hide_index=True)
+st.caption("Each row: the CNI mode against the host network under the same conditions (the configuration named "
+           "in the sentence: the neutral conditions with the most modes judged). " + RULE_HELP)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Sweeps", len(sweep_table))

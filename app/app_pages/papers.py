@@ -1,5 +1,6 @@
 import altair as alt
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.papers import PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame
 import ui
@@ -55,7 +56,7 @@ if not numbers.empty:
             "± 95% CI": st.column_config.NumberColumn(format="%.1f")})
     st.caption("Overhead % vs host: throughput (host - CNI) / host, latency (CNI - host) / host; positive = worse "
                "than host. 95% CI: Welch's interval of the CNI - host difference over the host mean. vs host: the "
-               "CNI against the host by that interval (better / worse / indistinguishable; n < 2 without one).")
+               "CNI against the host by that interval. " + RULE_HELP)
 
 st.subheader("Claims")
 claims = claims_frame(rep, substrate)

@@ -1,4 +1,5 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.regressions import (CARDS_SHOWN_ALL, REGRESSIONS_EMPTY, regression_cards, regression_rows, regression_style,
                               regression_summary, regression_table)
@@ -15,11 +16,11 @@ if cards.empty:
     st.info(REGRESSIONS_EMPTY, icon=":material/info:")
     st.stop()
 
-st.dataframe(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_better", "card_n_indistinguishable",
-                    "card_n_too_few_runs"]], hide_index=True, column_config={
+st.dataframe(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_better", "card_n_equivalent",
+                    "card_n_inconclusive", "card_n_too_few_runs"]], hide_index=True, column_config={
     "label": st.column_config.TextColumn("card", width="large"), "card_n_comparisons": "comparisons",
-    "card_n_worse": "worse", "card_n_better": "better", "card_n_indistinguishable": "indistinguishable",
-    "card_n_too_few_runs": "n < 2"})
+    "card_n_worse": "worse", "card_n_better": "better", "card_n_equivalent": "equivalent",
+    "card_n_inconclusive": "inconclusive", "card_n_too_few_runs": "n < 2"})
 
 if len(cards) > CARDS_SHOWN_ALL:
     label = st.selectbox("Card", cards["label"].tolist(), key="reg_card",
@@ -29,9 +30,8 @@ if len(cards) > CARDS_SHOWN_ALL:
 else:
     shown = cards
 
-verdict_help = ("worse / better: the 95% interval of new - old excludes 0 (two-sided Welch test at 5%), in the "
-                "metric's bad / good direction; indistinguishable: it contains 0; n < 2: a side with fewer than 2 runs, no "
-                "interval")
+verdict_help = ("new against old, in the metric's good / bad direction (the margin by the metric's unit). "
+                + RULE_HELP)
 for card in shown.to_dict("records"):
     st.subheader(card["label"])
     if card["substrate"] == "local":

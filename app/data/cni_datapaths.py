@@ -44,7 +44,7 @@ def overhead(con, substrate: str, **filters) -> pd.DataFrame:
 def overhead_table(df: pd.DataFrame) -> pd.DataFrame:
     """The columns shown in the overhead table."""
     cols = ["variant", "datapath", "n_runs", "throughput_mbps", "throughput_ci95_mbps", "host_throughput_mbps",
-            "host_n_runs", "overhead_pct", "is_significant"]
+            "host_n_runs", "overhead_pct", "verdict"]
     return df[cols].reset_index(drop=True)
 
 

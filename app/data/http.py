@@ -106,14 +106,14 @@ def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
 
 def http_overhead(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_http_vs_host rows for one substrate and fixed conditions, host baseline first per payload: n runs,
-    means and 95% CIs per side, time resolution, verdicts and overheads (null below resolution)."""
+    means and 95% CIs per side, time resolution, verdicts (the one rule) and overheads."""
     where, params = _where_in(substrate, filters, HTTP_FILTERS)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, length_bytes, is_host_baseline, n_runs, n_requests, n_errors,
                response_p50_ms, response_p50_ci95_ms, response_p90_ms, response_p90_ci95_ms, host_n_runs,
                host_response_p50_ms, host_response_p50_ci95_ms, host_response_p90_ms, host_response_p90_ci95_ms,
                resolution_ms, host_resolution_ms, load_clients, response_p50_diff_ms, response_p90_diff_ms,
-               response_p50_overhead_pct, response_p90_overhead_pct, response_p50_verdict, verdict, is_significant
+               response_p50_overhead_pct, response_p90_overhead_pct, response_p50_verdict, verdict, verdict_margin_pct, runs_to_decide
         from cmp_http_vs_host where {where}
         order by length_bytes, is_host_baseline desc, variant""", params).df()
 
@@ -123,12 +123,9 @@ def _us(ms: float) -> str:
 
 
 def http_vs_host_text(pct, verdict, resolution_ms, host_resolution_ms) -> str:
-    """What the overhead column shows: the percentage, or "below resolution (<x µs)" when the difference is smaller
-    than the load generators' time resolution (x = the coarser of the two sides), "0.0 %" for the host baseline,
-    "no host baseline" without one."""
-    if verdict == "below resolution":
-        res = [r for r in (resolution_ms, host_resolution_ms) if r is not None and not pd.isna(r)]
-        return f"below resolution (<{_us(max(res))})" if res else "below resolution"
+    """What the overhead column shows: the percentage, "0.0 %" for the host baseline, "no host baseline" without
+    one. (A difference below the load generators' time resolution is judged by the verdict, whose margin is never
+    below the coarser resolution of the two sides.)"""
     if verdict == "baseline":
         return "0.0 %"
     if pct is None or pd.isna(pct):

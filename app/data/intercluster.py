@@ -153,7 +153,9 @@ def intercluster_diff_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 VERDICT_STYLE = {
-    "indistinguishable": "background-color: #fff3b0; font-weight: bold",
+    "inconclusive": "background-color: #fff3b0; font-weight: bold",
+    "n < 2": "background-color: #fff3b0",
+    "equivalent": "background-color: #e8f4e8",
     "worse": "background-color: #f8d0d0",
     "better": "background-color: #d4efd4",
     "baseline": "color: #7f7f7f",
@@ -161,7 +163,7 @@ VERDICT_STYLE = {
 
 
 def intercluster_style_verdicts(table: pd.DataFrame):
-    """The table with its verdict cells marked (indistinguishable highlighted, so it is never read as a result)."""
+    """The table with its verdict cells marked (inconclusive highlighted, so it is never read as a result)."""
     return table.style.map(lambda v: VERDICT_STYLE.get(v, ""), subset=["verdict"])
 
 

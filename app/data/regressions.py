@@ -27,7 +27,8 @@ REGRESSION_VERDICT_STYLE = {
 _CARD_COLUMNS = ["substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
                  "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
                  "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_indistinguishable", "card_n_too_few_runs", "card_expected_false_alarms"]
+                 "card_n_better", "card_n_equivalent", "card_n_inconclusive", "card_n_too_few_runs",
+                 "card_expected_false_alarms"]
 
 
 def regression_cards(con) -> pd.DataFrame:
@@ -45,7 +46,7 @@ def regression_cards(con) -> pd.DataFrame:
 
 
 def regression_rows(con, substrate: str, cni: str, cni_mode: str) -> pd.DataFrame:
-    """The card's comparisons (one per configuration x metric), worse first, then better, indistinguishable, n < 2;
+    """The card's comparisons (one per configuration x metric), worse first, then better, inconclusive, equivalent, n < 2;
     adds `config` (one line naming the configuration) and `metric_label` (with its good direction)."""
     df = con.execute("""
         select * exclude (substrate, cni, cni_mode) from cmp_cni_version_regressions
@@ -84,9 +85,9 @@ def regression_style(table: pd.DataFrame):
 
 
 def regression_summary(card) -> str:
-    """'52 comparisons: 2 worse, 3 better, 47 indistinguishable; identical versions would show about 2.6 ...'."""
+    """'52 comparisons: 2 worse, 3 better, 40 equivalent, 7 inconclusive; identical versions would show about ...'."""
     text = (f"{card['card_n_comparisons']} comparisons: {card['card_n_worse']} worse, {card['card_n_better']} better, "
-            f"{card['card_n_indistinguishable']} indistinguishable")
+            f"{card['card_n_equivalent']} equivalent, {card['card_n_inconclusive']} inconclusive")
     if card["card_n_too_few_runs"]:
         text += f", {card['card_n_too_few_runs']} more with n < 2 (no interval)"
     return text + (f". Identical versions would show about {card['card_expected_false_alarms']:.1f} better/worse "

@@ -4,9 +4,9 @@
 --   diff = new - previous (in the metric's unit; positive = higher with the new version), with the 95% interval of
 --   the difference by Welch: t(0.975, floor(df)) * sqrt(s_new^2/n_new + s_prev^2/n_prev), df by Welch-Satterthwaite
 --   (floored: never a narrower interval); diff_pct and its interval relative to the previous mean.
---   verdict: 'better' / 'worse' when that interval excludes 0 (a two-sided Welch test at alpha = 0.05 for this one
---   configuration x metric; better = in the metric's good direction, is_higher_better), 'indistinguishable' when it
---   contains 0, 'n < 2' when either side has fewer than 2 runs (no interval).
+--   verdict: the project's one rule (macros/verdict.sql; the margin by the metric's unit, better = in the metric's
+--   good direction, is_higher_better): equivalent / better / worse / inconclusive, 'n < 2' when either side has
+--   fewer than 2 runs (no interval); runs_to_decide for an inconclusive one.
 -- card_* columns count the card's comparisons: each one is wrong at most 5% of the time on identical versions, so
 -- a card with k comparisons shows about 0.05 k false better/worse verdicts (card_expected_false_alarms).
 {%- set card = ['substrate', 'cni', 'cni_mode'] %}
@@ -157,14 +157,10 @@ verdicts as (
 
     select
         *,
-        case
-            when previous_n_runs < 2 or new_n_runs < 2 then 'n < 2'
-            -- the interval excludes 0 (with a tolerance of rounding noise, so two identical constant series are
-            -- not told apart by the last bit of their means)
-            when abs(diff) > diff_ci95 + 1e-9 * greatest(abs(previous_mean), abs(new_mean))
-                then case when (diff > 0) = is_higher_better then 'better' else 'worse' end
-            else 'indistinguishable'
-        end                                                               as verdict
+        {{ verdict('diff', 'diff_ci95', 'new_n_runs', 'previous_n_runs', 'previous_mean', 'is_higher_better',
+                   unit_family('unit')) }}                              as verdict,
+        {{ verdict_margin_pct(unit_family('unit')) }}::double            as verdict_margin_pct,
+        'welch'                                                           as verdict_method
     from intervals
 
 )
@@ -207,6 +203,11 @@ select
     case when verdicts.previous_mean <> 0
          then (verdicts.diff + verdicts.diff_ci95) / abs(verdicts.previous_mean) * 100 end as diff_ci_high_pct,
     verdicts.verdict,
+    verdicts.verdict_margin_pct,
+    verdicts.verdict_method,
+    {{ runs_to_decide('verdicts.verdict', 'verdicts.diff', 'verdicts.diff_ci95',
+                      'least(verdicts.new_n_runs, verdicts.previous_n_runs)', 'verdicts.previous_mean',
+                      unit_family('verdicts.unit')) }}                    as runs_to_decide,
     verdicts.verdict = 'worse'                                            as is_regression,
     count(*) filter (where verdicts.verdict <> 'n < 2')
         over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_comparisons,
@@ -214,8 +215,10 @@ select
         over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_worse,
     count(*) filter (where verdicts.verdict = 'better')
         over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_better,
-    count(*) filter (where verdicts.verdict = 'indistinguishable')
-        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_indistinguishable,
+    count(*) filter (where verdicts.verdict = 'equivalent')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_equivalent,
+    count(*) filter (where verdicts.verdict = 'inconclusive')
+        over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_inconclusive,
     count(*) filter (where verdicts.verdict = 'n < 2')
         over (partition by verdicts.substrate, verdicts.cni, verdicts.cni_mode)   as card_n_too_few_runs,
     0.05::double * count(*) filter (where verdicts.verdict <> 'n < 2')

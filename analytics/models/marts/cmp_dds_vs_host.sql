@@ -8,8 +8,8 @@
 -- Each overhead has *_overhead_ci95_pct, the half-width of its 95% interval: Welch's interval of the difference of
 -- the two means over runs, divided by the host mean (the host mean's own uncertainty in the denominator is not
 -- propagated), null when a side has fewer than 2 runs. verdict compares the mode's headline metric (latency p90 /
--- throughput) with the host by that interval: better / worse / indistinguishable, 'n < 2', 'baseline' (host rows),
--- null without a host baseline.
+-- throughput) with the host by that interval, by the project's one rule (macros/verdict.sql): equivalent / better /
+-- worse / inconclusive, 'n < 2', 'baseline' (host rows), null without a host baseline.
 -- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
 
@@ -39,6 +39,7 @@ select
     host.latency_p50_us                     as host_latency_p50_us,
     host.latency_p90_us                     as host_latency_p90_us,
     host.latency_p99_us                     as host_latency_p99_us,
+    host.latency_p90_stddev_us              as host_latency_p90_stddev_us,
     host.latency_p90_ci95_us                as host_latency_p90_ci95_us,
     case
         when host.latency_p90_us > 0
@@ -55,6 +56,7 @@ select
     stats.per_subscriber_mbps,
     stats.lost_samples,
     host.throughput_mbps                    as host_throughput_mbps,
+    host.throughput_stddev_mbps             as host_throughput_stddev_mbps,
     host.throughput_ci95_mbps               as host_throughput_ci95_mbps,
     case
         when host.throughput_mbps > 0
@@ -63,21 +65,22 @@ select
     {{ overhead_ci95_pct('throughput_mbps', 'throughput_stddev_mbps') }}
                                             as throughput_overhead_ci95_pct,
 
-    -- conservative, on the mode's headline metric (latency p90 / throughput): the two 95% intervals do not
-    -- overlap; null without both intervals
-    case
-        when stats.cni = 'host' then false
-        when stats.dds_mode = 'latency'
-            then {{ significance('stats', 'host', 'latency_p90_us', 'latency_p90_ci95_us') }}
-        else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
-    end                                     as is_significant,
+    -- the verdict (macros/verdict.sql) on the mode's headline metric, latency p90 (lower = better) or throughput:
+    -- equivalent / better / worse / inconclusive / 'n < 2'; 'baseline' on host rows, null without a host baseline
     case
         when stats.cni = 'host' then 'baseline'
         when stats.dds_mode = 'latency' and host.latency_p90_us is not null
-            then {{ vs_host_verdict('latency_p90_us', 'latency_p90_stddev_us', 'false') }}
+            then {{ vs_host_verdict('latency_p90_us', 'latency_p90_stddev_us', 'false', 'latency') }}
         when stats.dds_mode = 'throughput' and host.throughput_mbps is not null
-            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true') }}
+            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput') }}
     end                                     as verdict,
+    case when stats.dds_mode = 'latency' then {{ verdict_margin_pct('latency') }}::double
+         else {{ verdict_margin_pct('throughput') }}::double end as verdict_margin_pct,
+    'welch'                                 as verdict_method,
+    case when stats.dds_mode = 'latency'
+             then {{ vs_host_runs_to_decide('verdict', 'latency_p90_us', 'latency_p90_stddev_us', 'latency') }}
+         else {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput') }}
+    end                                     as runs_to_decide,
 
     stats.cpu_pub_pct,
     stats.rss_pub_mb,

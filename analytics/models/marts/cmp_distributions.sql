@@ -5,8 +5,9 @@
 --   throughput_mbps and latency_us (iperf3 TCP mean RTT) from the iperf3 runs; cpu_pct / rss_mb of each resource
 --   component (cni, system, workload) idle (before the workload) and during the run (sum over the component's
 --   processes per run, fct_resource_usage).
---   diff = distribution - reference, diff_ci95 = Welch's 95% interval of the difference, verdict better / worse /
---   indistinguishable (higher is better for throughput only), 'n < 2' without an interval, 'reference' on the
+--   diff = distribution - reference, diff_ci95 = Welch's 95% interval of the difference, verdict by the project's
+--   one rule (macros/verdict.sql): equivalent / better / worse / inconclusive (higher is better for throughput
+--   only), 'n < 2' without an interval, 'reference' on the
 --   reference's own row. Local (testbed) runs carry distribution 'none' and are left out: the testbed models no
 --   distribution (its part of one, the service proxy, is compared in cmp_service_proxies).
 {%- set keys = (cell_dimension_list() | reject('in', ['distribution', 'datapath']) | list)
@@ -71,11 +72,13 @@ select
     case when reference.mean <> 0 then (stats.mean - reference.mean) / abs(reference.mean) * 100 end as diff_pct,
     case
         when stats.distribution = reference.distribution then 'reference'
-        else {{ welch_verdict('stats.mean - reference.mean',
-                              welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev'),
-                              'stats.n_runs', 'reference.n_runs', 'greatest(abs(stats.mean), abs(reference.mean))',
-                              "stats.metric = 'throughput_mbps'") }}
-    end                                                      as verdict
+        else {{ verdict('stats.mean - reference.mean',
+                        welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev'),
+                        'stats.n_runs', 'reference.n_runs', 'reference.mean', "stats.metric = 'throughput_mbps'",
+                        'throughput') }}
+    end                                                      as verdict,
+    {{ verdict_margin_pct('throughput') }}::double          as verdict_margin_pct,
+    'welch'                                                  as verdict_method
 from stats
 inner join stats as reference
     on  {{ columns_match('stats', 'reference', keys, null_safe=true) }}

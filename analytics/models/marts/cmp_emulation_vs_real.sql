@@ -1,10 +1,11 @@
 -- How far the testbed's emulation is from the real CNIs: for every CNI mode measured both on the local
 -- namespace testbed (substrate = local) and on a real cluster (substrate = ssh) under the same conditions
 -- (workload, metric, protocol, path, placement, size and every cell dimension), the ratio
--- testbed / real of the mean with its 95% interval (Welch on the log of the means: the delta method).
--- Verdict, with a +-10 % band around 1: "model holds" when the whole interval lies inside the band; "model
--- differs" when the interval lies outside the band or excludes 1 and reaches beyond it (the size is the ratio);
--- "inconclusive" otherwise. Host-network rows compare the testbed's host baseline with the cluster's.
+-- testbed / real of the mean with its 95% interval (Welch's interval of testbed - real, over the real mean).
+-- Verdict: the project's one rule (macros/verdict.sql, rule_verdict) with the emulation family's margin (+-10 % of
+-- the real mean): "model holds" = equivalent (the whole interval lies within +-10 %); "model differs" = better /
+-- worse (the interval excludes 0 and reaches beyond the margin; the size is difference_pct); "inconclusive"
+-- otherwise or with fewer than 2 runs a side (runs_to_decide: about how many more runs per side would decide). Host-network rows compare the testbed's host baseline with the cluster's.
 -- The configuration is every cell dimension (macros/cell_dimensions.sql) but the substrate and the distribution
 -- (the testbed runs no distribution: the real side's is kept in real_distributions).
 {%- set dims = cell_dimension_list() | reject('in', ['substrate', 'distribution']) | list %}
@@ -46,9 +47,8 @@ with metrics as (
            t.path, t.placement, t.length_bytes, r.distributions as real_distributions,
            t.n as testbed_n, t.mean as testbed_mean, t.sd as testbed_sd,
            r.n as real_n, r.mean as real_mean, r.sd as real_sd,
-           -- variance of the log of each mean (delta method), and Welch's degrees of freedom on them
-           power(t.sd / t.mean, 2) / t.n as vt,
-           power(r.sd / r.mean, 2) / r.n as vr
+           t.mean - r.mean as diff,
+           {{ welch_ci95('t.n', 't.sd', 'r.n', 'r.sd') }} as diff_ci95
     from stats t
     join stats r
       on  t.substrate = 'local' and r.substrate = 'ssh'
@@ -58,20 +58,12 @@ with metrics as (
       and t.length_bytes is not distinct from r.length_bytes
     where t.mean > 0 and r.mean > 0 and t.n >= 2 and r.n >= 2
 
-), intervals as (
+), judged as (
 
+    -- the project's one rule (macros/verdict.sql), testbed against real with the emulation family's margin
     select *,
-           testbed_mean / real_mean as ratio,
-           case when vt + vr > 0
-                then power(vt + vr, 2) / (power(vt, 2) / (testbed_n - 1) + power(vr, 2) / (real_n - 1)) end as df
+           {{ verdict('diff', 'diff_ci95', 'testbed_n', 'real_n', 'real_mean', 'true', 'emulation') }} as rule_verdict
     from paired
-
-), bounded as (
-
-    select *,
-           ratio * exp(-{{ t_critical_95('floor(df)') }} * sqrt(vt + vr)) as ratio_ci_low,
-           ratio * exp({{ t_critical_95('floor(df)') }} * sqrt(vt + vr)) as ratio_ci_high
-    from intervals
 
 )
 
@@ -79,15 +71,15 @@ select
     {{ column_list(dims) }}, cni = 'host' as is_host_baseline, workload, metric, protocol, path, placement,
     length_bytes, real_distributions,
     testbed_n, testbed_mean, testbed_sd, real_n, real_mean, real_sd,
-    ratio, ratio_ci_low, ratio_ci_high,
-    0.10 as margin,
-    (ratio - 1) * 100 as difference_pct,
-    case
-        when ratio_ci_low is null then 'inconclusive'
-        when ratio_ci_low >= 0.90 and ratio_ci_high <= 1.10 then 'model holds'
-        when ratio_ci_high < 0.90 or ratio_ci_low > 1.10 then 'model differs'
-        when (ratio_ci_low > 1 or ratio_ci_high < 1) and (ratio_ci_low < 0.90 or ratio_ci_high > 1.10)
-            then 'model differs'
-        else 'inconclusive'
-    end as verdict
-from bounded
+    testbed_mean / real_mean as ratio,
+    (testbed_mean - real_mean - diff_ci95) / real_mean + 1 as ratio_ci_low,
+    (testbed_mean - real_mean + diff_ci95) / real_mean + 1 as ratio_ci_high,
+    {{ verdict_margin_pct('emulation') }}::double / 100 as margin,
+    (testbed_mean / real_mean - 1) * 100 as difference_pct,
+    diff_ci95 / real_mean * 100 as difference_ci95_pct,
+    rule_verdict,
+    case rule_verdict when 'equivalent' then 'model holds' when 'better' then 'model differs'
+                      when 'worse' then 'model differs' else 'inconclusive' end as verdict,
+    {{ runs_to_decide('rule_verdict', 'diff', 'diff_ci95', 'least(testbed_n, real_n)', 'real_mean',
+                      'emulation') }} as runs_to_decide
+from judged

@@ -1,13 +1,13 @@
 -- HTTP response time of each CNI/mode against the host-network baseline with identical substrate, distribution,
 -- netem, tuning, service, path, placement and payload (status = 'ok' AND is_valid runs). Per side: n runs, the mean
--- over runs of each run's p50/p90 and its 95% CI (Student t), and the load generator's time resolution.
---   response_pXX_diff_ms = cni - host; response_pXX_overhead_pct = (cni - host) / host * 100 (positive = slower
---   than host), null when the verdict is 'below resolution' (a difference the load generator cannot measure:
---   hey's 0.1 ms steps made every CNI "+20%" on the local testbed).
---   verdict (on the p90, as is_significant) and response_p50_verdict: 'baseline' (host row), 'below resolution'
---   (|cni - host| < the larger resolution_ms of the two sides), 'better' / 'worse' (95% intervals do not overlap;
---   lower latency = better), 'indistinguishable' (they overlap); null without a host baseline, or when a side has
---   fewer than 2 runs (no interval) and the difference is not below resolution.
+-- over runs of each run's p50/p90 with its standard deviation and 95% CI (Student t), and the load generator's time
+-- resolution.
+--   response_pXX_diff_ms = cni - host with response_pXX_diff_ci95_ms (Welch's 95% interval of the difference);
+--   response_pXX_overhead_pct = (cni - host) / host * 100 (positive = slower than host).
+--   verdict (on the p90) and response_p50_verdict: the project's one rule (macros/verdict.sql, lower = better):
+--   equivalent / better / worse / inconclusive / 'n < 2', with the latency margin never below the coarser
+--   resolution_ms of the two sides (hey's 0.1 ms steps once made every CNI "+20%" on the local testbed);
+--   'baseline' on host rows, null without a host baseline. runs_to_decide: for an inconclusive verdict.
 -- Host rows kept (is_host_baseline, overheads 0, verdict 'baseline').
 with {{ stats_and_host_ctes(ref('int_http__config_stats')) }}
 
@@ -22,33 +22,57 @@ select
     stats.n_requests,
     stats.n_errors,
     stats.response_p50_ms,
+    stats.response_p50_stddev_ms,
     stats.response_p50_ci95_ms,
     stats.response_p90_ms,
+    stats.response_p90_stddev_ms,
     stats.response_p90_ci95_ms,
     stats.resolution_ms,
     stats.load_clients,
     host.n_runs                             as host_n_runs,
     host.response_p50_ms                    as host_response_p50_ms,
+    host.response_p50_stddev_ms             as host_response_p50_stddev_ms,
     host.response_p50_ci95_ms               as host_response_p50_ci95_ms,
     host.response_p90_ms                    as host_response_p90_ms,
+    host.response_p90_stddev_ms             as host_response_p90_stddev_ms,
     host.response_p90_ci95_ms               as host_response_p90_ci95_ms,
     host.resolution_ms                      as host_resolution_ms,
     stats.response_p50_ms - host.response_p50_ms as response_p50_diff_ms,
     stats.response_p90_ms - host.response_p90_ms as response_p90_diff_ms,
-    {{ latency_verdict('stats', 'host', 'response_p50_ms', 'response_p50_ci95_ms') }}
-                                            as response_p50_verdict,
-    {{ latency_verdict('stats', 'host', 'response_p90_ms', 'response_p90_ci95_ms') }}
-                                            as verdict,
+    -- the verdict (macros/verdict.sql; lower = better; the margin never below the coarser resolution of the two
+    -- sides): 'baseline' on host rows, null without a host baseline
+    case
+        when stats.cni = 'host' then 'baseline'
+        when host.response_p50_ms is not null
+            then {{ verdict('stats.response_p50_ms - host.response_p50_ms',
+                            vs_host_ci95('response_p50_stddev_ms'), 'stats.n_runs', 'host.n_runs',
+                            'host.response_p50_ms', 'false', 'latency',
+                            'greatest(stats.resolution_ms, host.resolution_ms)') }}
+    end                                     as response_p50_verdict,
+    case
+        when stats.cni = 'host' then 'baseline'
+        when host.response_p90_ms is not null
+            then {{ verdict('stats.response_p90_ms - host.response_p90_ms',
+                            vs_host_ci95('response_p90_stddev_ms'), 'stats.n_runs', 'host.n_runs',
+                            'host.response_p90_ms', 'false', 'latency',
+                            'greatest(stats.resolution_ms, host.resolution_ms)') }}
+    end                                     as verdict,
+    {{ vs_host_ci95('response_p50_stddev_ms') }} as response_p50_diff_ci95_ms,
+    {{ vs_host_ci95('response_p90_stddev_ms') }} as response_p90_diff_ci95_ms,
+    {{ verdict_margin_pct('latency') }}::double as verdict_margin_pct,
+    'welch'                                 as verdict_method,
+    {{ runs_to_decide('response_p50_verdict', 'stats.response_p50_ms - host.response_p50_ms',
+                      vs_host_ci95('response_p50_stddev_ms'), 'least(stats.n_runs, host.n_runs)',
+                      'host.response_p50_ms', 'latency', 'greatest(stats.resolution_ms, host.resolution_ms)') }}
+                                            as response_p50_runs_to_decide,
+    {{ runs_to_decide('verdict', 'stats.response_p90_ms - host.response_p90_ms',
+                      vs_host_ci95('response_p90_stddev_ms'), 'least(stats.n_runs, host.n_runs)',
+                      'host.response_p90_ms', 'latency', 'greatest(stats.resolution_ms, host.resolution_ms)') }}
+                                            as runs_to_decide,
     case when host.response_p50_ms > 0
-              and response_p50_verdict is distinct from 'below resolution'
          then (stats.response_p50_ms - host.response_p50_ms) / host.response_p50_ms * 100
     end                                     as response_p50_overhead_pct,
     case when host.response_p90_ms > 0
-              and verdict is distinct from 'below resolution'
          then (stats.response_p90_ms - host.response_p90_ms) / host.response_p90_ms * 100
     end                                     as response_p90_overhead_pct,
-    case
-        when stats.cni = 'host' then false
-        else {{ significance('stats', 'host', 'response_p90_ms', 'response_p90_ci95_ms') }}
-    end                                     as is_significant,
     {{ vs_host_tail(['service', 'path', 'placement', 'length_bytes']) }}

@@ -2,12 +2,11 @@
 -- (intercluster = 'none') with identical substrate, distribution, CNI / mode, tuning, netem scenario, service,
 -- payload, path and placement (status = 'ok' AND is_valid runs; int_http__intercluster_stats). Per side: n runs and
 -- requests, the pooled request median and p95, and the mean over runs of each run's median with its 95% CI.
---   response_p50_diff_ms = tool - none (positive = slower across the tool), with the 95% CI of the difference
---   (Welch: t(min(n) - 1) * sqrt(s1^2/n1 + s2^2/n2), conservative degrees of freedom as cmp_loaded_latency_vs_idle);
---   *_pct = the same relative to the none mean. Null (the pct) when the verdict is 'below resolution'.
---   verdict (latency_verdict, as cmp_http_vs_host): 'baseline' (the none row), 'below resolution', 'better' /
---   'worse' (the two 95% intervals do not overlap; lower = better), 'indistinguishable' (they overlap), and,
---   instead of null, 'no baseline' (no none runs under these conditions) or 'n < 2' (a side without an interval).
+--   response_p50_diff_ms = tool - none (positive = slower across the tool), with Welch's 95% CI of the difference;
+--   *_pct = the same relative to the none mean.
+--   verdict: the project's one rule (macros/verdict.sql, as cmp_http_vs_host; lower = better, the latency margin
+--   never below the coarser resolution): 'baseline' (the none row), equivalent / better / worse / inconclusive,
+--   'no baseline' (no none runs under these conditions) or 'n < 2' (a side without an interval).
 -- KPI limits (vars kpi_vehicle_assist_ms / kpi_remote_maintenance_ms): the share of requests beyond each (errors
 -- count as beyond) and the share of runs whose median is beyond it. Baseline rows kept (is_baseline, diff 0).
 {%- set match = cell_dimension_list() + ['service', 'length_bytes', 'path', 'placement'] %}
@@ -40,9 +39,15 @@ paired as (
         baseline.response_p50_ci95_ms                           as none_response_p50_ci95_ms,
         baseline.resolution_ms                                  as none_resolution_ms,
         baseline.response_p50_stddev_ms                         as none_response_p50_stddev_ms,
-        {{ latency_verdict('stats', 'baseline', 'response_p50_ms', 'response_p50_ci95_ms',
-                           is_baseline="stats.intercluster = 'none'") }}
-                                                                as latency_verdict
+        case
+            when stats.intercluster = 'none' then 'baseline'
+            when baseline.response_p50_ms is not null
+                then {{ verdict('stats.response_p50_ms - baseline.response_p50_ms',
+                                welch_ci95('stats.n_runs', 'stats.response_p50_stddev_ms',
+                                           'baseline.n_runs', 'baseline.response_p50_stddev_ms'),
+                                'stats.n_runs', 'baseline.n_runs', 'baseline.response_p50_ms', 'false', 'latency',
+                                'greatest(stats.resolution_ms, baseline.resolution_ms)') }}
+        end                                                     as latency_verdict
     from stats
     left join baseline
         -- null-safe, as the group by of int_http__intercluster_stats
@@ -57,12 +62,12 @@ compared as (
         case when is_baseline then 0.0
              else response_p50_ms - none_response_p50_ms end    as response_p50_diff_ms,
         case when not is_baseline
-             then {{ t_critical_95('least(n_runs, none_n_runs) - 1') }}
-                  * sqrt(response_p50_stddev_ms ^ 2 / n_runs + none_response_p50_stddev_ms ^ 2 / none_n_runs)
+             then {{ welch_ci95('n_runs', 'response_p50_stddev_ms', 'none_n_runs', 'none_response_p50_stddev_ms') }}
         end                                                     as response_p50_diff_ci95_ms,
         coalesce(latency_verdict,
                  case when none_response_p50_ms is null then 'no baseline' else 'n < 2' end)
-                                                                as verdict
+                                                                as verdict,
+        greatest(resolution_ms, none_resolution_ms)             as verdict_resolution_ms
     from paired
 
 )
@@ -98,14 +103,20 @@ select
     none_response_p50_ms,
     none_response_p50_ci95_ms,
     none_resolution_ms,
+    none_response_p50_stddev_ms,
+    response_p50_stddev_ms,
     response_p50_diff_ms,
     response_p50_diff_ci95_ms,
     case when is_baseline then 0.0
-         when none_response_p50_ms > 0 and verdict <> 'below resolution'
+         when none_response_p50_ms > 0
          then response_p50_diff_ms / none_response_p50_ms * 100 end        as response_p50_diff_pct,
-    case when not is_baseline and none_response_p50_ms > 0 and verdict <> 'below resolution'
+    case when not is_baseline and none_response_p50_ms > 0
          then response_p50_diff_ci95_ms / none_response_p50_ms * 100 end   as response_p50_diff_ci95_pct,
     verdict,
+    {{ verdict_margin_pct('latency') }}::double                           as verdict_margin_pct,
+    'welch'                                                                as verdict_method,
+    {{ runs_to_decide('verdict', 'response_p50_diff_ms', 'response_p50_diff_ci95_ms', 'least(n_runs, none_n_runs)',
+                      'none_response_p50_ms', 'latency', 'verdict_resolution_ms') }}  as runs_to_decide,
     vehicle_assist_limit_ms,
     n_requests_over_vehicle_assist / n_requests                            as share_requests_over_vehicle_assist,
     n_runs_median_over_vehicle_assist / n_runs                             as share_runs_median_over_vehicle_assist,

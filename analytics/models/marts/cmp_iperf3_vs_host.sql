@@ -21,15 +21,24 @@ select
     stats.throughput_ci95_mbps,
     host.n_runs                             as host_n_runs,
     host.throughput_mbps                    as host_throughput_mbps,
+    host.throughput_stddev_mbps             as host_throughput_stddev_mbps,
     host.throughput_ci95_mbps               as host_throughput_ci95_mbps,
     case
         when host.throughput_mbps > 0
             then (host.throughput_mbps - stats.throughput_mbps) / host.throughput_mbps * 100
     end                                     as overhead_pct,
-    -- conservative: significant only when the two 95% intervals do not overlap; null without both intervals
+    -- the verdict (macros/verdict.sql): equivalent / better / worse / inconclusive / 'n < 2'; baseline on host rows,
+    -- null without a host baseline; the CI of the difference, its margin and the runs that would decide it
+    {{ vs_host_ci95('throughput_stddev_mbps') }}
+                                            as throughput_diff_ci95_mbps,
     case
-        when stats.cni = 'host' then false
-        else {{ significance('stats', 'host', 'throughput_mbps', 'throughput_ci95_mbps') }}
-    end                                     as is_significant,
+        when stats.cni = 'host' then 'baseline'
+        when host.throughput_mbps is not null
+            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput') }}
+    end                                     as verdict,
+    {{ verdict_margin_pct('throughput') }}::double as verdict_margin_pct,
+    'welch'                                 as verdict_method,
+    {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput') }}
+                                            as runs_to_decide,
     {{ vs_host_tail(['protocol', 'path', 'placement', 'length_bytes'],
                     null_safe_match=['duration_s', 'iperf3_bitrate']) }}

@@ -1,9 +1,9 @@
 -- Latency under load: each CNI mode's probe latency (DDS ping/pong or HTTP request/response, µs) with a bulk
 -- TCP flow sharing the path, against the same probe idle, over the successful and valid runs of each side.
 --   *_inflation_us  = loaded - idle (mean over runs of each run's percentile); positive = slower under load
---   *_inflation_ci95_us: half-width of the 95% interval of that difference (Welch, df = min(n) - 1, conservative)
---   *_verdict: 'worse' / 'better' when the interval excludes 0, else 'indistinguishable'; 'too few runs' below 2
---   per side. host_* = the host-network baseline's inflation under the same conditions (is_host_baseline rows).
+--   *_inflation_ci95_us: half-width of Welch's 95% interval of that difference
+--   *_verdict: the project's one rule (macros/verdict.sql), loaded against idle, lower = better: equivalent /
+--   better / worse / inconclusive, 'n < 2' below 2 runs a side; the margin never below the probe's resolution. host_* = the host-network baseline's inflation under the same conditions (is_host_baseline rows).
 with runs as (
 
     select
@@ -50,10 +50,8 @@ paired as (
         greatest(idle.resolution_us, loaded.resolution_us)  as resolution_us,
         loaded.p50_us - idle.p50_us                         as p50_inflation_us,
         loaded.p99_us - idle.p99_us                         as p99_inflation_us,
-        {{ t_critical_95('least(idle.n_runs, loaded.n_runs) - 1') }}
-            * sqrt(idle.p50_sd ^ 2 / idle.n_runs + loaded.p50_sd ^ 2 / loaded.n_runs) as p50_inflation_ci95_us,
-        {{ t_critical_95('least(idle.n_runs, loaded.n_runs) - 1') }}
-            * sqrt(idle.p99_sd ^ 2 / idle.n_runs + loaded.p99_sd ^ 2 / loaded.n_runs) as p99_inflation_ci95_us
+        {{ welch_ci95('loaded.n_runs', 'loaded.p50_sd', 'idle.n_runs', 'idle.p50_sd') }} as p50_inflation_ci95_us,
+        {{ welch_ci95('loaded.n_runs', 'loaded.p99_sd', 'idle.n_runs', 'idle.p99_sd') }} as p99_inflation_ci95_us
     from per_load as idle
     join per_load as loaded
         on  loaded.load = 'bulk'
@@ -68,14 +66,16 @@ judged as (
 
     select
         *,
-        case when p50_inflation_ci95_us is null then 'too few runs'
-             when p50_inflation_us - p50_inflation_ci95_us > 0 then 'worse'
-             when p50_inflation_us + p50_inflation_ci95_us < 0 then 'better'
-             else 'indistinguishable' end               as p50_verdict,
-        case when p99_inflation_ci95_us is null then 'too few runs'
-             when p99_inflation_us - p99_inflation_ci95_us > 0 then 'worse'
-             when p99_inflation_us + p99_inflation_ci95_us < 0 then 'better'
-             else 'indistinguishable' end               as p99_verdict,
+        {{ verdict('p50_inflation_us', 'p50_inflation_ci95_us', 'loaded_n_runs', 'idle_n_runs', 'idle_p50_us',
+                   'false', 'latency', 'resolution_us') }}  as p50_verdict,
+        {{ verdict('p99_inflation_us', 'p99_inflation_ci95_us', 'loaded_n_runs', 'idle_n_runs', 'idle_p99_us',
+                   'false', 'latency', 'resolution_us') }}  as p99_verdict,
+        {{ verdict_margin_pct('latency') }}::double   as verdict_margin_pct,
+        'welch'                                         as verdict_method,
+        {{ runs_to_decide(verdict('p99_inflation_us', 'p99_inflation_ci95_us', 'loaded_n_runs', 'idle_n_runs',
+                                  'idle_p99_us', 'false', 'latency', 'resolution_us'),
+                          'p99_inflation_us', 'p99_inflation_ci95_us', 'least(loaded_n_runs, idle_n_runs)',
+                          'idle_p99_us', 'latency', 'resolution_us') }} as p99_runs_to_decide,
         case when idle_p99_us > 0 then p99_inflation_us / idle_p99_us * 100 end as p99_inflation_pct
     from paired
 

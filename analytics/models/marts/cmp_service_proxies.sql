@@ -5,7 +5,8 @@
 -- the mode is what the distribution and CNI run (one per cell), so a cluster row has a reference only where another
 -- cell of the same CNI mode ran iptables. Only status = 'ok' AND is_valid runs in one cluster.
 --   diff = mode - iptables (Mbit/s; positive = faster), diff_ci95 = Welch's 95% interval of the difference,
---   verdict better / worse / indistinguishable when that interval excludes / contains 0, 'n < 2' without an interval,
+--   verdict: the project's one rule (macros/verdict.sql): equivalent / better / worse / inconclusive, 'n < 2' without
+--   an interval,
 --   'reference' for the iptables rows themselves, null without an iptables reference.
 {%- set keys = cell_dimension_list() + ['protocol', 'placement', 'length_bytes'] %}
 with runs as (
@@ -50,6 +51,7 @@ compared as (
         stats.service_proxy_mode = 'iptables'                       as is_reference,
         reference.n_runs                                            as reference_n_runs,
         reference.throughput_mbps                                   as reference_throughput_mbps,
+        reference.throughput_stddev_mbps                            as reference_throughput_stddev_mbps,
         reference.throughput_ci95_mbps                              as reference_throughput_ci95_mbps,
         stats.throughput_mbps - reference.throughput_mbps           as diff_mbps,
         {{ welch_ci95('stats.n_runs', 'stats.throughput_stddev_mbps',
@@ -67,7 +69,11 @@ select
     case
         when is_reference then 'reference'
         when reference_n_runs is null then null
-        else {{ welch_verdict('diff_mbps', 'diff_ci95_mbps', 'n_runs', 'reference_n_runs',
-                              'greatest(throughput_mbps, reference_throughput_mbps)', 'true') }}
-    end                                                              as verdict
+        else {{ verdict('diff_mbps', 'diff_ci95_mbps', 'n_runs', 'reference_n_runs', 'reference_throughput_mbps',
+                        'true', 'throughput') }}
+    end                                                              as verdict,
+    {{ verdict_margin_pct('throughput') }}::double                  as verdict_margin_pct,
+    'welch'                                                          as verdict_method,
+    {{ runs_to_decide('verdict', 'diff_mbps', 'diff_ci95_mbps', 'least(n_runs, reference_n_runs)',
+                      'reference_throughput_mbps', 'throughput') }}  as runs_to_decide
 from compared

@@ -15,6 +15,7 @@ from edgebench.console import err, out
 from edgebench.results import papers
 from edgebench.results import summaries
 from edgebench.results import warehouse as wh
+from edgebench.results.verdict import RULE_HELP
 from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
 
 WAREHOUSE_HELP = "Warehouse to read (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."
@@ -83,15 +84,15 @@ def report(
         print_card(card)
     n_worse = sum(1 for c in cards if c["card_n_worse"])
     total = sum(c["card_n_comparisons"] for c in cards)
-    out.print(f"{len(cards)} card(s), {total} comparisons; {n_worse} card(s) with worse rows. verdict: better / worse "
-              "when the 95% Welch interval of new - previous excludes 0 (each comparison wrong at most 5% of the time "
-              "on identical versions), else indistinguishable; n < 2: a side with fewer than 2 runs.",
+    out.print(f"{len(cards)} card(s), {total} comparisons; {n_worse} card(s) with worse rows. verdict: new "
+              "against previous by the one rule: " + RULE_HELP,
               highlight=False)
 
 
 EMULATION_SQL = """
 select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_distributions,
-       testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict
+       testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict,
+       runs_to_decide
 from cmp_emulation_vs_real
 order by workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
 """
@@ -109,6 +110,8 @@ def print_emulation(rows: list[dict]) -> None:
         verdict = r["verdict"]
         if verdict == "model differs":
             verdict = f"model differs by {r['difference_pct']:+.1f}%"
+        elif verdict == "inconclusive" and r.get("runs_to_decide"):
+            verdict = f"inconclusive (about {r['runs_to_decide']} more runs per side would decide)"
         t.add_row(f"{r['cni']}:{r['cni_mode']}", r["workload"] + ("" if r["protocol"] in (None, "http") else f" {r['protocol']}"),
                   r["metric"], f"{r['path']} {r['placement']}", _num(r["length_bytes"]),
                   f"{r['testbed_n']}/{r['real_n']}", f"{r['testbed_mean']:.4g}", f"{r['real_mean']:.4g}",
@@ -134,7 +137,8 @@ def print_card(card: dict) -> None:
         out.print(f"  note: {caveat}", highlight=False)
     k = card["card_n_comparisons"]
     out.print(f"  {card['cni']}:{card['cni_mode']} ({card['substrate']}): {k} comparisons: "
-              f"{card['card_n_worse']} worse, {card['card_n_better']} better, {card['card_n_indistinguishable']} indistinguishable"
+              f"{card['card_n_worse']} worse, {card['card_n_better']} better, "
+              f"{card['card_n_equivalent']} equivalent, {card['card_n_inconclusive']} inconclusive"
               + (f", {card['card_n_too_few_runs']} more with n < 2" if card["card_n_too_few_runs"] else "")
               + f"; identical versions would show about {card['card_expected_false_alarms']:.1f} better/worse by "
                 "chance (5% of the comparisons)", highlight=False)

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from edgebench.console import out
 from edgebench.results import summaries
+from edgebench.results.verdict import describe
 from edgebench.results import warehouse as wh
 from edgebench.results.labels import intercluster_label
 
@@ -24,6 +25,20 @@ def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help=
         _print_summary(summaries.iperf3_summary())
         _print_latency_summaries(summaries.dds_summary(), summaries.http_summary())
         _print_intercluster_summary(summaries.intercluster_summary(), quiet_if_empty=True)
+
+
+VERDICT_NOTE = ("verdict: the one rule of edgebench (docs/verdicts.md): equivalent when the whole 95% interval of the "
+                "difference lies within the margin (±5 % of the baseline by default), better / worse by x % [95% CI] "
+                "when it excludes 0 and reaches beyond the margin, else inconclusive with about how many more runs "
+                "per side would decide; n = runs of the configuration / of the baseline.")
+
+
+def verdict_text(r: dict, diff_pct: float | None, ci_pct: float | None, n_a: int | None, n_b: int | None) -> str:
+    """A summary row's verdict as one phrase (results.verdict.describe); baseline / no baseline as they are."""
+    v = r.get("verdict")
+    if v in (None, "baseline", "no baseline"):
+        return v or "-"
+    return describe(v, diff_pct, ci_pct, n_a, n_b, r.get("verdict_margin_pct"), r.get("runs_to_decide"))
 
 
 def _print_summary(rows: list[dict]) -> None:
@@ -49,26 +64,31 @@ def _print_summary(rows: list[dict]) -> None:
         for r in group:
             runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
             note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ""
+            diff = None if r["overhead_pct"] is None else -r["overhead_pct"]
             t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),
                       num(r["throughput_ci95_mbps"]), num(r["overhead_pct"], "{:+.1f}"),
-                      r["verdict"] if r["n_ok"] else "-", note)
+                      verdict_text(r, diff, r.get("overhead_ci95_pct"), r["n_ok"], r.get("host_n_runs"))
+                      if r["n_ok"] else "-", note)
         out.print(t)
-    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. verdict: better / "
-              "worse when the 95% intervals of CNI and host do not overlap, else indistinguishable. substrate=local "
-              "measures the kernel datapath each CNI configures, not the CNI itself.")
+    out.print("overhead vs host = (host - CNI) / host; positive = slower than the host network. " + VERDICT_NOTE
+              + " substrate=local measures the kernel datapath each CNI configures, not the CNI itself.")
 
 
-SECTIONS = ("all", "iperf3", "dds", "http", "intercluster")
+SECTIONS = ("all", "answer", "iperf3", "dds", "http", "intercluster")
 
 
 def summary(section: str = typer.Argument(
-        "all", help=f"What to print: {' | '.join(SECTIONS)} (intercluster: HTTP across each inter-cluster tool "
-                    "against the same runs in one cluster)")):
+        "all", help=f"What to print: {' | '.join(SECTIONS)} (answer: the CNI modes ranked against the host per headline "
+                    "metric, with verdicts; intercluster: HTTP across each inter-cluster tool against the same runs "
+                    "in one cluster)")):
     """Print the warehouse's comparisons (no rebuild): iperf3 throughput, DDS and HTTP latency vs host, HTTP across
     inter-cluster tools vs none."""
 
     if section not in SECTIONS:
         raise typer.BadParameter(f"unknown section {section!r}; choices: {', '.join(SECTIONS)}")
+    if section == "answer":
+        print_answer(summaries.answer())
+        return
     if section in ("all", "iperf3"):
         _print_summary(summaries.iperf3_summary())
     if section in ("all", "dds", "http"):
@@ -76,6 +96,25 @@ def summary(section: str = typer.Argument(
                                  summaries.http_summary() if section != "dds" else [])
     if section in ("all", "intercluster"):
         _print_intercluster_summary(summaries.intercluster_summary(), quiet_if_empty=section == "all")
+    if section == "all":
+        print_answer(summaries.answer())
+
+
+def print_answer(entries: list[dict]) -> None:
+    """The answer (results.ranking): per substrate and headline metric, the CNI modes ranked against the host with
+    the verdict, the difference in % [95% CI] and n, then the sentence."""
+    if not entries:
+        out.print("no CNI mode has been compared with the host yet")
+        return
+    for e in entries:
+        t = Table(title=f"{e['label']} against the host network, substrate={e['substrate']}", title_justify="left")
+        for col in ("rank", "CNI:mode", f"mean {e['unit']}", "verdict vs host"):
+            t.add_column(col, justify="right" if col in ("rank", f"mean {e['unit']}") else "left")
+        for i, r in enumerate(e["rows"], 1):
+            value = "-" if r["value"] is None else f"{r['value']:,.0f}" if abs(r["value"]) >= 100 else f"{r['value']:.3g}"
+            t.add_row(str(i), r["mode"], value, r["text"])
+        out.print(t)
+        out.print(e["sentence"], highlight=False)
 
 
 def _print_intercluster_summary(rows: list[dict], quiet_if_empty: bool = False) -> None:
@@ -118,14 +157,15 @@ def _print_intercluster_summary(rows: list[dict], quiet_if_empty: bool = False) 
             t.add_row(r["netem_scenario"], label, str(r["n_runs"]), fmt(r["response_p50_ms"]),
                       fmt(r["response_p50_ci95_ms"]), fmt(r["request_p95_ms"]),
                       fmt(r["response_p50_diff_ms"], "{:+.3f}"), fmt(r["response_p50_diff_ci95_ms"]),
-                      fmt(r["response_p50_diff_pct"], "{:+.1f}"), r["verdict"],
+                      fmt(r["response_p50_diff_pct"], "{:+.1f}"),
+                      verdict_text(r, r["response_p50_diff_pct"], r["response_p50_diff_ci95_pct"], r["n_runs"],
+                                   r["none_n_runs"]),
                       pct(r["share_requests_over_vehicle_assist"]), pct(r["share_requests_over_remote_maintenance"]))
         out.print(t)
     out.print("run medians: mean over runs of each run's median; p95: over every request of the runs, pooled; "
               "vs none = tool - none (positive = slower across the tool) with the 95% CI "
-              "of the difference (Welch). verdict: better / worse when the 95% intervals of tool and none do not "
-              "overlap, else indistinguishable; 'no baseline' without none runs under the same conditions, 'n < 2' "
-              "with fewer than 2 runs on a side. > limit: share of requests beyond the vehicle-assist / "
+              "of the difference (Welch). " + VERDICT_NOTE + " 'no baseline' without none runs under the same "
+              "conditions. > limit: share of requests beyond the vehicle-assist / "
               "remote-maintenance limit (errors count as beyond).")
     for label, model in models.items():
         out.print(f"{label}: a model of the tool's data plane, not the tool. {model}")
@@ -149,6 +189,10 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
                 t.add_row(f"{r['cni']}:{r['cni_mode']}", *[fmt(r[c], f) for _, c, f in cols])
             out.print(t)
 
+    dds = [{**r, "verdict_text": verdict_text(r, r["latency_p90_overhead_pct"], r["latency_p90_overhead_ci95_pct"],
+                                              r["n_runs"], r["host_n_runs"])} for r in dds]
+    http = [{**r, "verdict_text": verdict_text(r, r["response_p50_overhead_pct"], r["response_p50_overhead_ci95_pct"],
+                                               r["n_runs"], r["host_n_runs"])} for r in http]
     common = ["substrate", "distribution", "netem_scenario", "tuning_profile"]
     tables(dds, common + ["reliability", "transport", "placement", "security", "length_bytes"],
            lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
@@ -156,11 +200,13 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
                       f"tuning={k['tuning_profile']})"),
            [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
             ("±95% CI", "latency_p90_ci95_us", "{:.1f}"), ("p99 us", "latency_p99_us", "{:.1f}"),
-            ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}"), ("verdict", "verdict", "{}")])
+            ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}"), ("verdict (p90)", "verdict_text", "{}")])
     tables(http, common + ["service", "path", "placement", "length_bytes"],
            lambda k: (f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} (substrate="
                       f"{k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']})"),
            [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
             ("p50 ms", "response_p50_ms", "{:.3f}"), ("±95% CI", "response_p50_ci95_ms", "{:.3f}"),
             ("p90 ms", "response_p90_ms", "{:.3f}"), ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}"),
-            ("verdict (p50)", "verdict", "{}")])
+            ("verdict (p50)", "verdict_text", "{}")])
+    if dds or http:
+        out.print(VERDICT_NOTE)

@@ -8,14 +8,13 @@ Two things per paper, per substrate (results of different substrates are never p
   claims   every finding of published_claims tested on its mart (see analytics/seeds/_seeds.yml for the form):
            agrees, disagrees or cannot tell, with the comparisons behind the outcome.
 
-A comparison uses each row's 95% interval (mean +- the mart's *_ci95_* column): `left > right` agrees when the
-intervals are apart in that order, disagrees when they are apart in the other order, and cannot tell when they
-overlap or a side has no interval (fewer than 2 runs). `~` (within tolerance_pct) agrees when the whole interval of
-the difference lies inside the tolerance band, disagrees when it lies outside. Scope `each`: one comparison per
-left row x right row of every group; the claim disagrees when any comparison does, agrees when all do. Scope
-`overall`: the means of each side over the groups where both sides were measured (interval: the root sum of
-squares of the rows' half-widths / the number of rows). Non-overlap is conservative: it rarely calls a
-difference that is not there, and needs more runs to call one that is.
+A comparison is judged by the project's one rule (results.verdict; see compare()): the 95% interval of left -
+right (Welch's, from each row's runs and half-width) against a margin: `left > right` agrees when left is better
+(higher) beyond the margin, disagrees when lower or equivalent, and cannot tell when inconclusive or a side has no
+interval (fewer than 2 runs). `~` (within tolerance_pct, the margin) agrees when equivalent, disagrees when better
+or worse. Scope `each`: one comparison per left row x right row of every group; the claim disagrees when any
+comparison does, agrees when all do. Scope `overall`: the means of each side over the groups where both sides were
+measured (interval: the root sum of squares of the rows' half-widths / the number of rows).
 
 Pure functions over `fetch(sql, params) -> list[dict]`: the CLI reads the warehouse file, the portal its cached
 connection.
@@ -27,6 +26,7 @@ import math
 from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
+from edgebench.results import verdict
 
 Fetch = Callable[[str, list], list[dict]]
 
@@ -154,27 +154,52 @@ def _matches(row: dict, subject: dict[str, set[str]]) -> bool:
 
 
 def compare(left: float, left_ci: float | None, right: float, right_ci: float | None, comparator: str,
-            tolerance_pct: float | None = None) -> str:
-    """One comparison of two means with their 95% half-widths: 'agrees', 'disagrees' or 'cannot tell'."""
+            tolerance_pct: float | None = None, n_left: int | None = None, n_right: int | None = None,
+            family: str = "throughput") -> str:
+    """One comparison of two means with their 95% half-widths, judged by the project's one rule
+    (results.verdict.decide) on left - right against right: 'agrees', 'disagrees' or 'cannot tell'.
+
+    The interval of the difference: Welch's, from each side's run count and the standard deviation behind its
+    half-width, when both counts are known; else the two half-widths combined (root sum of squares). The margin:
+    tolerance_pct for `~`, the family's margin for `<` / `>`. `>` agrees when left is better (higher) beyond the
+    margin, disagrees when it is lower or the two are equivalent (the claimed difference is not there at a
+    practical size); `~` agrees when equivalent, disagrees when better or worse; inconclusive cannot tell."""
+    if comparator not in (">", "<", "~"):
+        raise ValueError(f"comparator {comparator!r} is not <, > or ~")
     if left is None or right is None or (isinstance(left, float) and math.isnan(left)):
         return "cannot tell"
     if left_ci is None or right_ci is None:
         return "cannot tell"
-    if comparator in (">", "<"):
-        gap = (left - left_ci) - (right + right_ci), (right - right_ci) - (left + left_ci)
-        above, below = gap[0] > 0, gap[1] > 0  # left's interval entirely above / below right's
-        if comparator == ">":
-            return "agrees" if above else "disagrees" if below else "cannot tell"
-        return "agrees" if below else "disagrees" if above else "cannot tell"
+    if n_left and n_right and n_left >= 2 and n_right >= 2:
+        ci = verdict.welch_ci95(n_left, _sd(left_ci, n_left), n_right, _sd(right_ci, n_right))
+        na, nb = n_left, n_right
+    else:
+        ci, na, nb = math.sqrt(left_ci ** 2 + right_ci ** 2), 2, 2
+    pct = (tolerance_pct or 0.0) if comparator == "~" else verdict.margin_pct(family)
+    v = verdict.decide(left - right, ci, na, nb, right, True, pct)
     if comparator == "~":
-        band = abs(right) * (tolerance_pct or 0) / 100
-        diff, half = left - right, left_ci + right_ci
-        if -band <= diff - half and diff + half <= band:
-            return "agrees"
-        if diff - half > band or diff + half < -band:
-            return "disagrees"
-        return "cannot tell"
-    raise ValueError(f"comparator {comparator!r} is not <, > or ~")
+        return {"equivalent": "agrees", "better": "disagrees", "worse": "disagrees"}.get(v, "cannot tell")
+    wanted = "better" if comparator == ">" else "worse"
+    if v == wanted:
+        return "agrees"
+    return "disagrees" if v in verdict.DECISIVE else "cannot tell"
+
+
+def _sd(ci95: float, n: int) -> float:
+    """The standard deviation behind a Student-t 95% half-width over n runs (the marts' *_ci95_* columns)."""
+    return ci95 * math.sqrt(n) / verdict.t95(n - 1)
+
+
+def metric_family(metric: str) -> str:
+    """A mart metric's verdict family by its name: *_mbps / samples -> throughput, *_us / *_ms -> latency, cpu_* ->
+    cpu, rss_* / *_mb -> memory."""
+    if metric.startswith("cpu") or "_cpu" in metric:
+        return "cpu"
+    if metric.startswith("rss") or metric.endswith("_mb"):
+        return "memory"
+    if metric.endswith(("_us", "_ms")):
+        return "latency"
+    return "throughput"
 
 
 def _side(rows: list[dict], metric: str, ci_col: str) -> dict:
@@ -248,20 +273,23 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
         left = _side([r for g in both for r in g[0]], metric, ci_col)
         right = ({"mean": threshold, "ci95": 0.0, "n_rows": 0, "n_runs": 0} if threshold is not None
                  else _side([r for g in both for r in g[1]], metric, ci_col))
-        outcome = compare(left["mean"], left["ci95"], right["mean"], right["ci95"], claim["comparator"], tol)
+        outcome = compare(left["mean"], left["ci95"], right["mean"], right["ci95"], claim["comparator"], tol,
+                          family=metric_family(metric))
         counts = {"agrees": "n_agree", "disagrees": "n_disagree", "cannot tell": "n_cannot_tell"}
         result = {**base, "n_comparisons": 1, counts[outcome]: 1, "left": left, "right": right, "outcome": outcome}
         result["detail"] = (f"means over {len(both)} group(s): {_fmt(left)} vs {_fmt(right)}"
                             + ("" if outcome != "cannot tell" else
                                ("; a side has fewer than 2 runs" if left["ci95"] is None or right["ci95"] is None
-                                else "; the intervals overlap")))
+                                else "; the interval of the difference holds 0 and reaches beyond the margin")))
         return result
     tally = {"agrees": 0, "disagrees": 0, "cannot tell": 0}
     for lefts, rights in both:
         for lr in lefts:
             for rr in (rights if threshold is None else [None]):
-                rv, rc = (threshold, 0.0) if rr is None else (rr[metric], rr.get(ci_col))
-                tally[compare(lr[metric], lr.get(ci_col), rv, rc, claim["comparator"], tol)] += 1
+                rv, rc, rn = (threshold, 0.0, None) if rr is None else (rr[metric], rr.get(ci_col), rr.get("n_runs"))
+                tally[compare(lr[metric], lr.get(ci_col), rv, rc, claim["comparator"], tol,
+                              n_left=lr.get("n_runs") if rn else None, n_right=rn,
+                              family=metric_family(metric))] += 1
     total = sum(tally.values())
     outcome = "disagrees" if tally["disagrees"] else "agrees" if tally["agrees"] == total else "cannot tell"
     left = _side([r for g in both for r in g[0]], metric, ci_col)
@@ -270,8 +298,8 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
     return {**base, "outcome": outcome, "n_comparisons": total, "n_agree": tally["agrees"],
             "n_disagree": tally["disagrees"], "n_cannot_tell": tally["cannot tell"], "left": left, "right": right,
             "detail": (f"{tally['agrees']} of {total} comparison(s) in {len(both)} group(s) agree, "
-                       f"{tally['disagrees']} disagree, {tally['cannot tell']} cannot tell (overlapping intervals "
-                       "or fewer than 2 runs)")}
+                       f"{tally['disagrees']} disagree, {tally['cannot tell']} cannot tell (inconclusive by the one "
+                       "rule, or fewer than 2 runs)")}
 
 
 def _fmt(side: dict) -> str:

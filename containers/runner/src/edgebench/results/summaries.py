@@ -9,6 +9,7 @@ from pathlib import Path
 
 from edgebench import versions
 from edgebench.plan.netem import display_order
+from edgebench.results import ranking
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
 
 try:  # optional: the runner image carries no analytics extra (measured_versions then says None)
@@ -20,14 +21,13 @@ except ImportError:  # pragma: no cover - exercised in the runner image
 _SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
                  "length_bytes", "cni", "cni_mode")
 
-# Run counts by status from fct_iperf3_runs, figures from the cmp_iperf3_vs_host mart (no second computation).
-def _verdict(significant: str, better: str, is_host: str, host_value: str) -> str:
-    """SQL for a comparison's verdict from the mart's significance flag (95% intervals of CNI and host do not
-    overlap): baseline / better / worse / indistinguishable; 'no baseline' without a host run under the same
-    conditions, 'n < 2' when either side has no interval."""
+# Run counts by status from fct_iperf3_runs, figures and the verdict from the cmp_iperf3_vs_host mart (no second
+# computation: the verdict is the warehouse's, by the one rule of macros/verdict.sql)
+def _verdict(verdict: str, is_host: str, host_value: str) -> str:
+    """SQL for a summary row's verdict from the mart's: 'baseline' on host rows, 'no baseline' without a host run
+    under the same conditions, else the mart's verdict (equivalent / better / worse / inconclusive / 'n < 2')."""
     return (f"case when {is_host} then 'baseline' when {host_value} is null then 'no baseline' "
-            f"when {significant} is null then 'n < 2' "
-            f"when not {significant} then 'indistinguishable' when {better} then 'better' else 'worse' end as verdict")
+            f"else {verdict} end as verdict")
 
 
 _SUMMARY_SQL = f"""
@@ -41,9 +41,9 @@ with status as (
     group by all
 )
 select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mbps, o.overhead_pct,
-       o.is_significant,
-       {_verdict("o.is_significant", "o.throughput_mbps > o.host_throughput_mbps", "status.cni = 'host'",
-                "o.host_throughput_mbps")}
+       o.host_n_runs, o.throughput_diff_ci95_mbps / o.host_throughput_mbps * 100 as overhead_ci95_pct,
+       o.verdict_margin_pct, o.verdict_method, o.runs_to_decide,
+       {_verdict("o.verdict", "status.cni = 'host'", "o.host_throughput_mbps")}
 from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
 order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
          cni = 'host' desc, cni, cni_mode
@@ -57,6 +57,11 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
     return _query(_SUMMARY_SQL, warehouse_path)
 
 
+def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
+    """The ranked answer per substrate and headline metric (results.ranking), for `edgebench summary answer`."""
+    return ranking.answer(lambda sql, params: _query_params(sql, params, warehouse_path))
+
+
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
     return _query_params(sql, [], warehouse_path)
 
@@ -67,8 +72,9 @@ def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     return _query(f"""
         select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
                length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
-               latency_p99_us, latency_p90_overhead_pct,
-               {_verdict("is_significant", "latency_p90_us < host_latency_p90_us", "cni = 'host'", "host_latency_p90_us")}
+               latency_p99_us, latency_p90_overhead_pct, latency_p90_overhead_ci95_pct, host_n_runs,
+               verdict_margin_pct, verdict_method, runs_to_decide,
+               {_verdict("verdict", "cni = 'host'", "host_latency_p90_us")}
         from cmp_dds_vs_host where dds_mode = 'latency'
         order by all""", warehouse_path)
 
@@ -78,9 +84,10 @@ def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     return _query("""
         select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
                cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
-               response_p50_overhead_pct,
-               coalesce(response_p50_verdict, case when host_response_p50_ms is null then 'no baseline'
-                                                   else 'n < 2' end) as verdict
+               response_p50_overhead_pct, response_p50_diff_ci95_ms / host_response_p50_ms * 100
+               as response_p50_overhead_ci95_pct, host_n_runs, verdict_margin_pct, verdict_method,
+               response_p50_runs_to_decide as runs_to_decide,
+               coalesce(response_p50_verdict, 'no baseline') as verdict
         from cmp_http_vs_host
         order by all""", warehouse_path)
 
@@ -109,7 +116,7 @@ def intercluster_summary(warehouse_path: str | os.PathLike | None = None) -> lis
                                        r["intercluster"], r["intercluster_implementation"]))
 
 
-VERDICT_ORDER = {"worse": 0, "better": 1, "indistinguishable": 2, "n < 2": 3}
+VERDICT_ORDER = {"worse": 0, "better": 1, "inconclusive": 2, "equivalent": 3, "n < 2": 4}
 
 
 def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: str | None = None) -> list[dict]:
@@ -127,7 +134,8 @@ def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: st
     card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
                  "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
                  "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_indistinguishable", "card_n_too_few_runs", "card_expected_false_alarms")
+                 "card_n_better", "card_n_equivalent", "card_n_inconclusive", "card_n_too_few_runs",
+                 "card_expected_false_alarms")
     cards: dict[tuple, dict] = {}
     for r in rows:
         card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),

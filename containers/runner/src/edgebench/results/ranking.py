@@ -1,0 +1,160 @@
+"""The answer edgebench exists for, on one screen: per substrate and headline metric, the CNI modes ranked against
+the host network, each with its verdict by the one rule (results.verdict), the difference in % with its 95% CI and
+n, and one sentence ("on the local testbed, for DDS latency p90 at 64 B: flannel:host-gw is equivalent to the host;
+flannel:vxlan is 31.2 % worse ..."). The portal's Overview and `edgebench summary answer` (`make summary`) show the
+same rows.
+
+Each headline reads one vs-host mart and its verdict column (no second computation). The configuration shown per
+substrate and headline is the one measured under the neutral conditions (every cell dimension at its default: no
+link condition, default tuning, the machine's own cores, ...) with the most CNI modes judged; ties go to the
+smaller payload. Pure functions over `fetch(sql, params) -> list[dict]`, as results.papers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from edgebench.plan.dimensions import DIMENSIONS
+from edgebench.results.verdict import describe
+
+Fetch = Callable[[str, list], list[dict]]
+
+SUBSTRATE_TEXT = {"local": "the local testbed (an emulation of the CNIs' datapaths)", "kind": "kind clusters",
+                  "ssh": "real CNIs on clusters reached over SSH (substrate ssh)", "imported": "imported results"}
+
+
+@dataclass(frozen=True)
+class Headline:
+    key: str
+    label: str            # "TCP throughput"
+    mart: str
+    where: str            # the headline's fixed workload parameters
+    config: tuple[str, ...]  # the workload columns that make one configuration (besides the cell dimensions)
+    value: str            # the CNI's mean
+    unit: str
+    diff_pct: str         # (CNI - host) / host * 100, SQL
+    ci_pct: str           # the half-width of its 95% interval in % of the host, SQL
+    verdict: str = "verdict"
+    runs_to_decide: str = "runs_to_decide"
+
+
+HEADLINES = (
+    Headline("iperf3", "iperf3 TCP throughput", "cmp_iperf3_vs_host", "protocol = 'tcp'",
+             ("path", "placement", "length_bytes"), "throughput_mbps", "Mbit/s",
+             "-overhead_pct", "throughput_diff_ci95_mbps / host_throughput_mbps * 100"),
+    Headline("dds-latency", "DDS latency p90", "cmp_dds_vs_host",
+             "dds_mode = 'latency' and transport = 'unicast' and security = 'none'",
+             ("length_bytes", "reliability", "placement", "subscribers", "rate"), "latency_p90_us", "µs",
+             "latency_p90_overhead_pct", "latency_p90_overhead_ci95_pct"),
+    Headline("dds-throughput", "DDS throughput", "cmp_dds_vs_host",
+             "dds_mode = 'throughput' and transport = 'unicast' and security = 'none'",
+             ("length_bytes", "reliability", "placement", "subscribers", "rate"), "throughput_mbps", "Mbit/s",
+             "-throughput_overhead_pct", "throughput_overhead_ci95_pct"),
+    Headline("http", "HTTP response time p50", "cmp_http_vs_host", "true",
+             ("service", "path", "placement", "length_bytes"), "response_p50_ms", "ms",
+             "response_p50_overhead_pct", "response_p50_diff_ci95_ms / host_response_p50_ms * 100",
+             verdict="response_p50_verdict", runs_to_decide="response_p50_runs_to_decide"),
+)
+
+# the order of a ranking: decided and better first, then equivalent, then worse by size, then undecided
+_RANK = {"better": 0, "equivalent": 1, "worse": 2, "inconclusive": 3, "n < 2": 4}
+
+
+def _neutral() -> dict[str, str]:
+    return {d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain and d.warehouse_column != "substrate"}
+
+
+def _rows(fetch: Fetch, h: Headline) -> list[dict]:
+    neutral = _neutral()
+    dims = ", ".join(neutral)
+    return fetch(f"""
+        select substrate, distribution, cni, cni_mode, {dims}, {', '.join(h.config)},
+               {h.value} as value, n_runs, host_n_runs, {h.diff_pct} as diff_pct, {h.ci_pct} as ci_pct,
+               {h.verdict} as verdict, verdict_margin_pct, {h.runs_to_decide} as runs_to_decide
+        from {h.mart}
+        where {h.where} and cni <> 'host' and {h.verdict} is not null""", [])
+
+
+def _config_key(r: dict, h: Headline) -> tuple:
+    return (r["distribution"], *(str(r[c]) for c in _neutral()), *(str(r[c]) for c in h.config))
+
+
+def headline(fetch: Fetch, h: Headline) -> list[dict]:
+    """One entry per substrate: the configuration shown, its ranked rows and the sentence."""
+    neutral = _neutral()
+    by_sub: dict[str, dict[tuple, list[dict]]] = {}
+    for r in _rows(fetch, h):
+        by_sub.setdefault(r["substrate"], {}).setdefault(_config_key(r, h), []).append(r)
+    out = []
+    for sub, groups in sorted(by_sub.items()):
+        def score(item):
+            rows = item[1]
+            off = sum(1 for c, v in neutral.items() if str(rows[0][c]) != str(v))
+            judged = sum(1 for r in rows if r["verdict"] != "n < 2")
+            size = rows[0].get("length_bytes")
+            return (off, -judged, size if size is not None else 0, item[0])
+        _, rows = min(groups.items(), key=score)
+        # better: the largest gain first; worse: the smallest loss first
+        rows = sorted(rows, key=lambda r: (_RANK.get(r["verdict"], 9),
+                                          abs(r["diff_pct"] or 0) * {"better": -1, "worse": 1}.get(r["verdict"], 0),
+                                          r["cni"], r["cni_mode"]))
+        for r in rows:
+            r["mode"] = f"{r['cni']}:{r['cni_mode']}"
+            r["text"] = describe(r["verdict"], r["diff_pct"], r["ci_pct"], r["n_runs"], r["host_n_runs"],
+                                 r["verdict_margin_pct"], r["runs_to_decide"])
+        config = {c: rows[0][c] for c in h.config}
+        conditions = {c: rows[0][c] for c, v in neutral.items() if str(rows[0][c]) != str(v)}
+        out.append({"substrate": sub, "headline": h.key, "label": h.label, "unit": h.unit, "config": config,
+                    "conditions": conditions, "distribution": rows[0]["distribution"], "rows": rows,
+                    "sentence": sentence(sub, h.label, config, conditions, rows)})
+    return out
+
+
+def answer(fetch: Fetch) -> list[dict]:
+    """Every headline on every substrate (results.ranking.headline)."""
+    return [entry for h in HEADLINES for entry in headline(fetch, h)]
+
+
+def _config_text(config: dict, conditions: dict) -> str:
+    parts = []
+    if config.get("length_bytes") is not None:
+        parts.append(f"{config['length_bytes']} B")
+    for c in ("service", "path", "placement", "reliability"):
+        if config.get(c) is not None:
+            parts.append(str(config[c]))
+    parts += [f"{k}={v}" for k, v in conditions.items()]
+    return " ".join(parts)
+
+
+def _span(rows: list[dict]) -> str:
+    sizes = sorted(abs(r["diff_pct"]) for r in rows if r["diff_pct"] is not None)
+    if not sizes:
+        return ""
+    lo, hi = sizes[0], sizes[-1]
+    return f"{lo:.0f} % " if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f} % "
+
+
+def _names(rows: list[dict]) -> str:
+    names = [r["mode"] for r in rows]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def sentence(substrate: str, label: str, config: dict, conditions: dict, rows: list[dict]) -> str:
+    """'On the local testbed (...), for DDS latency p90 (64 B cross-node): flannel:host-gw is equivalent to the
+    host; flannel:vxlan and calico:vxlan are 25–40 % worse; cilium:vxlan is inconclusive.'"""
+    where = SUBSTRATE_TEXT.get(substrate, substrate)
+    parts = []
+    for verdict, phrase in (("equivalent", "equivalent to the host"), ("better", "better than the host"),
+                            ("worse", "worse than the host"), ("inconclusive", "inconclusive so far"),
+                            ("n < 2", "not yet judged (fewer than 2 runs a side)")):
+        group = [r for r in rows if r["verdict"] == verdict]
+        if not group:
+            continue
+        verb = "is" if len(group) == 1 else "are"
+        size = _span(group) if verdict in ("better", "worse") else ""
+        if verdict in ("better", "worse"):
+            phrase = f"{size}{verdict} than the host"
+        parts.append(f"{_names(group)} {verb} {phrase}")
+    margin = rows[0]["verdict_margin_pct"] if rows else None
+    tail = f" (95% CIs, margin ±{margin:g} %)" if margin is not None else ""
+    return f"On {where}, for {label} ({_config_text(config, conditions)}): " + "; ".join(parts) + tail + "."
