@@ -14,7 +14,8 @@ the by-hand side computes the same from the ping's lines. HTTP p50 is the linear
 per-request times on both sides.
 
 Each row's ratio is the geometric mean of the n paired ratios (sweep run / the by-hand run beside it) with its 95%
-confidence interval; the verdict compares that interval with the target band (common.band_verdict): meets, MISSES,
+confidence interval; the verdict is the project's one rule (results/verdict.py, paired by pair, margin = the band): meets,
+MISSES,
 or inconclusive when the interval straddles a band edge (the machine's noise at this n cannot tell; the detail says
 about how many pairs would). `python bench/bench_fidelity.py [--quick] [--reps N]` runs it alone, with N pairs.
 """
@@ -36,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Row, band_verdict, paired_ratio  # noqa: E402
+from edgebench.results.verdict import compare  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"
@@ -202,16 +204,18 @@ def _pairs(quick: bool, reps: int | None = None) -> list[Row]:
         for (what, metric, unit), (s, h) in got.items():
             tol = 0.02 if what.startswith("iperf3") else 0.05
             ratio, lo, hi, sd_log = paired_ratio(s, h)
-            ok, verdict = band_verdict(lo, hi, 1 - tol, 1 + tol)
-            # pairs for a CI of +-tol around the ratio: n with t * sd / sqrt(n) = tol (t ~ 2)
-            needed = math.ceil((2 * sd_log / tol) ** 2) if math.isfinite(sd_log) else None
+            # the project's one rule (results/verdict.py): the sweep against by hand, paired by pair, margin +-tol
+            judged = compare(s, h, higher_is_better=True, pct=tol * 100, rounds_a=list(range(len(s))),
+                             rounds_b=list(range(len(h))))
+            ok, verdict = band_verdict(judged.verdict)
+            needed = (len(s) + judged.runs_to_decide) if judged.runs_to_decide else None
             rows.append(Row(
                 "fidelity", f"{what} {metric}: sweep / by hand", ratio, "ratio", f"{1 - tol:.2f}-{1 + tol:.2f}", ok,
                 f"95% CI {lo:.3f}-{hi:.3f} (n={len(s)} interleaved pairs, geometric mean of the paired ratios); "
                 f"sweep {statistics.mean(s):.4g} {unit} (sd {statistics.stdev(s) if len(s) > 1 else 0:.3g}), "
-                f"by hand {statistics.mean(h):.4g} {unit} (sd {statistics.stdev(h) if len(h) > 1 else 0:.3g})"
-                + (f"; a CI within +-{tol:.0%} needs about n={needed} pairs on this machine"
-                   if verdict and needed else ""),
+                f"by hand {statistics.mean(h):.4g} {unit} (sd {statistics.stdev(h) if len(h) > 1 else 0:.3g}); "
+                f"sweep - by hand: {judged.text()}"
+                + (f"; deciding needs about n={needed} pairs on this machine" if verdict and needed else ""),
                 {"sweep": s, "by_hand": h, "unit": unit, "duration_s": duration, "ci95": [lo, hi],
                  "ratio_of_means": statistics.mean(s) / statistics.mean(h), "sd_log_ratio": sd_log,
                  "pairs_for_band": needed, "requests": requests if what.startswith("http") else None},

@@ -47,13 +47,13 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float, f
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half), sd
 
 
-def band_verdict(ci_low: float, ci_high: float, low: float, high: float) -> tuple[bool | None, str]:
-    """A ratio's target band [low, high] against its 95% CI: meets (the CI lies inside the band), MISSES (the CI lies
-    wholly outside it: a difference beyond this run's noise), else inconclusive (the CI straddles a band edge: at
-    this n the noise of the machine cannot tell). Returns (ok, verdict) with ok None and verdict "inconclusive" for
-    the last."""
-    if low <= ci_low and ci_high <= high:
+def band_verdict(rule_verdict: str) -> tuple[bool | None, str]:
+    """A bench row's outcome from the one rule's verdict (results/verdict.py) of the measured side against its
+    reference with the target band as the margin: meets (equivalent: the CI lies inside the band), MISSES (better /
+    worse: the CI excludes no difference and reaches beyond the band), else inconclusive (at this n the noise of the
+    machine cannot tell). Returns (ok, verdict) with ok None and verdict "inconclusive" for the last."""
+    if rule_verdict == "equivalent":
         return True, ""
-    if ci_high < low or ci_low > high:
+    if rule_verdict in ("better", "worse"):
         return False, ""
     return None, "inconclusive"

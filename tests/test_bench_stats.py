@@ -36,15 +36,18 @@ def test_paired_ratio_is_the_geometric_mean_of_the_pairs_with_a_t_interval():
         paired_ratio([1, 2], [1])
 
 
-@pytest.mark.parametrize("ci, expected", [
-    ((0.99, 1.01), (True, "")),               # inside the band
-    ((0.90, 0.97), (False, "")),              # wholly below it: a difference beyond the noise
-    ((1.06, 1.20), (False, "")),              # wholly above it
-    ((0.97, 1.01), (None, "inconclusive")),   # straddles the lower edge
-    ((0.90, 1.10), (None, "inconclusive")),   # wider than the band
+@pytest.mark.parametrize("sweep, expected", [
+    ([100.5, 99.6, 100.2, 99.9], (True, "")),            # within +-2 % of the paired reference: meets
+    ([90.0, 91.0, 89.5, 90.4], (False, "")),             # 10 % below, tight: a difference beyond the noise
+    ([101.0, 97.5, 103.0, 98.0], (None, "inconclusive")),  # holds no difference and reaches beyond the band
 ])
-def test_band_verdict(ci, expected):
-    assert band_verdict(*ci, 0.98, 1.02) == expected
+def test_band_verdict_is_the_one_rule(sweep, expected):
+    from edgebench.results.verdict import compare
+
+    by_hand = [100.0, 100.0, 100.0, 100.0]
+    judged = compare(sweep, by_hand, higher_is_better=True, pct=2.0, rounds_a=[0, 1, 2, 3], rounds_b=[0, 1, 2, 3])
+    assert judged.method == "paired"
+    assert band_verdict(judged.verdict) == expected
 
 
 def test_fidelity_pairs_from_the_command_line_need_two_at_least():
