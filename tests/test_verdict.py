@@ -114,11 +114,17 @@ def _rows(wh: Path, table: str) -> list[dict]:
         con.close()
 
 
-def _python(diff, n_a, sd_a, n_b, sd_b, baseline, higher, family, resolution=None, ci=None):
-    ci = V.welch_ci95(n_a, sd_a, n_b, sd_b) if ci is None else ci
+def _python(diff, n_a, sd_a, n_b, sd_b, baseline, higher, family, resolution=None, ci=None, pair=None):
+    """pair = (n_pairs, sd of the paired differences) when the mart paired the comparison by round."""
+    if ci is None:
+        ci = V.paired_ci95(*pair) if pair else V.welch_ci95(n_a, sd_a, n_b, sd_b)
     pct = V.margin_pct(family)
     v = V.decide(diff, ci, n_a, n_b, baseline, higher, pct, resolution)
     return v, V.runs_to_decide(v, diff, ci, min(n_a, n_b), baseline, pct, resolution)
+
+
+def _pair(r, sd_col):
+    return (r["n_pairs"], r[sd_col]) if r.get("verdict_method") == "paired" else None
 
 
 # mart -> (row filter, a function from a row to (python verdict, python runs_to_decide), verdict col, runs col)
@@ -127,23 +133,24 @@ CASES = {
         lambda r: r["cni"] != "host" and r["host_throughput_mbps"] is not None,
         lambda r: _python(r["throughput_mbps"] - r["host_throughput_mbps"], r["n_runs"], r["throughput_stddev_mbps"],
                           r["host_n_runs"], r["host_throughput_stddev_mbps"], r["host_throughput_mbps"], True,
-                          "throughput"),
+                          "throughput", pair=_pair(r, "throughput_pair_sd_mbps")),
         "verdict", "runs_to_decide"),
     "cmp_dds_vs_host": (
         lambda r: r["cni"] != "host" and (r["host_latency_p90_us"] if r["dds_mode"] == "latency"
                                           else r["host_throughput_mbps"]) is not None,
         lambda r: (_python(r["latency_p90_us"] - r["host_latency_p90_us"], r["n_runs"], r["latency_p90_stddev_us"],
                            r["host_n_runs"], r["host_latency_p90_stddev_us"], r["host_latency_p90_us"], False,
-                           "latency") if r["dds_mode"] == "latency" else
+                           "latency", pair=_pair(r, "latency_p90_pair_sd_us")) if r["dds_mode"] == "latency" else
                    _python(r["throughput_mbps"] - r["host_throughput_mbps"], r["n_runs"], r["throughput_stddev_mbps"],
                            r["host_n_runs"], r["host_throughput_stddev_mbps"], r["host_throughput_mbps"], True,
-                           "throughput")),
+                           "throughput", pair=_pair(r, "throughput_pair_sd_mbps"))),
         "verdict", "runs_to_decide"),
     "cmp_http_vs_host": (
         lambda r: r["cni"] != "host" and r["host_response_p90_ms"] is not None,
         lambda r: _python(r["response_p90_ms"] - r["host_response_p90_ms"], r["n_runs"], r["response_p90_stddev_ms"],
                           r["host_n_runs"], r["host_response_p90_stddev_ms"], r["host_response_p90_ms"], False,
-                          "latency", max(r["resolution_ms"], r["host_resolution_ms"])),
+                          "latency", max(r["resolution_ms"], r["host_resolution_ms"]),
+                          pair=_pair(r, "response_p90_pair_sd_ms")),
         "verdict", "runs_to_decide"),
     "cmp_intercluster_vs_none": (
         lambda r: not r["is_baseline"] and r["none_response_p50_ms"] is not None,

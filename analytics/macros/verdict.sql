@@ -62,3 +62,62 @@
             then greatest({{ needed }} - ({{ n }}), 1)::integer
     end)
 {%- endmacro %}
+
+{#- Pairing by round (docs/verdicts.md). round_pairs(match, null_safe_match, values): the body of a CTE `pairs` over a
+    CTE `runs` (per-run rows, host included): each configuration's run of round r joined with the host's run of the
+    same sweep and round under the same conditions (host_match_dimensions, null-safe; the workload's match columns
+    with =, null_safe_match with is not distinct from), in round-blocked sweeps only (int_sweeps__round_blocks);
+    per configuration: n_pairs and, per values entry name -> expression over '@' (the run), <name>_pair_sd, the
+    standard deviation of the paired differences. Join it with pairs_join(). -#}
+{% macro round_pairs(match, null_safe_match=[], values={}) -%}
+    select
+        {{ cell_dimension_columns('c.') }},
+        {%- for k in match + null_safe_match %}
+        c.{{ k }},
+        {%- endfor %}
+        count(*) as n_pairs,
+        {%- for name, expr in values.items() %}
+        stddev_samp(({{ expr | replace('@', 'c') }}) - ({{ expr | replace('@', 'h') }})) as {{ name }}_pair_sd
+        {{- ',' if not loop.last }}
+        {%- endfor %}
+    from runs as c
+    inner join runs as h
+        on  h.cni = 'host' and c.cni <> 'host'
+        and c.sweep_id = h.sweep_id and c.repetition = h.repetition
+        and {{ columns_match('c', 'h', host_match_dimensions(), null_safe=true, indent='\n        ') }}
+        {%- if match %}
+        and {{ columns_match('c', 'h', match, indent='\n        ') }}
+        {%- endif %}
+        {%- if null_safe_match %}
+        and {{ columns_match('c', 'h', null_safe_match, null_safe=true, indent='\n        ') }}
+        {%- endif %}
+    inner join {{ ref('int_sweeps__round_blocks') }} as blocks
+        on blocks.sweep_id = c.sweep_id and blocks.is_round_blocked
+    group by all
+{%- endmacro %}
+
+{#- `left join pairs on` the configuration's columns (null-safe), after vs_host_tail. -#}
+{% macro pairs_join(match, null_safe_match=[]) -%}
+left join pairs
+    on {{ columns_match('stats', 'pairs', cell_dimension_list() + match + null_safe_match, null_safe=true,
+                        indent='\n    ') }}
+{%- endmacro %}
+
+{#- Is a vs-host comparison paired? Every run of both sides has its pair (2 or more). -#}
+{% macro is_paired() -%}
+    (coalesce(pairs.n_pairs, 0) >= 2 and pairs.n_pairs = stats.n_runs and pairs.n_pairs = host.n_runs)
+{%- endmacro %}
+
+{% macro paired_ci95(n_pairs, sd) -%}
+    ({{ t_critical_95(n_pairs ~ ' - 1') }} * ({{ sd }}) / sqrt({{ n_pairs }}))
+{%- endmacro %}
+
+{#- The 95% half-width of stats - host: paired by round when is_paired(), else Welch's; verdict_method says which. -#}
+{% macro vs_host_interval(sd_col, pair_name) -%}
+    (case when {{ is_paired() }} then {{ paired_ci95('pairs.n_pairs', 'pairs.' ~ pair_name ~ '_pair_sd') }}
+          else {{ vs_host_ci95(sd_col) }} end)
+{%- endmacro %}
+
+{% macro vs_host_method() -%}
+    (case when stats.cni = 'host' then null when {{ is_paired() }} then 'paired' else 'welch' end)
+{%- endmacro %}

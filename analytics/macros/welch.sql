@@ -30,19 +30,24 @@
     {{ welch_ci95('stats.n_runs', 'stats.' ~ sd_col, 'host.n_runs', 'host.' ~ sd_col) }}
 {%- endmacro %}
 
-{% macro overhead_ci95_pct(mean_col, sd_col) -%}
+{% macro overhead_ci95_pct(mean_col, sd_col, pair_name=none) -%}
     case
         when host.{{ mean_col }} > 0 and stats.cni = 'host' then 0
-        when host.{{ mean_col }} > 0 then {{ vs_host_ci95(sd_col) }} / host.{{ mean_col }} * 100
+        when host.{{ mean_col }} > 0
+            then {{ vs_host_interval(sd_col, pair_name) if pair_name else vs_host_ci95(sd_col) }} / host.{{ mean_col }} * 100
     end
 {%- endmacro %}
 
-{% macro vs_host_verdict(mean_col, sd_col, is_higher_better, family) -%}
-    {{ verdict('stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col), 'stats.n_runs', 'host.n_runs',
-               'host.' ~ mean_col, is_higher_better, family) }}
+{#- With pair_name (a mart with a `pairs` CTE, macros/verdict.sql round_pairs), the interval is paired by round where
+    every run has its pair (vs_host_interval), else Welch's. -#}
+{% macro vs_host_verdict(mean_col, sd_col, is_higher_better, family, pair_name=none, resolution=none) -%}
+    {{ verdict('stats.' ~ mean_col ~ ' - host.' ~ mean_col,
+               vs_host_interval(sd_col, pair_name) if pair_name else vs_host_ci95(sd_col),
+               'stats.n_runs', 'host.n_runs', 'host.' ~ mean_col, is_higher_better, family, resolution) }}
 {%- endmacro %}
 
-{% macro vs_host_runs_to_decide(verdict_col, mean_col, sd_col, family) -%}
-    {{ runs_to_decide(verdict_col, 'stats.' ~ mean_col ~ ' - host.' ~ mean_col, vs_host_ci95(sd_col),
-                      'least(stats.n_runs, host.n_runs)', 'host.' ~ mean_col, family) }}
+{% macro vs_host_runs_to_decide(verdict_col, mean_col, sd_col, family, pair_name=none, resolution=none) -%}
+    {{ runs_to_decide(verdict_col, 'stats.' ~ mean_col ~ ' - host.' ~ mean_col,
+                      vs_host_interval(sd_col, pair_name) if pair_name else vs_host_ci95(sd_col),
+                      'least(stats.n_runs, host.n_runs)', 'host.' ~ mean_col, family, resolution) }}
 {%- endmacro %}

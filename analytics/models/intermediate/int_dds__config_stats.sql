@@ -4,10 +4,7 @@
 -- so the host baseline and a CNI legitimately differ in it; it is exposed as the distinct values seen.
 with runs as (
 
-    select * from {{ ref('int_dds__runs') }}
-    where status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
-      and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
-      and coalesce(service_proxy, 'default') = 'default'  -- cells per service proxy: the same pod-to-pod datapath again
+    select * from {{ ref('int_dds__comparable_runs') }}
 
 )
 

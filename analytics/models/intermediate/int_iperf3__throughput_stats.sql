@@ -1,10 +1,7 @@
 -- Throughput statistics per comparable configuration, over successful iperf3 runs only (host included).
 with runs as (
 
-    select * from {{ ref('int_runs__deduplicated') }}
-    where workload = 'iperf3' and status = 'ok' and is_valid  -- invalid runs (readback mismatch) stay out of comparisons
-      and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
-      and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
+    select * from {{ ref('int_iperf3__comparable_runs') }}
 
 )
 

@@ -11,7 +11,21 @@
 -- throughput) with the host by that interval, by the project's one rule (macros/verdict.sql): equivalent / better /
 -- worse / inconclusive, 'n < 2', 'baseline' (host rows), null without a host baseline.
 -- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
-with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }}
+{%- set match = ['dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement'] %}
+{%- set null_safe_match = ['subscribers', 'rate'] %}
+with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }},
+
+runs as (
+
+    select * from {{ ref('int_dds__comparable_runs') }}
+
+),
+
+pairs as (
+
+    {{ round_pairs(match, null_safe_match, {'latency_p90': '@.latency_p90_us', 'throughput': '@.throughput_mbps'}) }}
+
+)
 
 select
     {{ cell_dimension_columns('stats.') }},
@@ -45,7 +59,7 @@ select
         when host.latency_p90_us > 0
             then (stats.latency_p90_us - host.latency_p90_us) / host.latency_p90_us * 100
     end                                     as latency_p90_overhead_pct,
-    {{ overhead_ci95_pct('latency_p90_us', 'latency_p90_stddev_us') }}
+    {{ overhead_ci95_pct('latency_p90_us', 'latency_p90_stddev_us', 'latency_p90') }}
                                             as latency_p90_overhead_ci95_pct,
 
     -- throughput mode
@@ -62,7 +76,7 @@ select
         when host.throughput_mbps > 0
             then (host.throughput_mbps - stats.throughput_mbps) / host.throughput_mbps * 100
     end                                     as throughput_overhead_pct,
-    {{ overhead_ci95_pct('throughput_mbps', 'throughput_stddev_mbps') }}
+    {{ overhead_ci95_pct('throughput_mbps', 'throughput_stddev_mbps', 'throughput') }}
                                             as throughput_overhead_ci95_pct,
 
     -- the verdict (macros/verdict.sql) on the mode's headline metric, latency p90 (lower = better) or throughput:
@@ -70,21 +84,26 @@ select
     case
         when stats.cni = 'host' then 'baseline'
         when stats.dds_mode = 'latency' and host.latency_p90_us is not null
-            then {{ vs_host_verdict('latency_p90_us', 'latency_p90_stddev_us', 'false', 'latency') }}
+            then {{ vs_host_verdict('latency_p90_us', 'latency_p90_stddev_us', 'false', 'latency', 'latency_p90') }}
         when stats.dds_mode = 'throughput' and host.throughput_mbps is not null
-            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput') }}
+            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput', 'throughput') }}
     end                                     as verdict,
     case when stats.dds_mode = 'latency' then {{ verdict_margin_pct('latency') }}::double
          else {{ verdict_margin_pct('throughput') }}::double end as verdict_margin_pct,
-    'welch'                                 as verdict_method,
+    {{ vs_host_method() }}                  as verdict_method,
+    pairs.n_pairs,
+    pairs.latency_p90_pair_sd               as latency_p90_pair_sd_us,
+    pairs.throughput_pair_sd                as throughput_pair_sd_mbps,
     case when stats.dds_mode = 'latency'
-             then {{ vs_host_runs_to_decide('verdict', 'latency_p90_us', 'latency_p90_stddev_us', 'latency') }}
-         else {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput') }}
+             then {{ vs_host_runs_to_decide('verdict', 'latency_p90_us', 'latency_p90_stddev_us', 'latency',
+                                            'latency_p90') }}
+         else {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput',
+                                        'throughput') }}
     end                                     as runs_to_decide,
 
     stats.cpu_pub_pct,
     stats.rss_pub_mb,
     stats.cpu_sub_pct,
     stats.rss_sub_mb,
-    {{ vs_host_tail(['dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement'],
-                    null_safe_match=['subscribers', 'rate']) }}
+    {{ vs_host_tail(match, null_safe_match=null_safe_match) }}
+{{ pairs_join(match, null_safe_match) }}

@@ -9,7 +9,21 @@
 --   resolution_ms of the two sides (hey's 0.1 ms steps once made every CNI "+20%" on the local testbed);
 --   'baseline' on host rows, null without a host baseline. runs_to_decide: for an inconclusive verdict.
 -- Host rows kept (is_host_baseline, overheads 0, verdict 'baseline').
-with {{ stats_and_host_ctes(ref('int_http__config_stats')) }}
+{%- set match = ['service', 'path', 'placement', 'length_bytes'] %}
+{%- set resolution = 'greatest(stats.resolution_ms, host.resolution_ms)' %}
+with {{ stats_and_host_ctes(ref('int_http__config_stats')) }},
+
+runs as (
+
+    select * from {{ ref('int_http__comparable_runs') }}
+
+),
+
+pairs as (
+
+    {{ round_pairs(match, [], {'p50': '@.response_p50_ms', 'p90': '@.response_p90_ms'}) }}
+
+)
 
 select
     {{ cell_dimension_columns('stats.') }},
@@ -40,34 +54,31 @@ select
     stats.response_p50_ms - host.response_p50_ms as response_p50_diff_ms,
     stats.response_p90_ms - host.response_p90_ms as response_p90_diff_ms,
     -- the verdict (macros/verdict.sql; lower = better; the margin never below the coarser resolution of the two
-    -- sides): 'baseline' on host rows, null without a host baseline
+    -- sides; paired by round where every run has its pair): 'baseline' on host rows, null without a host baseline
     case
         when stats.cni = 'host' then 'baseline'
         when host.response_p50_ms is not null
-            then {{ verdict('stats.response_p50_ms - host.response_p50_ms',
-                            vs_host_ci95('response_p50_stddev_ms'), 'stats.n_runs', 'host.n_runs',
-                            'host.response_p50_ms', 'false', 'latency',
-                            'greatest(stats.resolution_ms, host.resolution_ms)') }}
+            then {{ vs_host_verdict('response_p50_ms', 'response_p50_stddev_ms', 'false', 'latency', 'p50',
+                                    resolution) }}
     end                                     as response_p50_verdict,
     case
         when stats.cni = 'host' then 'baseline'
         when host.response_p90_ms is not null
-            then {{ verdict('stats.response_p90_ms - host.response_p90_ms',
-                            vs_host_ci95('response_p90_stddev_ms'), 'stats.n_runs', 'host.n_runs',
-                            'host.response_p90_ms', 'false', 'latency',
-                            'greatest(stats.resolution_ms, host.resolution_ms)') }}
+            then {{ vs_host_verdict('response_p90_ms', 'response_p90_stddev_ms', 'false', 'latency', 'p90',
+                                    resolution) }}
     end                                     as verdict,
-    {{ vs_host_ci95('response_p50_stddev_ms') }} as response_p50_diff_ci95_ms,
-    {{ vs_host_ci95('response_p90_stddev_ms') }} as response_p90_diff_ci95_ms,
+    {{ vs_host_interval('response_p50_stddev_ms', 'p50') }} as response_p50_diff_ci95_ms,
+    {{ vs_host_interval('response_p90_stddev_ms', 'p90') }} as response_p90_diff_ci95_ms,
     {{ verdict_margin_pct('latency') }}::double as verdict_margin_pct,
-    'welch'                                 as verdict_method,
-    {{ runs_to_decide('response_p50_verdict', 'stats.response_p50_ms - host.response_p50_ms',
-                      vs_host_ci95('response_p50_stddev_ms'), 'least(stats.n_runs, host.n_runs)',
-                      'host.response_p50_ms', 'latency', 'greatest(stats.resolution_ms, host.resolution_ms)') }}
+    {{ vs_host_method() }}                  as verdict_method,
+    pairs.n_pairs,
+    pairs.p50_pair_sd                       as response_p50_pair_sd_ms,
+    pairs.p90_pair_sd                       as response_p90_pair_sd_ms,
+    {{ vs_host_runs_to_decide('response_p50_verdict', 'response_p50_ms', 'response_p50_stddev_ms', 'latency', 'p50',
+                              resolution) }}
                                             as response_p50_runs_to_decide,
-    {{ runs_to_decide('verdict', 'stats.response_p90_ms - host.response_p90_ms',
-                      vs_host_ci95('response_p90_stddev_ms'), 'least(stats.n_runs, host.n_runs)',
-                      'host.response_p90_ms', 'latency', 'greatest(stats.resolution_ms, host.resolution_ms)') }}
+    {{ vs_host_runs_to_decide('verdict', 'response_p90_ms', 'response_p90_stddev_ms', 'latency', 'p90',
+                              resolution) }}
                                             as runs_to_decide,
     case when host.response_p50_ms > 0
          then (stats.response_p50_ms - host.response_p50_ms) / host.response_p50_ms * 100
@@ -75,4 +86,5 @@ select
     case when host.response_p90_ms > 0
          then (stats.response_p90_ms - host.response_p90_ms) / host.response_p90_ms * 100
     end                                     as response_p90_overhead_pct,
-    {{ vs_host_tail(['service', 'path', 'placement', 'length_bytes']) }}
+    {{ vs_host_tail(match) }}
+{{ pairs_join(match) }}

@@ -4,7 +4,21 @@
 -- overhead_pct = (host - cni) / host * 100, as Table I of the seed paper: positive = slower than host.
 -- Host rows are kept (is_host_baseline, overhead_pct = 0) so one table feeds charts with the baseline bar;
 -- filter on is_host_baseline = false for CNI-only aggregates.
-with {{ stats_and_host_ctes(ref('int_iperf3__throughput_stats')) }}
+{%- set match = ['protocol', 'path', 'placement', 'length_bytes'] %}
+{%- set null_safe_match = ['duration_s', 'iperf3_bitrate'] %}
+with {{ stats_and_host_ctes(ref('int_iperf3__throughput_stats')) }},
+
+runs as (
+
+    select * from {{ ref('int_iperf3__comparable_runs') }}
+
+),
+
+pairs as (
+
+    {{ round_pairs(match, null_safe_match, {'throughput': '@.throughput_mbps'}) }}
+
+)
 
 select
     {{ cell_dimension_columns('stats.') }},
@@ -29,16 +43,18 @@ select
     end                                     as overhead_pct,
     -- the verdict (macros/verdict.sql): equivalent / better / worse / inconclusive / 'n < 2'; baseline on host rows,
     -- null without a host baseline; the CI of the difference, its margin and the runs that would decide it
-    {{ vs_host_ci95('throughput_stddev_mbps') }}
+    {{ vs_host_interval('throughput_stddev_mbps', 'throughput') }}
                                             as throughput_diff_ci95_mbps,
     case
         when stats.cni = 'host' then 'baseline'
         when host.throughput_mbps is not null
-            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput') }}
+            then {{ vs_host_verdict('throughput_mbps', 'throughput_stddev_mbps', 'true', 'throughput', 'throughput') }}
     end                                     as verdict,
     {{ verdict_margin_pct('throughput') }}::double as verdict_margin_pct,
-    'welch'                                 as verdict_method,
-    {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput') }}
+    {{ vs_host_method() }}                  as verdict_method,
+    pairs.n_pairs,
+    pairs.throughput_pair_sd                as throughput_pair_sd_mbps,
+    {{ vs_host_runs_to_decide('verdict', 'throughput_mbps', 'throughput_stddev_mbps', 'throughput', 'throughput') }}
                                             as runs_to_decide,
-    {{ vs_host_tail(['protocol', 'path', 'placement', 'length_bytes'],
-                    null_safe_match=['duration_s', 'iperf3_bitrate']) }}
+    {{ vs_host_tail(match, null_safe_match=null_safe_match) }}
+{{ pairs_join(match, null_safe_match) }}

@@ -94,6 +94,11 @@ def sweep(
     local: bool = typer.Option(False, "--local", help="Run on the local network-namespace testbed (substrate=local)."),
     rerun: bool = typer.Option(False, "--rerun", help="Measure again runs already stored for this sweep id (same keys, overwritten)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and list the cells and runs; change nothing."),
+    interleave: bool = typer.Option(True, "--interleave/--cell-by-cell", help="Run the cells in interleaved "
+                                    "rounds (round r of every cell before round r + 1 of any; the warehouse then "
+                                    "pairs each configuration with its baseline by round, so drift between rounds "
+                                    "cancels) or each cell's rounds at once (one provisioning per cell, faster on "
+                                    "clusters)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     artifact_source: Optional[str] = typer.Option(None, "--artifact-source", help="ssh substrate: take binaries, "
@@ -133,7 +138,7 @@ def sweep(
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        report = run_local(s, ResultStore(), rerun=rerun, log=out.print)
+        report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave)
     except KeyboardInterrupt:
         err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "
                   "(run the same command again to resume)")

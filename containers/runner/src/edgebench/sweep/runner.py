@@ -42,7 +42,7 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
-              testbed: Testbed | None = None) -> SweepReport:
+              testbed: Testbed | None = None, interleave: bool = True) -> SweepReport:
     require_root()
     sh.require("ip", "bridge", "nft", "ss")
     for name in dict.fromkeys(tool for tool, _ in sweep.values["workloads"]):
@@ -82,7 +82,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
             log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
     try:
-        _run_cells(sweep, cells, store, testbed, previous, report, progress, total, sink, log)
+        _run_cells(sweep, cells, store, testbed, previous, report, progress, total, sink, log, interleave)
     except BaseException:  # interrupted or broken: still send what was measured, but report the original error
         with contextlib.suppress(Exception):
             uploader.close()
@@ -91,37 +91,56 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     return report
 
 
+def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list[tuple[int, set[str]]]:
+    """The order the cells are measured in: (cell index, run ids) per visit. Interleaved (the default), round r of
+    every cell runs before round r + 1 of any: each round is a block of time in which every configuration and its
+    baseline ran once, so the warehouse pairs them by round and the machine's drift between rounds cancels
+    (docs/verdicts.md). Otherwise each cell runs all its rounds at once (one provisioning per cell)."""
+    if not interleave:
+        return [(i, todo) for i, todo in enumerate(todos) if todo]
+    rounds = sweep.values["repetitions"]
+    by_rep = [{r.repetition: set() for r in runs_for(sweep, c)} for c in cells]
+    for i, cell in enumerate(cells):
+        for r in runs_for(sweep, cell):
+            if r.run_id in todos[i]:
+                by_rep[i][r.repetition].add(r.run_id)
+    return [(i, by_rep[i][rep]) for rep in range(1, rounds + 1) for i in range(len(cells)) if by_rep[i].get(rep)]
+
+
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
-               progress: dict, total: int, sink, log: Log) -> None:
-    """The cells in order. Consecutive measuring cells of the same build (Provider.build_key: local testbed, same
+               progress: dict, total: int, sink, log: Log, interleave: bool = True) -> None:
+    """The cells in visits() order. Consecutive visits of the same build (Provider.build_key: local testbed, same
     datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
-    earlier cell resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
+    earlier visit resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
     anything that does not read back as built, a failure or an interrupt, and it is torn down as before."""
     todos = [{r.run_id for r in runs_for(sweep, c) if previous.get(r.run_id, {}).get("status") != "ok"} for c in cells]
-    measuring = [i for i, todo in enumerate(todos) if todo]
-    following = dict(zip(measuring, measuring[1:]))  # cell index -> the next cell that measures anything
-    keys = [substrates.build_key(c) for c in cells]
-    kept = None  # (provider, phases.handover) of the cluster the previous cell reset for the next one
+    for i, cell in enumerate(cells):
+        runs = runs_for(sweep, cell)
+        report.counts["skipped"] += len(runs) - len(todos[i])
+        progress["done"] += len(runs) - len(todos[i])
+        if not todos[i]:
+            log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
+    plan = visits(sweep, cells, todos, interleave)
+    keys = [substrates.build_key(cells[i]) for i, _ in plan]
+    kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
+    n_rounds = sweep.values["repetitions"]
     try:
-        for i, cell in enumerate(cells):
-            runs, todo = runs_for(sweep, cell), todos[i]
-            report.counts["skipped"] += len(runs) - len(todo)
-            progress["done"] += len(runs) - len(todo)
-            if not todo:
-                log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
-                continue
-            log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
+        for v, (i, todo) in enumerate(plan):
+            cell = cells[i]
+            rnd = (f", round {next(r.repetition for r in runs_for(sweep, cell) if r.run_id in todo)} of {n_rounds}"
+                   if interleave else "")
+            log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs{rnd} ({cell.cell_id})")
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
-            shutil.rmtree(workdir, ignore_errors=True)  # every cell starts from a clean state
+            shutil.rmtree(workdir, ignore_errors=True)  # every visit starts from a clean state
             provider = substrates.get(cell.substrate, getattr(kept[0], "testbed", testbed) if kept else testbed,
                                       cell=cell, workdir=workdir)
-            nxt = following.get(i)
+            nxt = v + 1 if v + 1 < len(plan) else None
             ctx = phases.CellContext(
                 sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,
                 attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
-                reuse=kept[1] if kept else None, keep=keys[i] is not None and nxt is not None and keys[nxt] == keys[i],
+                reuse=kept[1] if kept else None, keep=keys[v] is not None and nxt is not None and keys[nxt] == keys[v],
             )
-            kept = None  # the cell owns the cluster now: run_cell tears it down unless it resets it for the next
+            kept = None  # the visit owns the cluster now: run_cell tears it down unless it resets it for the next
             try:
                 if phases.run_cell(ctx):
                     kept = (provider, phases.handover(ctx))
