@@ -104,7 +104,10 @@ def sweep(
     through the ssh provider against the inventory's nodes (what the Argo cell pods run, without a management
     cluster), e.g. the local lab of `make lab-local`.
 
-    Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
+    Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes.
+
+    Progress: cells and runs done/total, elapsed time, an ETA from the pace of the runs so far, the current cell and
+    phase; one live line on a terminal, a plain line per cell and phase otherwise. `edgebench status` reads it back."""
 
     s = _load(file, param, local)
     cells, skipped = _expand_checked(s, inventory)
@@ -130,7 +133,7 @@ def sweep(
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        report = run_local(s, ResultStore(), rerun=rerun, log=out.print)
+        report = run_local(s, ResultStore(), rerun=rerun, log=out.print, live=sys.stdout if sys.stdout.isatty() else None)
     except KeyboardInterrupt:
         err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "
                   "(run the same command again to resume)")

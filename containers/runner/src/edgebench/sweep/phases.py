@@ -45,6 +45,7 @@ class CellContext:
     # the local runner's reuse of one cluster by consecutive cells of the same build (Provider.build_key):
     reuse: dict[str, Any] | None = None  # the previous cell's reset cluster: handover() of that cell
     keep: bool = False  # the next cell builds the same cluster: reset it for that cell instead of tearing it down
+    on_phase: Callable[[str], None] | None = None  # told each phase's name as it starts (the sweep's progress)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -304,6 +305,8 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 def teardown_cluster(ctx: CellContext) -> list[str]:
     """Disconnect the clusters, revert link conditions and tuning, then remove the cell's cluster(s) and everything
     the CNI left behind. Idempotent; runs on success and failure."""
+    if ctx.on_phase:
+        ctx.on_phase("teardown-cluster")
     try:
         disconnect_clusters(ctx)
     except Exception as exc:  # the clusters go away next anyway; say so and carry on
@@ -361,6 +364,8 @@ def run_cell(ctx: CellContext) -> bool:
     with ctx.keep a cluster that reset_cluster verified is left for the next cell. Returns True if it was left."""
     try:
         for phase in PHASES[:-1]:
+            if ctx.on_phase:
+                ctx.on_phase(phase)
             FUNCTIONS[phase](ctx)
         if reset_cluster(ctx):
             return True

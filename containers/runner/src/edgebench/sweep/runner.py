@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from edgebench import sh, workloads
 from edgebench.sweep import phases
+from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
@@ -42,7 +43,9 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
-              testbed: Testbed | None = None) -> SweepReport:
+              testbed: Testbed | None = None, live: TextIO | None = None) -> SweepReport:
+    """Run the sweep's cells. Progress (sweep/progress.py) is a live line on `live` (a terminal), else plain lines
+    through `log` when the current cell or phase changes."""
     require_root()
     sh.require("ip", "bridge", "nft", "ss")
     for name in dict.fromkeys(tool for tool, _ in sweep.values["workloads"]):
@@ -61,17 +64,18 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         "cells": [c.to_json() for c in cells],
     })
     total = sum(len(runs_for(sweep, c)) for c in cells)
-    progress = {"done": 0}
+    progress = Progress(len(cells), total, log=log, stream=live, tty=live is not None)
+    log = progress.log  # the sweep's lines go above the live line
     reasons: set[tuple[str, str]] = set()
 
     uploader = BackgroundUploader(store, log)
 
     def sink(run: Run, doc: dict[str, Any]) -> None:
         uploader.submit(run.prefix)  # spooled complete: sent while the next run measures
-        progress["done"] += 1
+        progress.run()
         report.counts[doc["status"]] += 1
         report.results.append(doc)
-        head = f"[{progress['done']}/{total}] {run.label}"
+        head = f"{progress.head()} {run.label}"
         if doc["status"] == "ok":
             log(f"{head}: {headline(doc)}")
         elif doc["status"] == "failed":
@@ -82,17 +86,19 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
             log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
     try:
-        _run_cells(sweep, cells, store, testbed, previous, report, progress, total, sink, log)
+        _run_cells(sweep, cells, store, testbed, previous, report, progress, sink, log)
     except BaseException:  # interrupted or broken: still send what was measured, but report the original error
         with contextlib.suppress(Exception):
             uploader.close()
         raise
+    finally:
+        progress.close()
     uploader.close()  # every run measured is uploaded before the sweep returns (else StoreError, kept in the spool)
     return report
 
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
-               progress: dict, total: int, sink, log: Log) -> None:
+               progress: Progress, sink, log: Log) -> None:
     """The cells in order. Consecutive measuring cells of the same build (Provider.build_key: local testbed, same
     datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
     earlier cell resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
@@ -106,9 +112,11 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
         for i, cell in enumerate(cells):
             runs, todo = runs_for(sweep, cell), todos[i]
             report.counts["skipped"] += len(runs) - len(todo)
-            progress["done"] += len(runs) - len(todo)
+            progress.cell(cell.label)
+            progress.skip(len(runs) - len(todo))
             if not todo:
-                log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
+                progress.cell_done()
+                log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
                 continue
             log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs ({cell.cell_id})")
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
@@ -120,6 +128,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
                 sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,
                 attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
                 reuse=kept[1] if kept else None, keep=keys[i] is not None and nxt is not None and keys[nxt] == keys[i],
+                on_phase=progress.phase,
             )
             kept = None  # the cell owns the cluster now: run_cell tears it down unless it resets it for the next
             try:
@@ -131,6 +140,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             if ctx.state.get("supported") is False:
                 log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
             shutil.rmtree(workdir, ignore_errors=True)
+            progress.cell_done()
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too
             kept[0].teardown()
