@@ -354,9 +354,10 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_report, cli_results, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
+from edgebench import cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
 
 cli_testbed.register(app)
+cli_status.register(app)
 cli_results.register(app)
 cli_summary.register(app)
 cli_versions.register(app)

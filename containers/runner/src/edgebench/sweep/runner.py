@@ -21,6 +21,7 @@ from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
 from edgebench.results.store import BackgroundUploader, ResultStore, state_dir
+from edgebench.results.sweep_status import plan_record
 from edgebench.substrates.local.testbed import Testbed, require_root
 
 PHASES = phases.PHASES
@@ -59,10 +60,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         log(f"skipped {cell.label}: {reason}")
     report = SweepReport(sweep.sweep_id)
     previous = {} if rerun else store.run_statuses(sweep.sweep_id)
-    store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", {
-        "sweep_id": sweep.sweep_id, "source": sweep.source, "parameters": sweep.raw, "written_at": now(),
-        "cells": [c.to_json() for c in cells],
-    })
+    store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", plan_record(sweep, cells, now()))  # `edgebench status`
     total = sum(len(runs_for(sweep, c)) for c in cells)
     progress = Progress(len(cells), total, log=log, stream=live, tty=live is not None)
     log = progress.log  # the sweep's lines go above the live line
