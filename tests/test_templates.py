@@ -321,7 +321,8 @@ def _argo_cells(tmp_path, *extra):
     argo_json = json.dumps(TEMPLATES["sweep"]["spec"]["arguments"]["parameters"])
     proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "cells", "--argo-parameters", argo_json,
                            "--default-sweep-id", "edgebench-sweep-abcde", "--items", str(tmp_path / "items.json"),
-                           "--sweep-id-file", str(tmp_path / "sweep-id"), *extra], capture_output=True, text=True)
+                           "--sweep-id-file", str(tmp_path / "sweep-id"), "--plan-dir", str(tmp_path / "plan"),
+                           *extra], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return (json.loads((tmp_path / "items.json").read_text()), (tmp_path / "sweep-id").read_text(),
             json.loads(proc.stdout), argo_json)
@@ -369,3 +370,20 @@ def test_a_cell_looked_up_by_id_is_the_cell_its_json_gives(tmp_path):
         _cell_of(None, "c-0000000000", argo_json, "edgebench-sweep-abcde")
     with pytest.raises(SpecError, match="--cell-id with --argo-parameters"):
         _cell_of(None, items[0]["cell"], None, None)
+
+
+def test_expand_matrix_stores_the_plan_that_status_reads(tmp_path):
+    """expand-matrix writes the sweep's record to sweeps/<sweep id>/sweep.json (the `plan` artifact, key-only
+    under `sweeps`): `edgebench status` reads every fanned-out cell and its runs from it."""
+    from edgebench.plan.cells import from_json, runs_for
+    from edgebench.results import sweep_status
+
+    items, sweep_id, cells, _ = _argo_cells(tmp_path)
+    t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]
+    (art,) = t["outputs"]["artifacts"]
+    args = t["container"]["args"]
+    assert art["path"] == args[args.index("--plan-dir") + 1] and art["s3"] == {"key": "sweeps"} and "none" in art["archive"]
+    record = json.loads((tmp_path / "plan" / sweep_id / "sweep.json").read_text())
+    planned = sweep_status._planned(record)
+    assert [c.cell_id for c in planned] == [i["cell"] for i in items]
+    assert [len(c.planned) for c in planned] == [len(runs_for(*from_json(c))) for c in cells]

@@ -19,7 +19,9 @@ from edgebench.plan import catalog as catalog_mod
 from edgebench.plan import dimensions
 from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import by_id, cell_item, cell_json, expand_checked, from_json, runs_for
+from edgebench.results.runstore import now
 from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench.substrates.clusters import inventory as inv
 from edgebench.plan.matrix import compatibility, distributions
@@ -158,6 +160,8 @@ def cells(
     items: Optional[Path] = typer.Option(None, "--items", help="Write the Argo fan-out items to this file: a JSON "
                                          "list of {cell, label} (the cell id and its short label), one per cell."),
     sweep_id_file: Optional[Path] = typer.Option(None, "--sweep-id-file", help="Write the sweep id to this file."),
+    plan_dir: Optional[Path] = typer.Option(None, "--plan-dir", help="Write the sweep's record (parameters and cells, "
+                                            "what `edgebench status` reads) to DIR/<sweep id>/sweep.json."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
     argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help="All sweep parameters at once, "
                                                   "as Argo's {{workflow.parameters.json}} gives them: a JSON list of "
@@ -179,6 +183,10 @@ def cells(
     ok, skipped = _expand_checked(s, inventory)
     _print_skipped(skipped, err)
     text = json.dumps([cell_json(s, c) for c in ok])
+    if plan_dir:
+        output_plan = plan_dir / s.sweep_id / "sweep.json"
+        output_plan.parent.mkdir(parents=True, exist_ok=True)
+        output_plan.write_text(json.dumps(plan_record(s, ok, now()), indent=2, sort_keys=True))
     for path, content in ((output, text), (items, json.dumps([cell_item(c) for c in ok])), (sweep_id_file, s.sweep_id)):
         if path:
             path.write_text(content)

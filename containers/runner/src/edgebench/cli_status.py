@@ -28,9 +28,9 @@ def status(
     SWEEP is the sweep id `edgebench sweep` prints (on Argo the workflow name, or the sweep-id parameter).
     Reads the results store: the object store (MinIO, $EDGEBENCH_S3_ENDPOINT) and the local spool (runs measured but
     not uploaded yet count as stored). The plan is the sweep's record, sweeps/<id>/sweep.json, written when the sweep
-    starts: a planned run without a manifest is left, so a killed sweep shows what the same `edgebench sweep` command
-    would still measure (it also measures again the failed and unsupported ones). A sweep without that record (run on
-    Argo, or an older one) shows what is stored only. An unknown sweep id exits with status 2."""
+    starts (on Argo by expand-matrix): a planned run without a manifest is left, so a killed sweep shows what the same
+    `edgebench sweep` command would still measure (it also measures again the failed and unsupported ones). A sweep
+    without that record (an older one) shows what is stored only. An unknown sweep id exits with status 2."""
 
     store = ResultStore()
     remote = st.reachable(store)
@@ -74,8 +74,8 @@ def _print(s: st.SweepStatus) -> None:
     t.add_row("total", f"{tot['cells']} cells", *(_n(tot[k]) for k in ("planned", *st.STATUSES, "left")))
     out.print(t)
     if not plan.get("cells"):
-        out.print(f"no plan recorded for this sweep (sweeps/{s.sweep_id}/sweep.json without cells: Argo sweeps and "
-                  "older ones do not write one): what is left is unknown")
+        out.print(f"no plan recorded for this sweep (no sweeps/{s.sweep_id}/sweep.json with its cells, which older "
+                  "versions did not write): what is left is unknown")
     elif tot["left"]:
         done = sum(1 for c in s.cells if c.left == 0)
         out.print(f"{tot['left']} runs left in {len(s.cells) - done} of {len(s.cells)} cells: run the same "

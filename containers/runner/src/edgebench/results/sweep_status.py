@@ -2,9 +2,10 @@
 object store (MinIO) and the local spool (runs measured but not uploaded yet; they count as stored).
 
 The plan is the sweep's record, sweeps/<sweep_id>/sweep.json (its parameters and cells, written when the sweep
-starts; docs/results-layout.md); a run of a planned cell is stored once its manifest is (ok, failed or unsupported),
-and left while it has none, which is what a killed sweep leaves. A sweep without that record (one written before it
-held the cells, or one run on Argo, which does not write it) shows what is stored; what is left is then unknown.
+starts: by the local runner, on Argo by expand-matrix; docs/results-layout.md); a run of a planned cell is stored once
+its manifest is (ok, failed or unsupported), and left while it has none, which is what a killed sweep leaves. A sweep
+without that record (or one without cells, written by an older version) shows what is stored; what is left is then
+unknown.
 """
 
 from __future__ import annotations
