@@ -305,8 +305,7 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 def teardown_cluster(ctx: CellContext) -> list[str]:
     """Disconnect the clusters, revert link conditions and tuning, then remove the cell's cluster(s) and everything
     the CNI left behind. Idempotent; runs on success and failure."""
-    if ctx.on_phase:
-        ctx.on_phase("teardown-cluster")
+    _announce(ctx, "teardown-cluster")
     try:
         disconnect_clusters(ctx)
     except Exception as exc:  # the clusters go away next anyway; say so and carry on
@@ -359,13 +358,17 @@ FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
 PHASES = tuple(FUNCTIONS)
 
 
+def _announce(ctx: CellContext, phase: str) -> None:
+    if getattr(ctx, "on_phase", None):  # a stand-in context (tests) may have none
+        ctx.on_phase(phase)
+
+
 def run_cell(ctx: CellContext) -> bool:
     """All phases in order; teardown (which disconnects too) always runs, also on failure or interrupt, except that
     with ctx.keep a cluster that reset_cluster verified is left for the next cell. Returns True if it was left."""
     try:
         for phase in PHASES[:-1]:
-            if ctx.on_phase:
-                ctx.on_phase(phase)
+            _announce(ctx, phase)
             FUNCTIONS[phase](ctx)
         if reset_cluster(ctx):
             return True

@@ -103,6 +103,8 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
     anything that does not read back as built, a failure or an interrupt, and it is torn down as before."""
     todos = [{r.run_id for r in runs_for(sweep, c) if previous.get(r.run_id, {}).get("status") != "ok"} for c in cells]
     measuring = [i for i, todo in enumerate(todos) if todo]
+    # runs stored before (a resumed sweep) are done from the start: the ETA counts only what is left to measure
+    progress.skip(sum(len(runs_for(sweep, c)) - len(todo) for c, todo in zip(cells, todos)))
     following = dict(zip(measuring, measuring[1:]))  # cell index -> the next cell that measures anything
     keys = [substrates.build_key(c) for c in cells]
     kept = None  # (provider, phases.handover) of the cluster the previous cell reset for the next one
@@ -111,7 +113,6 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             runs, todo = runs_for(sweep, cell), todos[i]
             report.counts["skipped"] += len(runs) - len(todo)
             progress.cell(cell.label)
-            progress.skip(len(runs) - len(todo))
             if not todo:
                 progress.cell_done()
                 log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
