@@ -296,7 +296,7 @@ def test_dag_phase_order_equals_the_local_runner():
     hook = phases_task["hooks"]["exit"]
     hook_args = {p["name"]: p["value"] for p in hook["arguments"]["parameters"]}
     teardown = hook_args["phase"]
-    assert hook_args["cell"] == "{{inputs.parameters.cell}}"
+    assert hook_args["cell-id"] == "{{inputs.parameters.cell-id}}"
     assert tuple(order + [teardown]) == phases.PHASES
     # each cell-phase task runs the phase it is named after
     for task, phase, _ in _phase_tasks():
@@ -314,3 +314,76 @@ def test_teardown_runs_on_exit_and_cells_take_the_target_semaphore():
     for name in ("cell", "cell-local"):
         sem = local[name]["synchronization"]["semaphores"][0]["configMapKeyRef"]
         assert sem["name"] == "edgebench-semaphores" and "target" in sem["key"]
+
+
+def _argo_cells(tmp_path, *extra):
+    """What expand-matrix writes for the template's default parameters: (items, sweep id, the cells' JSON)."""
+    argo_json = json.dumps(TEMPLATES["sweep"]["spec"]["arguments"]["parameters"])
+    proc = subprocess.run([sys.executable, "-m", "edgebench.cli", "cells", "--argo-parameters", argo_json,
+                           "--default-sweep-id", "edgebench-sweep-abcde", "--items", str(tmp_path / "items.json"),
+                           "--sweep-id-file", str(tmp_path / "sweep-id"), "--plan-dir", str(tmp_path / "plan"),
+                           *extra], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return (json.loads((tmp_path / "items.json").read_text()), (tmp_path / "sweep-id").read_text(),
+            json.loads(proc.stdout), argo_json)
+
+
+def test_fan_out_items_are_short_and_name_readable_nodes(tmp_path):
+    """Argo names every fanned-out node after its item: the items are a cell id and a short label, never the cell's
+    JSON (whose parameters made node names thousands of characters long)."""
+    items, sweep_id, cells, _ = _argo_cells(tmp_path, "--local")
+    assert sweep_id == "edgebench-sweep-abcde"
+    assert [i["cell"] for i in items] == [c["cell_id"] for c in cells] and len(items) == 8
+    for i, item in enumerate(items):
+        assert set(item) == {"cell", "label"} and len(json.dumps(item)) < 80, item
+        # the node name the controller builds for a map item: sorted key:value pairs
+        node = f"cell-local({i}:" + ",".join(f"{k}:{v}" for k, v in sorted(item.items())) + ")"
+        assert len(node) < 80, node
+    assert items[1] == {"cell": "c-808ea30ce9", "label": "flannel:vxlan"}
+    local = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}
+    fanned = [t for t in local["sweep"]["dag"]["tasks"] if "withParam" in t]
+    fanned += [s for group in local["exit-handler"]["steps"] for s in group if "withParam" in s]
+    assert {t["name"] for t in fanned} == {"cell", "cell-local", "teardown-after-failure"}
+    for t in fanned:
+        values = [p["value"] for p in t["arguments"]["parameters"]]
+        assert "{{item.cell}}" in values and "{{item}}" not in values, t["name"]
+    out = {p["name"]: p for p in local["expand-matrix"]["outputs"]["parameters"]}
+    args = local["expand-matrix"]["container"]["args"]
+    assert out["cells"]["valueFrom"]["path"] == args[args.index("--items") + 1]
+    assert out["sweep-id"]["valueFrom"]["path"] == args[args.index("--sweep-id-file") + 1]
+
+
+def test_a_cell_looked_up_by_id_is_the_cell_its_json_gives(tmp_path):
+    """Every cell step gets the cell id and the workflow's parameters: the (sweep, cell) it resolves equals what the
+    cell's full JSON (the former fan-out item) gives. An id the sweep does not have is an error that says so."""
+    from edgebench.cli import _cell_of
+    from edgebench.errors import SpecError
+    from edgebench.plan.cells import from_json, runs_for
+
+    items, sweep_id, cells, argo_json = _argo_cells(tmp_path)
+    for item, cell in zip(items, cells):
+        s, c = _cell_of(None, item["cell"], argo_json, "edgebench-sweep-abcde")
+        s0, c0 = from_json(cell)
+        assert (c, s.raw) == (c0, s0.raw) and c.sweep_id == sweep_id
+        assert [r.prefix for r in runs_for(s, c)] == [r.prefix for r in runs_for(s0, c0)]
+    with pytest.raises(SpecError, match="no cell 'c-0000000000'"):
+        _cell_of(None, "c-0000000000", argo_json, "edgebench-sweep-abcde")
+    with pytest.raises(SpecError, match="--cell-id with --argo-parameters"):
+        _cell_of(None, items[0]["cell"], None, None)
+
+
+def test_expand_matrix_stores_the_plan_that_status_reads(tmp_path):
+    """expand-matrix writes the sweep's record to sweeps/<sweep id>/sweep.json (the `plan` artifact, key-only
+    under `sweeps`): `edgebench status` reads every fanned-out cell and its runs from it."""
+    from edgebench.plan.cells import from_json, runs_for
+    from edgebench.results import sweep_status
+
+    items, sweep_id, cells, _ = _argo_cells(tmp_path)
+    t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]
+    (art,) = t["outputs"]["artifacts"]
+    args = t["container"]["args"]
+    assert art["path"] == args[args.index("--plan-dir") + 1] and art["s3"] == {"key": "sweeps"} and "none" in art["archive"]
+    record = json.loads((tmp_path / "plan" / sweep_id / "sweep.json").read_text())
+    planned = sweep_status._planned(record)
+    assert [c.cell_id for c in planned] == [i["cell"] for i in items]
+    assert [len(c.planned) for c in planned] == [len(runs_for(*from_json(c))) for c in cells]

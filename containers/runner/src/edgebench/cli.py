@@ -14,16 +14,17 @@ from rich.table import Table
 
 from edgebench import substrates
 from edgebench.console import err, out
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import catalog as catalog_mod
 from edgebench.plan import dimensions
 from edgebench.plan import spec as spec_mod
-from edgebench.plan.cells import cell_json, expand_checked, from_json, runs_for
+from edgebench.plan.cells import by_id, cell_item, cell_json, expand_checked, from_json, runs_for
+from edgebench.results.runstore import now
 from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench.substrates.clusters import inventory as inv
 from edgebench.plan.matrix import compatibility, distributions
-from edgebench.substrates.local.testbed import Testbed, require_root
 from edgebench.sweep import phases as ph
 from edgebench.sweep.phases import PHASES
 from edgebench.sweep.runner import run_local
@@ -36,8 +37,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-testbed_app = typer.Typer(help="The local network-namespace testbed (needs root).", no_args_is_help=True)
-app.add_typer(testbed_app, name="testbed")
 
 PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."
 
@@ -112,7 +111,10 @@ def sweep(
     through the ssh provider against the inventory's nodes (what the Argo cell pods run, without a management
     cluster), e.g. the local lab of `make lab-local`.
 
-    Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes."""
+    Runs already stored with status ok for the same sweep id are skipped, so an interrupted sweep resumes.
+
+    Progress: cells and runs done/total, elapsed time, an ETA from the pace of the runs so far, the current cell and
+    phase; one live line on a terminal, a plain line per cell and phase otherwise. `edgebench status` reads it back."""
 
     s = _load(file, param, local)
     cells, skipped = _expand_checked(s, inventory)
@@ -138,7 +140,8 @@ def sweep(
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave)
+        report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave,
+                           live=sys.stdout if sys.stdout.isatty() else None)
     except KeyboardInterrupt:
         err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "
                   "(run the same command again to resume)")
@@ -159,7 +162,12 @@ def cells(
                                           "values (what the Argo sweep template passes)."),
     param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
     local: bool = typer.Option(False, "--local", help="Expand for substrate=local."),
-    output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON to this file (Argo output parameter)."),
+    output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON to this file."),
+    items: Optional[Path] = typer.Option(None, "--items", help="Write the Argo fan-out items to this file: a JSON "
+                                         "list of {cell, label} (the cell id and its short label), one per cell."),
+    sweep_id_file: Optional[Path] = typer.Option(None, "--sweep-id-file", help="Write the sweep id to this file."),
+    plan_dir: Optional[Path] = typer.Option(None, "--plan-dir", help="Write the sweep's record (parameters and cells, "
+                                            "what `edgebench status` reads) to DIR/<sweep id>/sweep.json."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
     argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help="All sweep parameters at once, "
                                                   "as Argo's {{workflow.parameters.json}} gives them: a JSON list of "
@@ -169,12 +177,11 @@ def cells(
                                                    "used for a triggered rerun (trigger parameter), whose id is "
                                                    "derived from the CNI and its new version."),
 ):
-    """Print the sweep's cells as a JSON list (the input of the Argo DAG's withParam fan-out). Cells that cannot
-    exist on the distribution (see `edgebench matrix`) are left out and reported on stderr with the reason."""
+    """Print the sweep's cells as a JSON list. Cells that cannot exist on the distribution (see `edgebench matrix`)
+    are left out and reported on stderr with the reason. The Argo DAG fans out over the short --items (cell id and
+    label); each cell step finds its cell by id (`--cell-id` of the phase commands)."""
 
-    overrides = {**spec_mod.parse_argo_parameters(argo_parameters or "[]"), **spec_mod.parse_overrides(param)}
-    if default_sweep_id and not overrides.get("sweep-id") and not spec_mod.triggered(overrides):
-        overrides["sweep-id"] = default_sweep_id  # a triggered rerun keeps its own id: same keys on every delivery
+    overrides = spec_mod.argo_overrides(argo_parameters, spec_mod.parse_overrides(param), default_sweep_id)
     if file is None:
         s = spec_mod.from_parameters({**overrides, **({"substrate": "local"} if local else {})}, source="-p")
     else:
@@ -182,16 +189,41 @@ def cells(
     ok, skipped = _expand_checked(s, inventory)
     _print_skipped(skipped, err)
     text = json.dumps([cell_json(s, c) for c in ok])
-    if output:
-        output.write_text(text)
+    if plan_dir:
+        output_plan = plan_dir / s.sweep_id / "sweep.json"
+        output_plan.parent.mkdir(parents=True, exist_ok=True)
+        output_plan.write_text(json.dumps(plan_record(s, ok, now()), indent=2, sort_keys=True))
+    for path, content in ((output, text), (items, json.dumps([cell_item(c) for c in ok])), (sweep_id_file, s.sweep_id)):
+        if path:
+            path.write_text(content)
     typer.echo(text)
+
+
+CELL_HELP = "The cell as JSON (one element of `edgebench cells`), or @FILE; or give --cell-id."
+CELL_ID_HELP = "The cell by reference: its id, looked up in the sweep that --argo-parameters gives (what Argo runs)."
+ARGO_HELP = "With --cell-id: the sweep's parameters as Argo's {{workflow.parameters.json}} gives them."
+DEFAULT_ID_HELP = "With --cell-id: the sweep id when the sweep-id parameter is empty (on Argo the workflow name)."
+
+
+def _cell_of(cell: Optional[str], cell_id: Optional[str], argo_parameters: Optional[str],
+             default_sweep_id: Optional[str]):
+    """(Sweep, Cell) of a phase command: the cell's JSON (--cell), or its id in the sweep of --argo-parameters."""
+    if cell_id and argo_parameters is not None:
+        s = spec_mod.from_parameters(spec_mod.argo_overrides(argo_parameters, None, default_sweep_id), "--argo-parameters")
+        return from_json(cell_json(s, by_id(s, cell_id)))  # the same (Sweep, Cell) as the cell's JSON gives
+    if cell and not cell_id:
+        return from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
+    raise SpecError("give the cell: --cell JSON (or @FILE), or --cell-id with --argo-parameters")
 
 
 def _phase_command(phase: str) -> None:
     doc = (ph.FUNCTIONS[phase].__doc__ or "").strip().split("\n\n")[0]
 
     def command(
-        cell: str = typer.Option(..., "--cell", help="The cell as JSON (one element of `edgebench cells`), or @FILE."),
+        cell: Optional[str] = typer.Option(None, "--cell", help=CELL_HELP),
+        cell_id: Optional[str] = typer.Option(None, "--cell-id", help=CELL_ID_HELP),
+        argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help=ARGO_HELP),
+        default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help=DEFAULT_ID_HELP),
         workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory shared by the phases "
                                                "(default .edgebench/work/<sweep>/<cell>; on Argo an artifact)."),
         results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written as "
@@ -204,8 +236,7 @@ def _phase_command(phase: str) -> None:
         ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
         known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help="known_hosts file for the nodes."),
     ):
-        text = Path(cell[1:]).read_text() if cell.startswith("@") else cell
-        s, c = from_json(text)
+        s, c = _cell_of(cell, cell_id, argo_parameters, default_sweep_id)
         store = ResultStore() if upload else None
         wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
         ctx = ph.CellContext(s, c, workdir=wd, results=results or (store.spool if store else state_dir() / "spool"),
@@ -244,7 +275,10 @@ _register_phases()
 
 @app.command("run-cell", rich_help_panel="Phases of a cell (what the Argo templates run)")
 def run_cell(
-    cell: str = typer.Option(..., "--cell", help="The cell as JSON (one element of `edgebench cells`), or @FILE."),
+    cell: Optional[str] = typer.Option(None, "--cell", help=CELL_HELP),
+    cell_id: Optional[str] = typer.Option(None, "--cell-id", help=CELL_ID_HELP),
+    argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help=ARGO_HELP),
+    default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help=DEFAULT_ID_HELP),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory."),
     results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written (default: the spool)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
@@ -252,7 +286,7 @@ def run_cell(
 ):
     """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
 
-    s, c = from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
+    s, c = _cell_of(cell, cell_id, argo_parameters, default_sweep_id)
     signal.signal(signal.SIGTERM, _on_sigterm)
     wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
     ph.run_cell(ph.CellContext(s, c, workdir=wd, results=results or state_dir() / "spool",
@@ -325,48 +359,6 @@ def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON inste
     out.print(t)
 
 
-@testbed_app.command("up")
-def testbed_up(
-    cni: str = typer.Option("host", "--cni", help="CNI entry, name or name:mode (see `edgebench catalog`)."),
-    prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix (default: eb or $EDGEBENCH_TESTBED_PREFIX)."),
-):
-    """Build the testbed for one CNI mode (replacing any testbed with the same prefix)."""
-
-    cm = catalog_mod.resolve_cni(cni)
-    state = Testbed(prefix).up(cm)
-    out.print(f"testbed {state['prefix']} up: {cm.key} ({cm.datapath}), pod MTU {state['mtu']}")
-
-
-@testbed_app.command("down")
-def testbed_down(prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix.")):
-    """Remove everything the testbed created (also what a killed run left behind)."""
-
-    require_root()
-    removed = Testbed(prefix).down()
-    out.print(f"removed {len(removed)} namespace(s)" + (f": {' '.join(removed)}" if removed else ""))
-
-
-@testbed_app.command("status")
-def testbed_status(
-    prefix: Optional[str] = typer.Option(None, "--prefix", help="Name prefix."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-):
-    """Show the testbed's namespaces and addresses."""
-
-    require_root()
-    st = Testbed(prefix).status()
-    if as_json:
-        typer.echo(json.dumps(st, indent=2))
-        return
-    if not st["up"]:
-        out.print(f"testbed {st['prefix']}: down")
-        return
-    s = st["state"] or {}
-    out.print(f"testbed {st['prefix']}: up, {s.get('cni')}:{s.get('mode')} ({s.get('datapath')}), pod MTU {s.get('mtu')}")
-    for ns, addrs in st["namespaces"].items():
-        out.print(f"  {ns}: " + "; ".join(addrs))
-
-
 @app.command()
 def upload():
     """Send results left in the local spool (.edgebench/spool) to the object store."""
@@ -376,8 +368,10 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_report, cli_results, cli_summary, cli_versions  # noqa: E402  (their commands are added to `app`
+from edgebench import cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
 
+cli_testbed.register(app)
+cli_status.register(app)
 cli_results.register(app)
 cli_summary.register(app)
 cli_versions.register(app)

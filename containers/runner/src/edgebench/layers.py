@@ -9,8 +9,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench.drivers", "edgebench.workloads"),  # how a run is measured: tool drivers and the workloads
     ("edgebench.results",),  # manifests, the result store, parsing, the warehouse
     ("edgebench.sweep",),  # phases, the local runner, the version watch
-    ("edgebench.cli", "edgebench.cli_report", "edgebench.cli_results", "edgebench.cli_summary",
-     "edgebench.cli_versions"),  # the command line
+    ("edgebench.cli", "edgebench.cli_report", "edgebench.cli_results", "edgebench.cli_status", "edgebench.cli_summary",
+     "edgebench.cli_testbed", "edgebench.cli_versions"),  # the command line
 )
 
 

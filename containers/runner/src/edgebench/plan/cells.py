@@ -15,12 +15,27 @@ from edgebench.plan.matrix import compatibility
 from edgebench.plan.spec import Sweep, from_parameters
 from edgebench.plan.workload_plans import PLANS
 
-__all__ = ["Cell", "Run", "cell_json", "expand", "expand_checked", "from_json", "runs_for"]
+__all__ = ["Cell", "Run", "by_id", "cell_item", "cell_json", "expand", "expand_checked", "from_json", "runs_for"]
 
 
 def cell_json(sweep: Sweep, cell: Cell) -> dict[str, Any]:
     """A cell as the Argo DAG passes it to every phase: its identity plus the sweep parameters it runs with."""
     return {**cell.to_json(), "parameters": {k: v for k, v in sweep.raw.items() if k != "cnis"}}
+
+
+def cell_item(cell: Cell) -> dict[str, str]:
+    """A cell as the Argo DAG fans out over it: its id and its progress label, nothing else. Argo names every
+    fanned-out node after its item (`cell-local(0:cell:c-e07f14ed83,label:flannel:vxlan)`); each cell step finds
+    the cell's definition by id (by_id) in the sweep its parameters give."""
+    return {"cell": cell.cell_id, "label": cell.label}
+
+
+def by_id(sweep: Sweep, cell_id: str) -> Cell:
+    """The sweep's cell with this id (every cell of expand(), skipped ones included); SpecError if none."""
+    for c in expand(sweep):
+        if c.cell_id == cell_id:
+            return c
+    raise SpecError(f"sweep {sweep.sweep_id} has no cell {cell_id!r} (`edgebench cells` lists its cells)")
 
 
 def from_json(doc: dict[str, Any] | str) -> tuple[Sweep, Cell]:

@@ -208,6 +208,17 @@ def parse_argo_parameters(text: str) -> dict[str, str]:
     return out
 
 
+def argo_overrides(text: str | None, overrides: dict[str, str] | None = None,
+                   default_sweep_id: str | None = None) -> dict[str, str]:
+    """Argo's {{workflow.parameters.json}} plus `-p` overrides, with the sweep id the DAG uses: `default_sweep_id`
+    (on Argo the workflow name) when sweep-id is empty, except for a triggered rerun, which keeps its own derived
+    id (the same keys on every delivery of the trigger)."""
+    out = {**parse_argo_parameters(text or "[]"), **(overrides or {})}
+    if default_sweep_id and not out.get("sweep-id") and not triggered(out):
+        out["sweep-id"] = default_sweep_id
+    return out
+
+
 def load(path: str | Path, overrides: dict[str, str] | None = None, substrate: str | None = None) -> Sweep:
     """Read and validate a sweep file; overrides are `-p` values, substrate forces e.g. `local`."""
     p = Path(path)

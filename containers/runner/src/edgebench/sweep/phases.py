@@ -45,6 +45,7 @@ class CellContext:
     # the local runner's reuse of one cluster by consecutive cells of the same build (Provider.build_key):
     reuse: dict[str, Any] | None = None  # the previous cell's reset cluster: handover() of that cell
     keep: bool = False  # the next cell builds the same cluster: reset it for that cell instead of tearing it down
+    on_phase: Callable[[str], None] | None = None  # told each phase's name as it starts (the sweep's progress)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -304,6 +305,7 @@ def merge_results(ctx: CellContext, sources: list[Path]) -> None:
 def teardown_cluster(ctx: CellContext) -> list[str]:
     """Disconnect the clusters, revert link conditions and tuning, then remove the cell's cluster(s) and everything
     the CNI left behind. Idempotent; runs on success and failure."""
+    _announce(ctx, "teardown-cluster")
     try:
         disconnect_clusters(ctx)
     except Exception as exc:  # the clusters go away next anyway; say so and carry on
@@ -356,11 +358,17 @@ FUNCTIONS: dict[str, Callable[[CellContext], Any]] = {
 PHASES = tuple(FUNCTIONS)
 
 
+def _announce(ctx: CellContext, phase: str) -> None:
+    if getattr(ctx, "on_phase", None):  # a stand-in context (tests) may have none
+        ctx.on_phase(phase)
+
+
 def run_cell(ctx: CellContext) -> bool:
     """All phases in order; teardown (which disconnects too) always runs, also on failure or interrupt, except that
     with ctx.keep a cluster that reset_cluster verified is left for the next cell. Returns True if it was left."""
     try:
         for phase in PHASES[:-1]:
+            _announce(ctx, phase)
             FUNCTIONS[phase](ctx)
         if reset_cluster(ctx):
             return True

@@ -11,15 +11,17 @@ from __future__ import annotations
 import contextlib
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TextIO
 
 from edgebench import sh, workloads
 from edgebench.sweep import phases
+from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
 from edgebench.results.store import BackgroundUploader, ResultStore, state_dir
+from edgebench.results.sweep_status import plan_record
 from edgebench.substrates.local.testbed import Testbed, require_root
 
 PHASES = phases.PHASES
@@ -42,7 +44,10 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
-              testbed: Testbed | None = None, interleave: bool = True) -> SweepReport:
+              testbed: Testbed | None = None, interleave: bool = True, live: TextIO | None = None) -> SweepReport:
+    """Run the sweep's cells, in interleaved rounds unless interleave is False (visits()). Progress
+    (sweep/progress.py) is a live line on `live` (a terminal), else plain lines through `log` when the current cell or
+    phase changes."""
     require_root()
     sh.require("ip", "bridge", "nft", "ss")
     for name in dict.fromkeys(tool for tool, _ in sweep.values["workloads"]):
@@ -56,22 +61,20 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         log(f"skipped {cell.label}: {reason}")
     report = SweepReport(sweep.sweep_id)
     previous = {} if rerun else store.run_statuses(sweep.sweep_id)
-    store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", {
-        "sweep_id": sweep.sweep_id, "source": sweep.source, "parameters": sweep.raw, "written_at": now(),
-        "cells": [c.to_json() for c in cells],
-    })
+    store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", plan_record(sweep, cells, now()))  # `edgebench status`
     total = sum(len(runs_for(sweep, c)) for c in cells)
-    progress = {"done": 0}
+    progress = Progress(len(cells), total, log=log, stream=live, tty=live is not None)
+    log = progress.log  # the sweep's lines go above the live line
     reasons: set[tuple[str, str]] = set()
 
     uploader = BackgroundUploader(store, log)
 
     def sink(run: Run, doc: dict[str, Any]) -> None:
         uploader.submit(run.prefix)  # spooled complete: sent while the next run measures
-        progress["done"] += 1
+        progress.run()
         report.counts[doc["status"]] += 1
         report.results.append(doc)
-        head = f"[{progress['done']}/{total}] {run.label}"
+        head = f"{progress.head()} {run.label}"
         if doc["status"] == "ok":
             log(f"{head}: {headline(doc)}")
         elif doc["status"] == "failed":
@@ -82,11 +85,13 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
             log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
     try:
-        _run_cells(sweep, cells, store, testbed, previous, report, progress, total, sink, log, interleave)
+        _run_cells(sweep, cells, store, testbed, previous, report, progress, sink, log, interleave)
     except BaseException:  # interrupted or broken: still send what was measured, but report the original error
         with contextlib.suppress(Exception):
             uploader.close()
         raise
+    finally:
+        progress.close()
     uploader.close()  # every run measured is uploaded before the sweep returns (else StoreError, kept in the spool)
     return report
 
@@ -108,19 +113,23 @@ def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list
 
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
-               progress: dict, total: int, sink, log: Log, interleave: bool = True) -> None:
+               progress: Progress, sink, log: Log, interleave: bool = True) -> None:
     """The cells in visits() order. Consecutive visits of the same build (Provider.build_key: local testbed, same
     datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
     earlier visit resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
     anything that does not read back as built, a failure or an interrupt, and it is torn down as before."""
     todos = [{r.run_id for r in runs_for(sweep, c) if previous.get(r.run_id, {}).get("status") != "ok"} for c in cells]
+    # runs stored before (a resumed sweep) are done from the start: the ETA counts only what is left to measure
+    progress.skip(sum(len(runs_for(sweep, c)) - len(todo) for c, todo in zip(cells, todos)))
     for i, cell in enumerate(cells):
         runs = runs_for(sweep, cell)
         report.counts["skipped"] += len(runs) - len(todos[i])
-        progress["done"] += len(runs) - len(todos[i])
         if not todos[i]:
-            log(f"[{progress['done']}/{total}] {cell.label}: all {len(runs)} runs already stored, skipped")
+            progress.cell(cell.label)
+            progress.cell_done()
+            log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
     plan = visits(sweep, cells, todos, interleave)
+    last_visit = {i: v for v, (i, _) in enumerate(plan)}  # a cell is done after its last visit
     keys = [substrates.build_key(cells[i]) for i, _ in plan]
     kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
     n_rounds = sweep.values["repetitions"]
@@ -129,6 +138,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             cell = cells[i]
             rnd = (f", round {next(r.repetition for r in runs_for(sweep, cell) if r.run_id in todo)} of {n_rounds}"
                    if interleave else "")
+            progress.cell(cell.label + (rnd.replace(",", "") if rnd else ""))
             log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs{rnd} ({cell.cell_id})")
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
             shutil.rmtree(workdir, ignore_errors=True)  # every visit starts from a clean state
@@ -139,6 +149,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
                 sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,
                 attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
                 reuse=kept[1] if kept else None, keep=keys[v] is not None and nxt is not None and keys[nxt] == keys[v],
+                on_phase=progress.phase,
             )
             kept = None  # the visit owns the cluster now: run_cell tears it down unless it resets it for the next
             try:
@@ -150,6 +161,8 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             if ctx.state.get("supported") is False:
                 log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
             shutil.rmtree(workdir, ignore_errors=True)
+            if last_visit[i] == v:
+                progress.cell_done()
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too
             kept[0].teardown()
