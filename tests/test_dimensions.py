@@ -54,6 +54,7 @@ def test_a_new_dimension_reaches_every_derived_place(monkeypatch):
     assert "radio" in dimensions.neutral_params()
     assert dimensions.warehouse_columns()[-1] == "radio"
     assert "'radio'" in dimensions.dbt_macro()
+    assert "coalesce({{ manifest }}->>'radio', 'wired') as radio" in dimensions.dbt_macro()  # staging parses it
     assert dimensions.substrate_problems("kind", {**{d.param: [d.base] for d in DIMENSIONS}, "radio": ["5g"]},
                                          {"radio": '["5g"]'}) == [
         'radio is emulated on the testbed only; leave it ["wired"]; got ["5g"]']
