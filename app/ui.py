@@ -7,7 +7,9 @@ from typing import Callable
 import duckdb
 import streamlit as st
 
-from data.common import CPU_CLASS_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, warehouse_path
+from edgebench.plan.dimensions import DIMENSIONS
+
+from data.common import LOCAL_BANNER, MISSING_WAREHOUSE, connect, warehouse_path
 
 
 @st.cache_resource(max_entries=2)
@@ -61,17 +63,17 @@ def choose(prefix: str, substrates_fn: Callable, values_fn: Callable, filters: d
     for col, (name, label) in zip(st.columns(len(filters)), filters.items()):
         values = query(values_fn, substrate=substrate, column=name, **chosen)
         chosen[name] = col.selectbox(label, values, key=key(name)) if values else None
-    cpu_banner(chosen.get("cpu_class"))
+    dimension_notes(chosen)
     return substrate, chosen
 
 
-def cpu_banner(cpu_class: str | None) -> None:
-    """The CPU-limited emulation label, wherever a CPU class other than none is shown."""
-    if cpu_class not in (None, "none"):
-        from edgebench.plan import catalog
-
-        label = catalog.cpu_classes()["classes"].get(cpu_class, {}).get("label", cpu_class)
-        st.warning(CPU_CLASS_BANNER.format(label=f"{cpu_class} ({label})"), icon=":material/memory:")
+def dimension_notes(chosen: dict) -> None:
+    """The warning a cell dimension declares (Dimension.note, e.g. the CPU-limited emulation's), wherever one of its
+    values other than the neutral one is chosen."""
+    for dim in DIMENSIONS:
+        value = chosen.get(dim.warehouse_column)
+        if dim.note and value not in (None, dim.neutral):
+            st.warning(dim.note(value), icon=dim.note_icon)
 
 
 def local_banner(substrate: str) -> None:

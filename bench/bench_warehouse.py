@@ -22,9 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import T95, Row  # noqa: E402
 import gen_store  # noqa: E402
 
+from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-KEYS = ["substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
-        "length_bytes", "duration_s", "iperf3_bitrate", "cni", "cni_mode", "datapath", "cpu_class"]
+# the mart's grain: the cell dimensions (plan/dimensions.py), then the iperf3 conditions and parameters
+KEYS = [*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate"]
+# the dimensions added after the first sweeps: manifests written before one lack its field (its neutral value)
+NEUTRAL = [d for d in DIMENSIONS if d.neutral is not None]
 
 
 def _t95(df: str) -> str:  # the t_critical_95 macro of analytics/macros/t_critical_95.sql
@@ -40,12 +44,14 @@ def plain_query(root: str) -> str:
     cols = ("{run_id: 'VARCHAR', workload: 'VARCHAR', status: 'VARCHAR', substrate: 'VARCHAR', "
             "distribution: 'VARCHAR', cni: 'VARCHAR', cni_mode: 'VARCHAR', datapath: 'VARCHAR', netem: 'JSON', "
             "netem_scenario: 'VARCHAR', tuning: 'JSON', tuning_profile: 'VARCHAR', is_valid: 'JSON', "
-            "intercluster: 'VARCHAR', service_proxy: 'VARCHAR', cpu_class: 'VARCHAR', protocol: 'VARCHAR', "
-            "path: 'VARCHAR', placement: 'VARCHAR', length_bytes: 'BIGINT', duration_s: 'BIGINT', params: 'JSON', "
-            "metrics: 'JSON', started_at: 'VARCHAR', finished_at: 'VARCHAR'}")
+            + "".join(f"{d.manifest_field}: 'VARCHAR', " for d in NEUTRAL)
+            + "protocol: 'VARCHAR', path: 'VARCHAR', placement: 'VARCHAR', length_bytes: 'BIGINT', "
+            "duration_s: 'BIGINT', params: 'JSON', metrics: 'JSON', started_at: 'VARCHAR', finished_at: 'VARCHAR'}")
+    neutral = "".join(f"coalesce({d.manifest_field}, '{d.neutral}') as {d.warehouse_column}, " for d in NEUTRAL)
     k = ", ".join(KEYS)
-    same = " and ".join(f"s.{c} = h.{c}" for c in KEYS[:8]) + " and " + \
-        " and ".join(f"s.{c} is not distinct from h.{c}" for c in ("duration_s", "iperf3_bitrate", "cpu_class"))
+    # the host row of the same conditions: every key but the CNI mode (null = null for duration_s, iperf3_bitrate)
+    same = " and ".join(f"s.{c} {'is not distinct from' if c in ('duration_s', 'iperf3_bitrate') else '='} h.{c}"
+                        for c in KEYS if c not in ("cni", "cni_mode", "datapath"))
     return f"""
 with m as (
     select run_id, workload, status, substrate, distribution, cni, cni_mode, datapath,
@@ -53,8 +59,7 @@ with m as (
            coalesce(tuning->>'profile', tuning_profile, 'default_settings') as tuning_profile,
            case when is_valid is null or json_type(is_valid) = 'NULL' then true
                 when json_type(is_valid) = 'BOOLEAN' then is_valid::varchar = 'true' end as is_valid,
-           coalesce(intercluster, 'none') as intercluster, coalesce(service_proxy, 'default') as service_proxy,
-           coalesce(cpu_class, 'none') as cpu_class, protocol, path, placement, length_bytes::integer as length_bytes,
+           {neutral}protocol, path, placement, length_bytes::integer as length_bytes,
            duration_s::integer as duration_s, params->>'bitrate' as iperf3_bitrate,
            try_cast(metrics->>'throughput_mbps' as double) as throughput_mbps,
            try_cast(started_at as timestamptz) as started_at, try_cast(finished_at as timestamptz) as finished_at,

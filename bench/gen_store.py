@@ -37,6 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fixture_manifests import NETEM  # noqa: E402  the link conditions as the testbed records them (tests' fixtures)
 
+from edgebench.plan.dimensions import DIMENSIONS  # noqa: E402
+
 T0 = datetime(2026, 9, 1, 8, 0, 0, tzinfo=timezone.utc)
 STATE = ".gen_store.json"  # beside runs/: how the store was generated (add_runs continues from it)
 
@@ -193,10 +195,13 @@ class _Store:
                        "unsupported": {"vm.swappiness": "global sysctl: not per network namespace"} if kopt else {},
                        "mtu": mtu},
             "is_valid": invalid is None, "invalid_reason": invalid,
-            "intercluster": "none", "intercluster_tool": "none", "intercluster_mode": "none",
+            # the dimensions added after the first sweeps at their neutral values (plan/dimensions.py), nothing
+            # read back of them
+            **{d.manifest_field: d.neutral for d in DIMENSIONS if d.neutral is not None},
+            **{d.detail: None for d in DIMENSIONS if d.detail},
+            "intercluster_tool": "none", "intercluster_mode": "none",
             "intercluster_implementation": "baseline", "intercluster_detail": None,
-            "service_proxy": "default", "service_proxy_mode": "dnat" if substrate == "local" else "iptables",
-            "cpu_class": "none", "cpu_class_detail": None,
+            "service_proxy_mode": "dnat" if substrate == "local" else "iptables",
             "workload": workload, "protocol": proto, "path": path, "placement": placement,
             "length_bytes": length, "duration_s": duration, "repetition": rep, "params": params,
             "status": status, "error": error, "attempt": 1 if ok else 2,

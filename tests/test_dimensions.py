@@ -54,6 +54,7 @@ def test_a_new_dimension_reaches_every_derived_place(monkeypatch):
     assert "radio" in dimensions.neutral_params()
     assert dimensions.warehouse_columns()[-1] == "radio"
     assert "'radio'" in dimensions.dbt_macro()
+    assert "coalesce({{ manifest }}->>'radio', 'wired') as radio" in dimensions.dbt_macro()  # staging parses it
     assert dimensions.substrate_problems("kind", {**{d.param: [d.base] for d in DIMENSIONS}, "radio": ["5g"]},
                                          {"radio": '["5g"]'}) == [
         'radio is emulated on the testbed only; leave it ["wired"]; got ["5g"]']
@@ -124,9 +125,12 @@ def test_portal_filters_come_from_the_table():
 
     sys.path.insert(0, str(REPO / "app"))
     try:
-        from data import common
+        from data import common, resources
     finally:
         sys.path.remove(str(REPO / "app"))
     labels = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
     assert labels and all(common.FILTERS[k] == v for k, v in labels.items())
     assert common._BASELINE_VALUES["cpu_class"] == "none"
+    # the resources page's mart holds the own-cores dimension at its neutral value: no filter on it
+    assert dimensions.OWN_CORES.warehouse_column == "cpu_class" and "cpu_class" not in resources.RESOURCE_FILTERS
+    assert "Raspberry Pi 4" in dimensions.OWN_CORES.note("pi4")  # the portal's warning, declared with the dimension

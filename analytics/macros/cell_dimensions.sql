@@ -11,7 +11,9 @@
                                         alias with its dot, e.g. 'r.').
     own_cores_only(prefix='')           a condition: the cell runs on the machine's own cores (CPU class at its
                                         neutral value); comparisons that do not hold the CPU class in their grain
-                                        keep CPU-limited cells out with it. -#}
+                                        keep CPU-limited cells out with it.
+    neutral_dimension_columns(manifest='manifest')  staging: each dimension with a neutral value out of the manifest
+                                        JSON, that value where the manifest predates the dimension. -#}
 
 {% macro cell_dimension_list() -%}
     {{ return(['substrate', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', 'tuning_profile', 'cpu_class']) }}
@@ -23,4 +25,10 @@
 
 {% macro own_cores_only(prefix='') -%}
     coalesce({{ prefix }}cpu_class, 'none') = 'none'
+{%- endmacro %}
+
+{% macro neutral_dimension_columns(manifest='manifest') -%}
+    coalesce({{ manifest }}->>'intercluster', 'none') as intercluster,
+    coalesce({{ manifest }}->>'service_proxy', 'default') as service_proxy,
+    coalesce({{ manifest }}->>'cpu_class', 'none') as cpu_class
 {%- endmacro %}

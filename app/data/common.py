@@ -15,10 +15,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kernel datapath each CNI configures, "
                 "not the CNI's control plane")
-CPU_CLASS_BANNER = ("CPU-limited emulation: every node runs on one core of this machine limited by a cgroup CPU quota "
-                    "to the published single-thread speed of {label} (catalog/cpu_classes.yaml, calibrated per cell "
-                    "with sysbench). Only per-core speed is emulated, not the board's other cores, memory or NIC; "
-                    "softirq work deferred to ksoftirqd is not limited.")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
 # The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label

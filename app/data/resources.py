@@ -4,11 +4,14 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from edgebench.plan.dimensions import OWN_CORES
+
 from .common import FILTERS, _substrates, _values_of, _where_in, baseline_color
 
 
-# the CNI datapaths page's conditions; resources compare the machine's own cores only (no CPU class)
-RESOURCE_FILTERS = {"workload": "Workload", **{k: v for k, v in FILTERS.items() if k != "cpu_class"}}
+# the CNI datapaths page's conditions; resources compare the machine's own cores only (cmp_resources_vs_host holds
+# the OWN_CORES dimension at its neutral value: no filter on it)
+RESOURCE_FILTERS = {"workload": "Workload", **{k: v for k, v in FILTERS.items() if k != OWN_CORES.warehouse_column}}
 
 
 def resource_substrates(con) -> list[str]:

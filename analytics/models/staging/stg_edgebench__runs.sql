@@ -56,10 +56,12 @@ renamed as (
         case when json_type(manifest->'tuning'->'unsupported') = 'OBJECT'
              then manifest->'tuning'->'unsupported' end            as tuning_unsupported,
         try_cast(manifest->'tuning'->>'mtu' as integer)            as tuning_mtu,
-        -- inter-cluster tool (docs/results-layout.md): manifests written before the dimension existed have none of
-        -- the keys and count as the one-cluster baseline (intercluster none, implementation baseline). The split
-        -- tool / mode fall back to the entry itself ("tool:mode") if only it was written.
-        coalesce(manifest->>'intercluster', 'none')                as intercluster,
+        -- the cell dimensions with a neutral value (macros/cell_dimensions.sql, generated from plan/dimensions.py):
+        -- a manifest written before one existed counts as that value (e.g. intercluster none: one cluster)
+        {{ neutral_dimension_columns('manifest') }},
+        -- inter-cluster tool (docs/results-layout.md): manifests without the keys are the one-cluster baseline
+        -- (implementation baseline). The split tool / mode fall back to the entry itself ("tool:mode") if only it
+        -- was written.
         coalesce(manifest->>'intercluster_tool',
                  nullif(split_part(coalesce(manifest->>'intercluster', 'none'), ':', 1), ''))
                                                                    as intercluster_tool,
@@ -81,16 +83,14 @@ renamed as (
         manifest->'intercluster_detail'->>'cable_driver'           as intercluster_cable_driver,
         case when json_type(manifest->'intercluster_detail') = 'OBJECT'
              then manifest->'intercluster_detail' end              as intercluster_detail,
-        -- service proxy (docs/results-layout.md): the cell's `service-proxy` entry ('default' for manifests written
-        -- before the dimension existed) and the mode that implemented ClusterIPs. Older manifests: the testbed always
-        -- used its plain nftables DNAT rule ('dnat'); on clusters the mode was not recorded (null).
-        coalesce(manifest->>'service_proxy', 'default')            as service_proxy,
+        -- service proxy (docs/results-layout.md): the mode that implemented ClusterIPs (the cell's entry is
+        -- service_proxy, above). Older manifests: the testbed always used its plain nftables DNAT rule ('dnat'); on
+        -- clusters the mode was not recorded (null).
         coalesce(manifest->>'service_proxy_mode',
                  case when manifest->>'substrate' = 'local' then 'dnat' end) as service_proxy_mode,
-        -- CPU class (testbed, catalog/cpu_classes.yaml): 'none' = the machine's own cores (also manifests written
-        -- before the dimension existed); the published single-thread score the class stands for and the mean over the
-        -- nodes of what the limited cores achieved when the cell was calibrated
-        coalesce(manifest->>'cpu_class', 'none')                   as cpu_class,
+        -- CPU class (testbed, catalog/cpu_classes.yaml; the class itself is cpu_class, above): the published
+        -- single-thread score the class stands for and the mean over the nodes of what the limited cores achieved
+        -- when the cell was calibrated
         try_cast(manifest->'cpu_class_detail'->>'published_score' as double) as cpu_class_published_score,
         (select avg(try_cast(n->>'achieved_score' as double))
          from unnest(cast(manifest->'cpu_class_detail'->'nodes' as json[])) as t(n)) as cpu_class_achieved_score,

@@ -5,7 +5,8 @@
                        numbers and booleans are not);
       unique:          a column (unique among its non-null values, as dbt's unique) or a list of columns (unique as a
                        combination; nulls compare equal), in which the name cell_dimensions stands for the cell
-                       dimension columns (macros/cell_dimensions.sql).
+                       dimension columns (macros/cell_dimensions.sql) and {cell_dimensions_except: [a, b]} for those
+                       but a and b (a comparison across substrates, say, has no substrate column).
     Returns one row per broken rule: rule ('<column>: <rule>') and problem (how many rows, with up to five of the
     offending values). warehouse.build() prints these rows when the test fails. -#}
 {% test column_contract(model, not_null=[], accepted_values={}, unique=[]) %}
@@ -29,13 +30,20 @@
     {%- if key is string -%}
         {%- set name, total, distinct = key, 'count(' ~ key ~ ')', 'count(distinct ' ~ key ~ ')' -%}
     {%- else -%}
-        {%- set fields = [] -%}
+        {%- set fields, names = [], [] -%}
         {%- for name in key -%}
-            {%- for c in (cell_dimension_list() if name == 'cell_dimensions' else [name]) -%}
+            {%- if name is mapping -%}
+                {%- set columns = cell_dimension_list() | reject('in', name['cell_dimensions_except']) | list -%}
+                {%- do names.append('cell_dimensions except ' ~ name['cell_dimensions_except'] | join('/')) -%}
+            {%- else -%}
+                {%- set columns = cell_dimension_list() if name == 'cell_dimensions' else [name] -%}
+                {%- do names.append(name) -%}
+            {%- endif -%}
+            {%- for c in columns -%}
                 {%- do fields.append("'" ~ c ~ "': " ~ c) -%}
             {%- endfor -%}
         {%- endfor -%}
-        {%- set name, total, distinct = key | join(', '), 'count(*)', 'count(distinct {' ~ fields | join(', ') ~ '})' -%}
+        {%- set name, total, distinct = names | join(', '), 'count(*)', 'count(distinct {' ~ fields | join(', ') ~ '})' -%}
     {%- endif -%}
     {%- do checks.append((name ~ ': unique', 'case when ' ~ total ~ ' > ' ~ distinct ~ ' then ' ~ total ~ ' - '
         ~ distinct ~ " || ' duplicate rows' end")) -%}
