@@ -120,8 +120,14 @@ def sweep(
     cells, skipped = _expand_checked(s, inventory)
     runs = [r for c in cells for r in runs_for(s, c)]
     timed = sum(r.duration_s or 0 for r in runs)  # HTTP runs are counted in requests, not seconds
-    out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {len(runs)} runs, {timed}s of timed measurement "
-              f"(substrate={s.values['substrate']})")
+    if s.values.get("adaptive"):
+        lo, hi = s.values["min-repetitions"], s.values["max-repetitions"]
+        out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, between {len(runs) * lo // hi} and {len(runs)} "
+                  f"runs (repetitions=auto: {lo} to {hi} rounds; each CNI cell stops once its comparisons with the "
+                  f"host are decided), up to {timed}s of timed measurement (substrate={s.values['substrate']})")
+    else:
+        out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {len(runs)} runs, {timed}s of timed measurement "
+                  f"(substrate={s.values['substrate']})")
     if dry_run:
         for c in cells:
             out.print(f"  {c.cell_id}  {c.label}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
@@ -148,7 +154,8 @@ def sweep(
         raise typer.Exit(130)
     c = report.counts
     out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
-              f"{c['skipped']} already stored")
+              f"{c['skipped']} already stored" + (f", {c['not needed']} not needed (decided early)"
+                                                  if c.get("not needed") else ""))
     if report.failures:
         err.print("[red]failed runs (recorded with their error in MinIO):[/]")
         for f in report.failures:

@@ -121,8 +121,13 @@ CORE_PARAMS: tuple[Param, ...] = (
                                                  "http:payload-echo"]),
           "workload entries, name or name:variant (e.g. iperf3:tcp, dds:latency, http:payload-echo); "
           "`edgebench params` lists every workload and its variants"),
-    Param("repetitions", lambda n, v: integer(n, v, 1), "3",
-          "repetitions of every run (each a separate measurement, interleaved)"),
+    Param("repetitions", lambda n, v: "auto" if v.strip().lower() == "auto" else integer(n, v, 1), "3",
+          "repetitions of every run (each a separate measurement, in interleaved rounds), or auto: at least "
+          "min-repetitions, then each CNI cell stops once every comparison with its host baseline is decided "
+          "(equivalent, better or worse; docs/verdicts.md), at most max-repetitions (local runner; Argo runs the "
+          "maximum)"),
+    Param("min-repetitions", lambda n, v: integer(n, v, 2), "3", "with repetitions=auto: rounds every cell runs"),
+    Param("max-repetitions", lambda n, v: integer(n, v, 2), "10", "with repetitions=auto: rounds at most"),
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),
 )
 LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Argo files list them
@@ -142,7 +147,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workload_params()
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"trigger", *neutral_params()})
+NEUTRAL_AT_DEFAULT = frozenset({"trigger", "min-repetitions", "max-repetitions", *neutral_params()})
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,12 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     if "cnis" not in raw:
         raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
+    values["adaptive"] = values["repetitions"] == "auto"
+    if values["adaptive"]:  # plan the maximum; the local runner stops each cell once its comparisons are decided
+        if values["min-repetitions"] > values["max-repetitions"]:
+            raise SpecError(f"{source}: min-repetitions ({values['min-repetitions']}) is above max-repetitions "
+                            f"({values['max-repetitions']})")
+        values["repetitions"] = values["max-repetitions"]
     for scenario in values["netem"]:
         netem.resolve(scenario, custom=values["netem-custom"].get(scenario))  # unknown names: SpecError
     trig = values["trigger"]

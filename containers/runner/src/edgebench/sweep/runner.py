@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from edgebench import sh, workloads
-from edgebench.sweep import phases
+from edgebench.sweep import adaptive, phases
 from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
@@ -112,6 +112,30 @@ def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list
     return [(i, by_rep[i][rep]) for rep in range(1, rounds + 1) for i in range(len(cells)) if by_rep[i].get(rep)]
 
 
+def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progress: Progress, log: Log,
+           plan: list, v: int, rnd: int, active: set[int], stopped: dict) -> None:
+    """repetitions=auto, after round `rnd` (the visit plan[v] ended it): stop the cells whose comparisons are all
+    decided (sweep/adaptive.py), drop their later visits from the plan, and record why in sweeps/<id>/stops.json."""
+    docs: dict[str, list[dict]] = {}
+    for doc in report.results:
+        docs.setdefault(doc.get("cell_id"), []).append(doc)
+    decisions = adaptive.stops(cells, docs, active, rnd, sweep.values["min-repetitions"],
+                               sweep.values["max-repetitions"])
+    if not decisions:
+        return
+    for j, reason in decisions.items():
+        active.discard(j)
+        stopped[cells[j].cell_id] = {"label": cells[j].label, "after_round": rnd, "reason": reason}
+        log(f"{cells[j].label}: stops after round {rnd}: {reason}")
+    dropped = [(j, t) for j, t in plan[v + 1:] if j not in active]
+    plan[v + 1:] = [(j, t) for j, t in plan[v + 1:] if j in active]
+    progress.skip(sum(len(t) for _, t in dropped))
+    report.counts["not needed"] = report.counts.get("not needed", 0) + sum(len(t) for _, t in dropped)
+    for j in {j for j, _ in dropped}:
+        progress.cell_done()
+    store.put_json(f"sweeps/{sweep.sweep_id}/stops.json", {"sweep_id": sweep.sweep_id, "stops": stopped})
+
+
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
                progress: Progress, sink, log: Log, interleave: bool = True) -> None:
     """The cells in visits() order. Consecutive visits of the same build (Provider.build_key: local testbed, same
@@ -129,26 +153,31 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             progress.cell_done()
             log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
     plan = visits(sweep, cells, todos, interleave)
-    last_visit = {i: v for v, (i, _) in enumerate(plan)}  # a cell is done after its last visit
-    keys = [substrates.build_key(cells[i]) for i, _ in plan]
+    adaptive_on = bool(sweep.values.get("adaptive")) and interleave
+    rep_of = {rid: r.repetition for c in cells for r in runs_for(sweep, c) for rid in [r.run_id]}
+    active, stopped = set(range(len(cells))), {}
     kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
     n_rounds = sweep.values["repetitions"]
     try:
-        for v, (i, todo) in enumerate(plan):
-            cell = cells[i]
-            rnd = (f", round {next(r.repetition for r in runs_for(sweep, cell) if r.run_id in todo)} of {n_rounds}"
-                   if interleave else "")
+        v = 0
+        while v < len(plan):
+            i, todo = plan[v]
+            cell, rnd_no = cells[i], rep_of[next(iter(todo))]
+            last_of_round = v + 1 == len(plan) or rep_of[next(iter(plan[v + 1][1]))] != rnd_no
+            rnd = f", round {rnd_no} of {n_rounds}" if interleave else ""
             progress.cell(cell.label + (rnd.replace(",", "") if rnd else ""))
             log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs{rnd} ({cell.cell_id})")
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
             shutil.rmtree(workdir, ignore_errors=True)  # every visit starts from a clean state
             provider = substrates.get(cell.substrate, getattr(kept[0], "testbed", testbed) if kept else testbed,
                                       cell=cell, workdir=workdir)
-            nxt = v + 1 if v + 1 < len(plan) else None
+            # with repetitions=auto the next round's visits are known only after this round's decisions
+            nxt = v + 1 if v + 1 < len(plan) and not (adaptive_on and last_of_round) else None
+            key, nxt_key = substrates.build_key(cell), substrates.build_key(cells[plan[nxt][0]]) if nxt else None
             ctx = phases.CellContext(
                 sweep, cell, workdir=workdir, results=store.spool, provider=provider, log=log, sink=sink, only=todo,
                 attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo},
-                reuse=kept[1] if kept else None, keep=keys[v] is not None and nxt is not None and keys[nxt] == keys[v],
+                reuse=kept[1] if kept else None, keep=key is not None and nxt is not None and nxt_key == key,
                 on_phase=progress.phase,
             )
             kept = None  # the visit owns the cluster now: run_cell tears it down unless it resets it for the next
@@ -161,8 +190,11 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             if ctx.state.get("supported") is False:
                 log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
             shutil.rmtree(workdir, ignore_errors=True)
-            if last_visit[i] == v:
+            if all(j != i for j, _ in plan[v + 1:]):
                 progress.cell_done()
+            if adaptive_on and last_of_round:
+                _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, stopped)
+            v += 1
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too
             kept[0].teardown()

@@ -78,6 +78,11 @@ class Workload:
         """The one figure a progress line shows for an ok run."""
         return ""
 
+    def judged(self, metrics: dict[str, Any]) -> tuple[str, float, bool] | None:
+        """The figure an ok run is judged on against its baseline while a sweep runs (repetitions=auto):
+        (metric family, value, higher is better); None when the workload has none."""
+        return None
+
     def describe(self, run: Run) -> str:
         """Extra words for the run's progress label (after the variant)."""
         return self.plan.describe(run)

@@ -48,6 +48,13 @@ class Dds(Workload):
             return f"latency p50 {metrics['latency_p50_us']:.0f} us, p99 {metrics['latency_p99_us']:.0f} us"
         return f"{metrics.get('throughput_mbps') or 0:.0f} Mbit/s"
 
+    def judged(self, metrics: dict[str, Any]) -> tuple[str, float, bool] | None:
+        """Latency mode on the p90 (as cmp_dds_vs_host), throughput mode on Mbit/s."""
+        if metrics.get("latency_p90_us") is not None:
+            return ("latency", metrics["latency_p90_us"], False)
+        value = metrics.get("throughput_mbps")
+        return None if value is None else ("throughput", value, True)
+
 
 
 WORKLOAD = Dds()

@@ -32,5 +32,9 @@ class Http(Workload):
     def headline(self, metrics: dict[str, Any]) -> str:
         return f"response p50 {metrics['response_p50_ms']:.3f} ms, p99 {metrics['response_p99_ms']:.3f} ms"
 
+    def judged(self, metrics: dict[str, Any]) -> tuple[str, float, bool] | None:
+        value = metrics.get("response_p50_ms")
+        return None if value is None else ("latency", value, False)
+
 
 WORKLOAD = Http()

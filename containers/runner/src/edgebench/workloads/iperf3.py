@@ -31,5 +31,9 @@ class Iperf3(Workload):
     def headline(self, metrics: dict[str, Any]) -> str:
         return f"{metrics['throughput_mbps']:.0f} Mbit/s"
 
+    def judged(self, metrics: dict[str, Any]) -> tuple[str, float, bool] | None:
+        value = metrics.get("throughput_mbps")
+        return None if value is None else ("throughput", value, True)
+
 
 WORKLOAD = Iperf3()
