@@ -14,7 +14,7 @@ from typing import Any
 
 from edgebench import workloads
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.results.verdict import compare, margin_pct
+from edgebench.results.verdict import Comparison, compare, decide, margin_pct
 
 
 def conditions(cell) -> tuple:
@@ -45,10 +45,10 @@ def _values(docs: list[dict[str, Any]]) -> dict[tuple, dict[int, tuple[str, floa
     return out
 
 
-def judge_cell(cell_docs: list[dict], host_docs: list[dict]) -> tuple[bool, dict[str, int]]:
-    """Are all the cell's comparisons with its host decided? Returns (decided, verdict counts)."""
+def judge(cell_docs: list[dict], host_docs: list[dict]) -> list[tuple[tuple, Comparison]]:
+    """Each of the cell's variants against the host's, by the one rule, paired by round (rounds both measured)."""
     mine, host = _values(cell_docs), _values(host_docs)
-    counts: dict[str, int] = {}
+    out = []
     for variant, by_round in mine.items():
         base = host.get(variant)
         if not base:
@@ -57,11 +57,38 @@ def judge_cell(cell_docs: list[dict], host_docs: list[dict]) -> tuple[bool, dict
         if not rounds:
             continue
         family, _, higher = by_round[rounds[0]]
-        c = compare([by_round[r][1] for r in rounds], [base[r][1] for r in rounds], higher_is_better=higher,
-                    pct=margin_pct(family), rounds_a=rounds, rounds_b=rounds)
+        out.append((variant, compare([by_round[r][1] for r in rounds], [base[r][1] for r in rounds],
+                                     higher_is_better=higher, pct=margin_pct(family), rounds_a=rounds,
+                                     rounds_b=rounds)))
+    return out
+
+
+# Looking after every round and stopping at the first decided look would call more false differences than one look
+# at a fixed n does (simulated: 15 % of identical pairs instead of about 5 %, 3..8 rounds). So an early stop on a
+# difference needs the interval widened by this factor to still say better / worse (an alpha-spending guard, as
+# group-sequential designs use); equivalence stops as it is. The verdict itself is always the one rule on all the
+# runs (the warehouse's), whenever the cell stopped.
+EARLY_WIDEN = 2.0
+
+
+def settled(c: Comparison) -> bool:
+    """May a cell stop on this comparison before max-repetitions?"""
+    if c.verdict == "equivalent":
+        return True
+    if c.verdict in ("better", "worse") and c.ci95 is not None and c.mean_b is not None:
+        return decide(c.diff, c.ci95 * EARLY_WIDEN, c.n_a, c.n_b, c.mean_b, c.verdict == "better" if c.diff > 0
+                      else c.verdict == "worse", c.margin_pct) == c.verdict
+    return False
+
+
+def judge_cell(cell_docs: list[dict], host_docs: list[dict]) -> tuple[bool, dict[str, int]]:
+    """May the cell stop: is every comparison with its host settled? Returns (settled, verdict counts)."""
+    counts: dict[str, int] = {}
+    ok = True
+    for _, c in judge(cell_docs, host_docs):
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
-    decided = bool(counts) and all(v in ("equivalent", "better", "worse") for v in counts)
-    return decided, counts
+        ok = ok and settled(c)
+    return bool(counts) and ok, counts
 
 
 def stops(cells, docs_by_cell: dict[str, list[dict]], active: set[int], rnd: int, min_r: int,
