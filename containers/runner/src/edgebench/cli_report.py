@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
-from edgebench.results import papers
+from edgebench.results import changepoints, papers
 from edgebench.results import summaries
 from edgebench.results import warehouse as wh
 from edgebench.results.verdict import RULE_HELP
@@ -39,6 +39,10 @@ def report(
         False, "--emulation",
         help="Instead of the regression cards: the testbed's emulation against the real CNIs (cmp_emulation_vs_real): "
              "testbed / real per CNI mode and metric, with n, the 95% CI and the verdict (model holds within +-10%)."),
+    history: bool = typer.Option(
+        False, "--history",
+        help="Instead of the regression cards: change points over each CNI mode's whole version history (3 or more "
+             "versions), per configuration and metric, judged by the one verdict rule (results/changepoints.py)."),
     as_json: bool = typer.Option(False, "--json", help="Print the cards (or the paper report) as JSON instead of tables."),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ):
@@ -62,6 +66,17 @@ def report(
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_emulation(rows)
+            return
+        if history:
+            entries = changepoints.history_report(lambda sql, params: summaries._query_params(sql, params, path), cni)
+            if as_json:
+                typer.echo(json.dumps([{**e, "change_points": [
+                    {"before": p.before, "after": p.after, "early": p.early, "verdict": p.comparison.verdict,
+                     "diff_pct": p.comparison.diff_pct, "ci95_pct": p.comparison.ci95_pct,
+                     "n_before": p.comparison.n_b, "n_after": p.comparison.n_a} for p in e["change_points"]]}
+                    for e in entries], indent=2, default=str))
+            else:
+                print_history(entries)
             return
         if paper is not None:
             rep = papers.paper_report(lambda sql, params: summaries._query_params(sql, params, path), paper)
@@ -117,6 +132,26 @@ def print_emulation(rows: list[dict]) -> None:
                   f"{r['testbed_n']}/{r['real_n']}", f"{r['testbed_mean']:.4g}", f"{r['real_mean']:.4g}",
                   f"{r['ratio']:.3f} [{_num(r['ratio_ci_low'])}-{_num(r['ratio_ci_high'])}]", verdict)
     out.print(t)
+
+
+def print_history(entries: list[dict]) -> None:
+    if not entries:
+        out.print("No configuration has been measured at 3 or more versions of a CNI yet (the regression cards "
+                  "compare the newest two).")
+        return
+    n_points = sum(len(e["change_points"]) for e in entries)
+    for e in entries:
+        if not e["change_points"]:
+            continue
+        where = " ".join(str(e[k]) for k in ("workload", "protocol", "path", "placement") if e.get(k))
+        out.print(f"{e['cni']}:{e['cni_mode']} ({e['substrate']}) {where} {e['metric']}: versions "
+                  f"{', '.join(e['versions'])}", highlight=False)
+        for p in e["change_points"]:
+            c = p.comparison
+            out.print(f"  between {p.before} and {p.after}{' (early: little history before it)' if p.early else ''}: "
+                      f"{c.text()}", highlight=False)
+    out.print(f"{len(entries)} series with 3 or more versions; {n_points} change point(s). Each: the runs after it "
+              "against the runs before it in its segment, by the one rule: " + RULE_HELP, highlight=False)
 
 
 def print_card(card: dict) -> None:
