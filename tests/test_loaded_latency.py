@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from edgebench import workloads
 from edgebench.plan import cells
 from edgebench.plan import spec
+from edgebench.results import verdict as V
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
@@ -75,21 +77,27 @@ def test_mart_compares_loaded_with_idle_with_n_ci_and_verdict(measured, tmp_path
     with duckdb.connect(str(path), read_only=True) as con:
         rows = con.execute("""select cni, probe, idle_n_runs, loaded_n_runs, idle_p99_us, loaded_p99_us,
                                      p99_inflation_us, p99_inflation_ci95_us, p99_verdict, is_host_baseline,
-                                     host_p99_inflation_us
+                                     host_p99_inflation_us, p99_runs_to_decide
                               from cmp_loaded_latency_vs_idle order by probe, cni""").fetchall()
-        runs = con.execute("""select r.cni, l.probe, l.load, l.probe_p99_us
+        runs = con.execute("""select r.cni, l.probe, l.load, l.probe_p99_us, l.resolution_us
                               from int_runs__deduplicated r join stg_edgebench__loaded_latency l using (raw_key)""")
         runs = runs.fetchall()
     assert [(r[0], r[1]) for r in rows] == [("flannel", "dds"), ("host", "dds"), ("flannel", "http"), ("host", "http")]
-    for cni, probe, n_idle, n_loaded, idle, loaded, infl, ci, verdict, is_host, host_infl in rows:
+    for cni, probe, n_idle, n_loaded, idle, loaded, infl, ci, verdict, is_host, host_infl, runs_left in rows:
         assert n_idle == n_loaded == 2 and is_host == (cni == "host")
         # recomputed independently from the per-run rows
-        mine = [p99 for c, p, load, p99 in runs if c == cni and p == probe and load == "idle"]
-        theirs = [p99 for c, p, load, p99 in runs if c == cni and p == probe and load == "bulk"]
+        mine = [p99 for c, p, load, p99, _ in runs if c == cni and p == probe and load == "idle"]
+        theirs = [p99 for c, p, load, p99, _ in runs if c == cni and p == probe and load == "bulk"]
         assert idle == pytest.approx(sum(mine) / 2) and loaded == pytest.approx(sum(theirs) / 2)
         assert infl == pytest.approx(loaded - idle)
-        assert ci is not None and ci >= 0
-        expected = "worse" if infl - ci > 0 else "better" if infl + ci < 0 else "indistinguishable"
+        # the one rule (edgebench.results.verdict): Welch's interval of loaded - idle, lower = better, the latency
+        # margin (5 % of the idle p99) never below the probe's resolution
+        welch = V.welch_ci95(2, statistics.stdev(theirs), 2, statistics.stdev(mine))
+        assert ci is not None and ci == pytest.approx(welch, rel=1e-9, abs=1e-9)
+        resolutions = [res for c, p, _, _, res in runs if c == cni and p == probe and res is not None]
+        resolution = max(resolutions) if resolutions else None
+        expected = V.decide(infl, welch, 2, 2, idle, False, V.margin_pct("latency"), resolution)
         assert verdict == expected
+        assert runs_left == V.runs_to_decide(expected, infl, welch, 2, idle, V.margin_pct("latency"), resolution)
         host_row = [r for r in rows if r[0] == "host" and r[1] == probe][0]
         assert host_infl == pytest.approx(host_row[6])

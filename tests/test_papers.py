@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
 from edgebench.results import papers
+from edgebench.results import verdict as V
 
 # ---- pure parts ---------------------------------------------------------------------------------------------------
 
@@ -19,7 +20,10 @@ from edgebench.results import papers
 @pytest.mark.parametrize("left, lci, right, rci, comp, expected", [
     (10, 1, 5, 1, ">", "agrees"),         # [9, 11] above [4, 6]
     (10, 1, 5, 1, "<", "disagrees"),
-    (10, 3, 5, 3, ">", "cannot tell"),    # [7, 13] overlaps [2, 8]
+    (10, 3, 5, 3, ">", "agrees"),         # the intervals overlap, but the difference's (5 +- 4.2) excludes 0
+    (10, 4, 5, 4, ">", "cannot tell"),    # 5 +- 5.7 holds 0: inconclusive
+    (100, 0.5, 101, 0.5, ">", "disagrees"),  # -1 +- 0.7 within the 5 % margin: equivalent, not higher
+    (10, 1, 5, 1, "~", "disagrees"),
     (5, 1, 10, 1, "<", "agrees"),
     (5, None, 10, 1, "<", "cannot tell"),  # a side with one run: no interval
     (100, 1, 102, 1, "~", "agrees"),      # tolerance 5 % of 102 = 5.1; difference -2 +- 2 inside
@@ -58,20 +62,26 @@ CLAIM = {"claim_id": "t-01", "mart": "cmp_dds_vs_host", "metric": "throughput_mb
 
 
 def test_each_claim_pairs_within_groups_only():
-    rows = [_dds("flannel", "host-gw", 64, 90, 1), _dds("flannel", "vxlan", 64, 80, 1),
-            _dds("flannel", "host-gw", 1024, 95, 1), _dds("flannel", "vxlan", 1024, 92, 1),
+    # n = 3 a side, +-1: sd 1 x sqrt(3) / 4.303 = 0.40, Welch (df 4) +-2.776 x sqrt(2 x 0.40^2 / 3) = +-0.91; the
+    # margin is 5 % of the right side (throughput)
+    rows = [_dds("flannel", "host-gw", 64, 90, 1), _dds("flannel", "vxlan", 64, 80, 1),     # +10 +- 0.91 vs 4.0
+            _dds("flannel", "host-gw", 1024, 95, 1), _dds("flannel", "vxlan", 1024, 85, 1),  # +10 +- 0.91 vs 4.25
             # another placement is another group; a payload outside the filter is ignored
             _dds("flannel", "vxlan", 64, 99, 1, placement="same-node"),
             _dds("flannel", "host-gw", 4096, 10, 1), _dds("flannel", "vxlan", 4096, 99, 1)]
     res = papers.evaluate_claim(CLAIM, rows)
     assert (res["outcome"], res["n_comparisons"], res["n_agree"]) == ("agrees", 2, 2)
     assert res["left"]["mean"] == pytest.approx(92.5) and res["left"]["n_runs"] == 6
-    assert res["right"]["mean"] == pytest.approx(86)
-    # one significant counterexample refutes an `each` claim
-    rows[3] = _dds("flannel", "vxlan", 1024, 99, 1)
+    assert res["right"]["mean"] == pytest.approx(82.5)
+    # one decided counterexample refutes an `each` claim: 95 vs 105, -10 +- 0.91 beyond the margin (5.25): worse
+    rows[3] = _dds("flannel", "vxlan", 1024, 105, 1)
     assert papers.evaluate_claim(CLAIM, rows)["outcome"] == "disagrees"
-    # overlapping intervals: cannot tell
-    rows[3] = _dds("flannel", "vxlan", 1024, 95, 2)
+    # and so does a difference within the margin: 95 vs 92, +3 +- 0.91 inside +-4.6: equivalent, not higher
+    rows[3] = _dds("flannel", "vxlan", 1024, 92, 1)
+    assert papers.evaluate_claim(CLAIM, rows)["outcome"] == "disagrees"
+    # an inconclusive one: cannot tell. 95 +- 1 vs 93 +- 10: sd 0.40 and 4.03, Welch df 2, +2 +- 4.303 x
+    # sqrt(0.40^2 / 3 + 4.03^2 / 3) = +2 +- 10.0, holding 0 and reaching beyond +-4.65
+    rows[3] = _dds("flannel", "vxlan", 1024, 93, 10)
     res = papers.evaluate_claim(CLAIM, rows)
     assert (res["outcome"], res["n_agree"], res["n_cannot_tell"]) == ("cannot tell", 1, 1)
 
@@ -150,7 +160,13 @@ def test_dds_overhead_interval_from_the_runs(fixture_warehouse):
     expected_ci = _welch_half_width(fl, host) / hm * 100
     assert (n, hn) == (2, 2)
     assert pct == pytest.approx((hm - fm) / hm * 100) and ci == pytest.approx(expected_ci, rel=1e-6)
-    assert verdict == ("worse" if abs(fm - hm) / hm * 100 > expected_ci else "indistinguishable")
+    # the one rule on the per-run values: Welch's interval of flannel - host against 5 % of the host mean
+    sd = [math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) for xs, m in ((fl, fm), (host, hm))]
+    welch = V.welch_ci95(2, sd[0], 2, sd[1])
+    assert welch == pytest.approx(_welch_half_width(fl, host), rel=1e-9)
+    assert verdict == V.decide(fm - hm, welch, 2, 2, hm, True, V.margin_pct("throughput"))
+    # the fixture's flannel is 16.2 % slower, +-5.7 %: the interval lies beyond the 5 % margin, worse
+    assert verdict == "worse"
     # host rows are the baseline
     assert duckdb.connect(str(fixture_warehouse), read_only=True).execute(
         "select distinct verdict from cmp_dds_vs_host where cni = 'host'").fetchall() == [("baseline",)]

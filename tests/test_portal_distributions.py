@@ -50,7 +50,9 @@ def test_queries(both):
         assert (k0s["n_runs"], k0s["verdict"]) == (3, "worse")
         proxies = proxy_comparison(con, "local", cni="flannel")
         assert proxies["service_proxy_mode"].tolist() == ["iptables", "dnat", "nftables"]
-        assert proxies["verdict"].tolist() == ["reference", "indistinguishable", "better"]
+        # against iptables (2000 +- 10 Mbit/s, margin 100): dnat +50 +- 127 holds 0 and reaches beyond the margin,
+        # inconclusive; nftables +100 +- 23 excludes 0 and reaches beyond it, better (test_warehouse_distributions)
+        assert proxies["verdict"].tolist() == ["reference", "inconclusive", "better"]
         assert proxy_unsupported(con, "local")["service_proxy_mode"].tolist() == ["ipvs"]
     finally:
         con.close()
@@ -78,7 +80,7 @@ def test_page_without_clusters_says_so_and_shows_the_testbed_part(testbed_only, 
     assert any("no real-cluster runs" in i.value for i in at.info)
     assert frame(at, "reference_mean") is None
     assert frame(at, "default proxy") is not None
-    assert frame(at, "reference_throughput_mbps")["verdict"].tolist() == ["reference", "indistinguishable", "better"]
+    assert frame(at, "reference_throughput_mbps")["verdict"].tolist() == ["reference", "inconclusive", "better"]
 
 
 def test_one_proxy_mode_is_a_table_not_a_chart(testbed_only, monkeypatch):

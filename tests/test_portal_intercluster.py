@@ -137,8 +137,10 @@ def test_page_difference_table_carries_n_ci_and_verdict(page):
     assert diff.loc[("none", SKUPPER), "n_runs"] == fx.IC_REPS
     skupper = diff.loc[("none", SKUPPER), "vs_none_ms"]
     assert " ± " in skupper and skupper.startswith("+") and skupper.endswith(" ms")
-    assert "indistinguishable" in set(diff["verdict"])
-    # indistinguishable is marked in the table (the verdict cells are styled)
+    # submariner:vxlan 1000 B at netem none: +0.14 +- 0.16 ms holds 0 and reaches beyond the margin (0.059 ms =
+    # 5 % of 1.19): inconclusive (test_warehouse_intercluster recomputes it from the runs)
+    assert diff.loc[("none", SUBMARINER), "verdict"] == "inconclusive"
+    # inconclusive is marked in the table (the verdict cells are styled)
     (styled,) = [d for d in page.dataframe if "vs_none_ms" in d.value.columns]
     assert "fff3b0" in str(styled.proto)
     assert any("95% CI" in c.value for c in page.caption)

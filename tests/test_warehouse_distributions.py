@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
+from edgebench.results import verdict as V
 
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
 
@@ -103,7 +104,13 @@ def test_cmp_service_proxies(wh):
             continue
         assert diff == pytest.approx(st.mean(values) - st.mean(ref))
         assert diff_ci == pytest.approx(_welch(values, ref), rel=1e-6)
-    assert rows["nftables"][-1] == "better" and rows["dnat"][-1] == "indistinguishable"
+        # the one rule (edgebench.results.verdict) on the per-run values, throughput margin 5 % of the reference
+        assert verdict == V.decide(st.mean(values) - st.mean(ref), _welch(values, ref), 3, 3, st.mean(ref), True,
+                                   V.margin_pct("throughput")), mode
+    # the margin is 100 Mbit/s (5 % of 2000). nftables: +100 +- 22.7 (df 4: 2.776 x sqrt(2 x 10^2 / 3)), the
+    # interval [77, 123] excludes 0 and reaches beyond the margin: better; dnat: +50 +- 126.7 (df 2: 4.303 x
+    # sqrt(50^2 / 3 + 10^2 / 3)), [-77, 177] holds 0 and reaches beyond it: inconclusive
+    assert rows["nftables"][-1] == "better" and rows["dnat"][-1] == "inconclusive"
     # the default-proxy comparison marts keep their meaning: only the default cells' runs
     assert q(wh, "select service_proxy_mode, count(*) from fct_iperf3_runs where substrate = 'local' "
                  "and status = 'unsupported' group by all") == [("ipvs", 1)]
@@ -119,8 +126,19 @@ def test_cmp_distributions(wh):
     n, mean, diff, diff_ci, verdict = rows[("throughput_mbps", "iperf3/run", "k0s")]
     assert (n, verdict) == (3, "worse") and mean == pytest.approx(700.0)
     assert diff == pytest.approx(-200.0) and diff_ci == pytest.approx(_welch(k0s["tput"], k3s["tput"]), rel=1e-6)
-    assert rows[("latency_us", "iperf3/run", "k0s")][-1] == "indistinguishable"
+    assert verdict == V.decide(-200.0, _welch(k0s["tput"], k3s["tput"]), 3, 3, 900.0, True, V.margin_pct("throughput"))
+    # rtt 305 vs 300 us: +5 +- 22.7 (df 4: 2.776 x sqrt(2 x 10^2 / 3)) holds 0 and reaches beyond the latency
+    # margin (15 = 5 % of 300): inconclusive
+    n, mean, diff, diff_ci, verdict = rows[("latency_us", "iperf3/run", "k0s")]
+    assert diff_ci == pytest.approx(_welch(k0s["rtt"], k3s["rtt"]), rel=1e-6)
+    assert verdict == V.decide(5.0, _welch(k0s["rtt"], k3s["rtt"]), 3, 3, 300.0, False,
+                               V.margin_pct("latency")) == "inconclusive"
+    # CPU 10 vs 6 %: +4 +- 2.27 (df 4) beyond the margin (0.3 = 5 % of 6): more CPU, worse
     n, mean, diff, diff_ci, verdict = rows[("cpu_pct", "cni/run", "k0s")]
-    assert mean == pytest.approx(10.0) and diff == pytest.approx(4.0) and verdict == "worse"  # more CPU: worse
-    assert rows[("cpu_pct", "cni/idle", "k0s")][-1] == "indistinguishable"  # no spread on either side: diff 0
+    assert mean == pytest.approx(10.0) and diff == pytest.approx(4.0) and verdict == "worse"
+    assert verdict == V.decide(4.0, _welch(k0s["cni_cpu_run"], k3s["cni_cpu_run"]), 3, 3, 6.0, False,
+                               V.margin_pct("cpu"))
+    # idle CPU 1.0 on every run of both: diff 0 +- 0 within the margin (0.05): equivalent
+    n, mean, diff, diff_ci, verdict = rows[("cpu_pct", "cni/idle", "k0s")]
+    assert (diff, diff_ci, verdict) == (0.0, 0.0, "equivalent")
     assert rows[("throughput_mbps", "iperf3/run", "k3s")][-1] == "reference"

@@ -11,6 +11,7 @@ import pytest
 
 import fixture_manifests as fx
 from edgebench.results import summaries, warehouse
+from edgebench.results import verdict as V
 
 # two-sided 95% Student t, t(0.975, df), from statistics tables
 T95 = {1: 12.706204736174704, 2: 4.302652729911275, 3: 3.182446305284263}
@@ -57,15 +58,17 @@ def expected_rows() -> dict[tuple, dict]:
     """cmp_intercluster_vs_none computed by hand from the fixture runs: per configuration the run medians, pooled
     request quantiles, the none baseline, the difference with its Welch interval, the verdict and limit shares."""
     vehicle, remote = fx.IC_LIMITS_MS["vehicle assist"], fx.IC_LIMITS_MS["remote maintenance"]
-    groups = defaultdict(list)
+    groups, resolutions = defaultdict(list), defaultdict(list)
     for m in fx.intercluster_manifests():
         if m["status"] == "ok" and m["cni"] != "host":
             groups[_key(m)].append(fx.intercluster_requests(m))
+            resolutions[_key(m)].append(m["metrics"].get("resolution_ms", 0.1))  # no field: hey's 0.1 ms
     rows = {}
     for k, runs in groups.items():
         medians = [quantile([r["response_ms"] for r in reqs], 0.5) for reqs in runs]
         pooled = [r["response_ms"] for reqs in runs for r in reqs]
         rows[k] = {"n_runs": len(runs), "n_requests": len(pooled), "medians": medians,
+                   "resolution_ms": max(resolutions[k]),
                    "request_median_ms": quantile(pooled, 0.5), "request_p95_ms": quantile(pooled, 0.95),
                    "response_p50_ms": statistics.mean(medians), "response_p50_ci95_ms": ci95(medians),
                    "share_requests_over_vehicle_assist": sum(t > vehicle for t in pooled) / len(pooled),
@@ -77,24 +80,24 @@ def expected_rows() -> dict[tuple, dict]:
         row["none"] = base
         if k[6] == "none":
             row["verdict"], row["diff"], row["diff_ci"], row["pct"] = "baseline", 0.0, None, 0.0
+            row["runs_to_decide"] = None
             continue
         if base is None:
             row["verdict"], row["diff"], row["diff_ci"], row["pct"] = "no baseline", None, None, None
+            row["runs_to_decide"] = None
             continue
         diff = row["response_p50_ms"] - base["response_p50_ms"]
         n, n0 = row["n_runs"], base["n_runs"]
-        welch = None if min(n, n0) < 2 else T95[min(n, n0) - 1] * (
-            statistics.variance(row["medians"]) / n + statistics.variance(base["medians"]) / n0) ** 0.5
-        ci, ci0 = row["response_p50_ci95_ms"], base["response_p50_ci95_ms"]
-        if abs(diff) < 0.001:  # fortio's resolution
-            verdict = "below resolution"
-        elif ci is None or ci0 is None:
-            verdict = "n < 2"
-        elif abs(diff) > ci + ci0:
-            verdict = "worse" if diff > 0 else "better"
-        else:
-            verdict = "indistinguishable"
-        row.update(verdict=verdict, diff=diff, diff_ci=welch, pct=diff / base["response_p50_ms"] * 100)
+        sd, sd0 = (statistics.stdev(r["medians"]) if r["n_runs"] >= 2 else None for r in (row, base))
+        # the one rule (edgebench.results.verdict): Welch's interval of tool - none (Welch-Satterthwaite df),
+        # lower = better, the latency margin never below the coarser resolution (every fixture run is fortio's)
+        welch = V.welch_ci95(n, sd, n0, sd0)
+        verdict = V.decide(diff, welch, n, n0, base["response_p50_ms"], False, V.margin_pct("latency"),
+                           max(row["resolution_ms"], base["resolution_ms"]))
+        row.update(verdict=verdict, diff=diff, diff_ci=welch, pct=diff / base["response_p50_ms"] * 100,
+                   runs_to_decide=V.runs_to_decide(verdict, diff, welch, min(n, n0), base["response_p50_ms"],
+                                                   V.margin_pct("latency"),
+                                                   max(row["resolution_ms"], base["resolution_ms"])))
     return rows
 
 
@@ -174,6 +177,8 @@ def test_mart_numbers_match_hand_computation(mart):
         assert (row["vehicle_assist_limit_ms"], row["remote_maintenance_limit_ms"]) == (100.0, 1000.0)
         assert row["is_baseline"] == (k[6] == "none")
         assert row["verdict"] == exp["verdict"], k
+        assert row["runs_to_decide"] == exp["runs_to_decide"], k
+        assert (row["verdict_margin_pct"], row["verdict_method"]) == (5.0, "welch"), k
         base = exp["none"]
         if base is None:
             assert row["none_n_runs"] is None and row["response_p50_diff_ms"] is None
@@ -196,7 +201,7 @@ def test_mart_numbers_match_hand_computation(mart):
 def test_fixture_exercises_every_verdict_and_the_limits(mart):
     """The fixture is designed so the hand computation above is not vacuous."""
     verdicts = {r["verdict"] for r in mart.values()}
-    assert {"baseline", "worse", "indistinguishable", "no baseline", "n < 2"} <= verdicts, verdicts
+    assert {"baseline", "worse", "inconclusive", "no baseline", "n < 2"} <= verdicts, verdicts
     skupper_1mb_edg10 = mart[("local", "none", "flannel", "vxlan", "default_settings", "edg10", "skupper:amqp",
                               1000000)]
     assert 0 < skupper_1mb_edg10["share_requests_over_vehicle_assist"] < 1
@@ -211,7 +216,9 @@ def test_fixture_exercises_every_verdict_and_the_limits(mart):
 
 def test_verdict_vocabulary_is_the_projects(intercluster_warehouse):
     got = {r[0] for r in q(intercluster_warehouse, "select distinct verdict from cmp_intercluster_vs_none")}
-    assert got <= {"baseline", "better", "worse", "indistinguishable", "below resolution", "no baseline", "n < 2"}
+    assert got <= {"baseline", "equivalent", "better", "worse", "inconclusive", "no baseline", "n < 2"}
+    assert {r[0] for r in q(intercluster_warehouse, "select distinct verdict_method from cmp_intercluster_vs_none")
+            } == {"welch"}
 
 
 # ---- one-cluster marts keep to one cluster --------------------------------------------------------------------------
@@ -262,7 +269,9 @@ def test_intercluster_summary_and_cli_section(intercluster_warehouse, monkeypatc
     text = result.output
     assert "skupper:amqp (emulated)" in text and "submariner:vxlan (kernel)" in text
     assert "none (one cluster)" in text and "±95% CI" in text
-    assert "indistinguishable" in text and "no baseline" in text and "n < 2" in text
+    # the verdicts as phrases (results.verdict.describe): clusterlink's one run has no interval
+    assert "inconclusive, " in text and "no baseline" in text and "worse by " in text
+    assert "inconclusive: fewer than 2 runs on a side (n 1/3" in text
     assert "a model of the tool's data plane, not the tool" in text and fx.IC_SKUPPER_MODEL[:40] in text
     assert CliRunner().invoke(app, ["summary", "nonsense"]).exit_code != 0
 

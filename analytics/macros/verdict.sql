@@ -27,6 +27,17 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- The margin of a metric by its name (cmp_distributions: throughput_mbps, latency_us, cpu_pct, rss_mb), as a family
+    argument: *_mbps -> throughput, *_us / *_ms -> latency, cpu* -> cpu, rss* / *_mb -> memory
+    (results.papers.metric_family). -#}
+{% macro metric_family(metric_col) -%}
+    {%- set m = var('verdict_margins_pct') -%}
+    sql:case when {{ metric_col }} like 'cpu%' then {{ m['cpu'] }}
+        when {{ metric_col }} like 'rss%' or {{ metric_col }} like '%_mb' then {{ m['memory'] }}
+        when {{ metric_col }} like '%_us' or {{ metric_col }} like '%_ms' then {{ m['latency'] }}
+        else {{ m['throughput'] }} end
+{%- endmacro %}
+
 {#- The margin of a metric by its unit column (for long tables of several metrics), as a family argument of the
     macros above: Mbit/s -> throughput, us / ms -> latency, % -> cpu, MB -> memory (verdict.family_of_unit). -#}
 {% macro unit_family(unit_col) -%}

@@ -148,7 +148,7 @@ intervals as (
 
     select
         *,
-        {{ t_critical_95('floor(welch_df)') }} * sqrt(previous_se2 + new_se2) as diff_ci95
+        {{ t_critical_95('floor(welch_df + 1e-9)') }} * sqrt(previous_se2 + new_se2) as diff_ci95
     from welch
 
 ),

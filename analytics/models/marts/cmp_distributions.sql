@@ -75,10 +75,14 @@ select
         else {{ verdict('stats.mean - reference.mean',
                         welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev'),
                         'stats.n_runs', 'reference.n_runs', 'reference.mean', "stats.metric = 'throughput_mbps'",
-                        'throughput') }}
+                        metric_family('stats.metric')) }}
     end                                                      as verdict,
-    {{ verdict_margin_pct('throughput') }}::double          as verdict_margin_pct,
-    'welch'                                                  as verdict_method
+    {{ verdict_margin_pct(metric_family('stats.metric')) }}::double as verdict_margin_pct,
+    'welch'                                                  as verdict_method,
+    {{ runs_to_decide('verdict', 'stats.mean - reference.mean',
+                      welch_ci95('stats.n_runs', 'stats.stddev', 'reference.n_runs', 'reference.stddev'),
+                      'least(stats.n_runs, reference.n_runs)', 'reference.mean', metric_family('stats.metric')) }}
+                                                             as runs_to_decide
 from stats
 inner join stats as reference
     on  {{ columns_match('stats', 'reference', keys, null_safe=true) }}

@@ -60,7 +60,7 @@ def _print_summary(rows: list[dict]) -> None:
                   title_justify="left")
         for col, right in (("CNI:mode", False), ("runs", True), ("Mbit/s", True), ("±95% CI", True),
                            ("overhead vs host %", True), ("verdict", False), ("note", False)):
-            t.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
+            t.add_column(col, justify="right" if right else "left", no_wrap=col not in ("note", "verdict"))
         for r in group:
             runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
             note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ""
@@ -149,7 +149,8 @@ def _print_intercluster_summary(rows: list[dict], quiet_if_empty: bool = False) 
                            ("vs none %", True), ("verdict", False),
                            (f"> {group[0]['vehicle_assist_limit_ms']:g} ms", True),
                            (f"> {group[0]['remote_maintenance_limit_ms']:g} ms", True)):
-            t.add_column(col, justify="right" if right else "left", no_wrap=not right or col.startswith("vs"))
+            t.add_column(col, justify="right" if right else "left",
+                         no_wrap=(not right or col.startswith("vs")) and col != "verdict")
         for r in group:
             label = intercluster_label(r["intercluster"], r["intercluster_implementation"])
             if r["is_emulated"] and r["intercluster_model"]:

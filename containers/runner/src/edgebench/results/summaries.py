@@ -96,14 +96,15 @@ def intercluster_summary(warehouse_path: str | os.PathLike | None = None) -> lis
     """HTTP response time across each inter-cluster tool against the one-cluster `none` runs from
     cmp_intercluster_vs_none, only for conditions under which some tool was measured: n runs / requests, the mean
     of per-run medians with its 95% CI, the difference to none with its 95% CI, the verdict (baseline / better /
-    worse / indistinguishable / below resolution / no baseline / n < 2) and the share of requests beyond the two
+    equivalent / better / worse / inconclusive / no baseline / n < 2, the one rule) and the share of requests beyond the two
     limits. Rows in display order: conditions, netem scenario (catalog order), the none baseline first."""
     rows = _query("""
         select substrate, distribution, cni, cni_mode, tuning_profile, service, path, placement, length_bytes,
                netem_scenario, intercluster, intercluster_implementation, is_emulated, intercluster_model, is_baseline,
                n_runs, n_requests, n_errors, request_median_ms, request_p95_ms, response_p50_ms,
                response_p50_ci95_ms, none_n_runs, response_p50_diff_ms, response_p50_diff_ci95_ms,
-               response_p50_diff_pct, response_p50_diff_ci95_pct, verdict, vehicle_assist_limit_ms,
+               response_p50_diff_pct, response_p50_diff_ci95_pct, verdict, verdict_margin_pct, verdict_method,
+               runs_to_decide, vehicle_assist_limit_ms,
                share_requests_over_vehicle_assist, share_runs_median_over_vehicle_assist,
                remote_maintenance_limit_ms, share_requests_over_remote_maintenance,
                share_runs_median_over_remote_maintenance

@@ -85,7 +85,8 @@ def t95(df: float | None) -> float | None:
 def welch_df(n_a: int, sd_a: float, n_b: int, sd_b: float) -> float:
     va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
     if va + vb > 0:
-        return math.floor((va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)))
+        # rounded down, but a whole number that floating point put a hair below it stays whole (3.9999999999999996)
+        return math.floor((va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)) + 1e-9)
     return n_a + n_b - 2
 
 
@@ -215,9 +216,8 @@ def describe(verdict: str | None, diff_pct: float | None, ci95_pct: float | None
              n_b: int | None, pct: float | None, runs: int | None = None, method: str | None = None) -> str:
     """A verdict as one phrase, e.g. 'worse by 25.3 % [18.1, 32.5] (n 3/3, margin +-5 %)'."""
     n = f"n {n_a if n_a is not None else '?'}/{n_b if n_b is not None else '?'}"
-    margin = f"margin ±{pct:g} %" if pct is not None else ""
-    how = f", {method}" if method else ""
-    tail = f" ({n}, {margin}{how})"
+    parts = [n] + ([f"margin ±{pct:g} %"] if pct is not None else []) + ([method] if method else [])
+    tail = f" ({', '.join(parts)})"
     interval = ("" if diff_pct is None or ci95_pct is None else
                 f"{diff_pct:+.1f} % [{diff_pct - ci95_pct:+.1f}, {diff_pct + ci95_pct:+.1f}]")
     if verdict in ("better", "worse"):
