@@ -296,13 +296,9 @@ def test_http_verdicts(verdict_warehouse):
                                    group by all order by 1""") == [("fortio", 0.001, 13), ("hey", 0.1, 9)]
 
 
-@pytest.mark.xfail(strict=False, reason="Welch-Satterthwaite df floored without a tolerance (macros/welch.sql "
-                                        "welch_df, results/verdict.py welch_df): when the exact df is a whole number, "
-                                        "the warehouse's standard deviations may give 3.9999999999999996 and t(3) = "
-                                        "3.182 instead of t(4) = 2.776, depending on the build")
 def test_http_difference_interval_at_a_whole_df(verdict_warehouse):
     """calico vs host at 60 B: 3 runs a side, each with sd 0.001 ms: Welch-Satterthwaite df = (2v)^2 / (2 v^2 / 2)
-    = 4 exactly, so the half-width is t(4) x sqrt(2 x 0.001^2 / 3) = 2.776 x 0.000816 = 0.00227 ms."""
+    = 4 exactly (floating point may give 3.9999999999999996: the floor keeps it whole, in SQL and Python), so the half-width is t(4) x sqrt(2 x 0.001^2 / 3) = 2.776 x 0.000816 = 0.00227 ms."""
     runs = defaultdict(list)
     for m, reqs in fx.verdict_runs():
         if m["length_bytes"] == 60:
