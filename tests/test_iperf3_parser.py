@@ -2,9 +2,9 @@
 (tests/data/iperf3/README.md says which is which). Expected values are computed here from each file's raw fields
 (bytes*8/seconds of the receiver's sum, and so on), not taken from the parser."""
 
-import os
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
