@@ -4,6 +4,7 @@
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -359,3 +360,30 @@ def test_client_command():
         "iperf3", "--client", "10.0.0.1", "--port", "5201", "--json", "--time", "3", "--length", "1300",
         "--udp", "--bitrate", "1G"]
     assert "--udp" not in iperf3.client_cmd("10.0.0.1", 5201, "tcp", 131072, 3)
+
+
+def test_a_kubectl_exec_stream_that_breaks_is_a_failed_run_saying_so(tmp_path, monkeypatch):
+    """Killing a node's containerd or kubelet mid-run (the local lab's fault test): `kubectl exec` exits 0 with no
+    output and no message. The run fails naming the pod, the node and the likely cause, not 'output is not JSON'."""
+    from edgebench.drivers import iperf3 as drv
+    from edgebench.substrates.clusters.workload_pods import ClusterEndpoint
+
+    fake = tmp_path / "kubectl"
+    fake.write_text("#!/bin/sh\nexit 0\n")  # the stream ended: nothing, exit 0
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(drv, "_wait_listening", lambda *a, **k: None)
+
+    class Server:
+        def cmd(self, argv):
+            return ["sh", "-c", "echo '{}'"]
+
+    client = ClusterEndpoint("edgebench-bench", "10.244.1.2", "lab-w1", "eb-w1-lab-w1", str(tmp_path / "kubeconfig"))
+    raw, metrics, error = drv.measure(client, Server(), "10.244.2.2", 5201, "tcp", 131072, 1)
+    assert metrics is None and raw["iperf3-server.json"].strip() == b"{}"
+    assert error.startswith("iperf3 client printed nothing (kubectl exec into pod eb-w1-lab-w1 on node lab-w1 exited 0")
+    assert "kubelet or container runtime" in error
+
+    fake.write_text("#!/bin/sh\necho 'error: unable to upgrade connection: container not found' >&2\nexit 1\n")
+    _, _, error = drv.measure(client, Server(), "10.244.2.2", 5201, "tcp", 131072, 1)
+    assert error == "iperf3 client failed (exit code 1): error: unable to upgrade connection: container not found"

@@ -243,6 +243,19 @@ def test_remote_sampler_arithmetic():
     assert out.returncode == 0, out.stderr
 
 
+def test_only_the_first_node_of_a_shared_kernel_reports_the_system_row_whoever_answers_first():
+    inv = inventory.loads("target: lab-local\nnodes:\n"
+                          "  - {name: cp, address: 10.0.0.1, arch: amd64, role: server, user: e}\n"
+                          "  - {name: w1, address: 10.0.0.2, arch: amd64, role: agent, user: e}\n"
+                          "  - {name: w2, address: 10.0.0.3, arch: amd64, role: agent, user: e}\n")
+    s = remote.NodeSampler(inv, ssh_argv=None)
+    cp, w1, w2 = inv.nodes
+    assert s._system_here(w1, "boot-a") is False  # cp has not said its boot id yet: undecided, no row
+    assert s._system_here(cp, "boot-a") is True
+    assert s._system_here(w1, "boot-a") is False  # the same kernel as cp: sampled once, by cp
+    assert s._system_here(w2, "boot-b") is True  # a kernel of its own (a Pi): its own row
+
+
 # ---------------------------------------------------------------------------------------------- the lab's nodes
 def _lab_reason() -> str | None:
     if os.geteuid() != 0:

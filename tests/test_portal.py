@@ -425,6 +425,12 @@ def test_resources_page_idle_vs_run_and_component(app):
     assert len(at.get("vega_lite_chart")) == 3  # CPU, RAM, throughput
     table = frame(at, "cpu_run_pct").set_index("variant")
     assert table.loc["flannel / vxlan", "cpu_run_pct"] > table.loc["host / host", "cpu_run_pct"]  # system first
+    eff = frame(at, "cpu_per_unit_pct")  # CPU per Gbit/s beside the host's, with n
+    assert eff is not None and set(eff["rate_unit"]) == {"Gbit/s"} and (eff["n_runs"] > 0).all()
+    host = eff[eff["variant"] == "host / host"].iloc[0]
+    assert host["cpu_per_unit_vs_host"] == pytest.approx(1.0)
+    flannel = eff[eff["variant"] == "flannel / vxlan"].iloc[0]
+    assert flannel["cpu_per_unit_vs_host"] == pytest.approx(flannel["cpu_per_unit_pct"] / flannel["host_cpu_per_unit_pct"])
 
     at.radio(key="res_component").set_value("workload").run()
     assert not at.exception

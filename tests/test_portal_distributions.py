@@ -93,3 +93,40 @@ def test_one_proxy_mode_is_a_table_not_a_chart(testbed_only, monkeypatch):
     finally:
         con.close()
     assert one.empty
+
+
+@pytest.fixture(scope="module")
+def with_lab(tmp_path_factory):
+    """The clusters of the fixture plus kubeadm runs shaped like the local lab's real ssh runs (`make lab-local`):
+    substrate ssh, distribution kubeadm, the lab's target and shared kernel in the environment, the same CNI mode and
+    conditions as the k3s / k0s runs, resources.json with the CNI agent's samples."""
+    from test_warehouse_distributions import DIST_RUNS, _m
+
+    ms = [m for m in manifests() if m["substrate"] == "ssh"]
+    for k, tput in enumerate([800.0, 810.0, 790.0]):
+        m = _m(k, substrate="ssh", distribution="kubeadm", path="pod-to-pod", proxy_mode="iptables", value=tput,
+               rtt=300.0, raw_files=["resources.json"])
+        m["environment"] = {**(m.get("environment") or {}), "cluster": {
+            "target": "lab-local", "shared_kernel": True, "artifact_source": "http://10.77.0.1:8089"}}
+        ms.append(m)
+    DIST_RUNS.setdefault("kubeadm", {"tput": [800.0, 810.0, 790.0], "rtt": [300.0] * 3, "cni_cpu_run": [2.0] * 3})
+    try:
+        return build_distributions_tree(tmp_path_factory, "dist-lab", ms)
+    finally:
+        DIST_RUNS.pop("kubeadm")
+
+
+def test_the_labs_kubeadm_runs_are_a_distribution_column_and_the_reference(with_lab, monkeypatch):
+    con = connect(with_lab)
+    try:
+        assert distribution_references(con, "ssh", cni="flannel") == ["kubeadm", "k0s", "k3s"]  # kubeadm first
+    finally:
+        con.close()
+    at = page(with_lab, monkeypatch)
+    assert at.selectbox(key="dist_reference").value == "kubeadm"
+    dist = frame(at, "reference_mean")
+    assert set(dist["distribution"]) == {"kubeadm", "k3s", "k0s"}
+    tput = dist[dist["what"] == "throughput (Mbit/s)"].set_index("distribution")
+    assert tput.loc["kubeadm", "verdict"] == "reference" and tput.loc["kubeadm", "n_runs"] == 3
+    assert tput.loc["kubeadm", "mean"] == pytest.approx(800.0)
+    assert tput.loc["k3s", "verdict"] == "better" and tput.loc["k0s", "verdict"] == "worse"

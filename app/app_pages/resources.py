@@ -1,8 +1,9 @@
 import streamlit as st
+from edgebench.results.verdict import RULE_HELP
 
 from data.common import invalid_runs
-from data.resources import (RESOURCE_FILTERS, resource_chart, resource_filter_values, resource_long,
-                            resource_substrates, resource_throughput_chart, resource_usage)
+from data.resources import (RESOURCE_FILTERS, resource_chart, resource_efficiency, resource_filter_values,
+                            resource_long, resource_substrates, resource_throughput_chart, resource_usage)
 import ui
 
 st.title("Resources")
@@ -37,6 +38,33 @@ else:
     st.dataframe(sel[["variant", "names", "n_runs", "cpu_idle_pct", "cpu_run_pct", "cpu_delta_pct", "rss_idle_mb",
                       "rss_run_mb", "rss_delta_mb", "throughput_mbps"]], hide_index=True, column_config={
         c: st.column_config.NumberColumn(c, format="%.1f") for c in sel.columns if c.endswith(("_pct", "_mb", "_mbps"))})
+
+    st.subheader("CPU per unit of rate, beside the host network's")
+    eff = ui.query(resource_efficiency, substrate=substrate, component=component, **filters)
+    if eff.empty:
+        st.info("No rate for this selection: CPU per Gbit/s needs iperf3 runs, per 1,000 messages/s DDS throughput "
+                "runs (DDS latency and HTTP runs measure time).")
+    else:
+        st.caption(f"{component} CPU (% of one CPU) divided by the run's rate - per {eff['rate_unit'].iloc[0]} - per "
+                   "run, then averaged over the n runs, with its 95% interval; host: the host-network baseline under "
+                   "the same conditions, CNI / host > 1: the CNI spends more CPU for the same rate. On the local lab "
+                   "the nodes share this machine's cores: the system component counts everything else running too.")
+        st.dataframe(eff[["variant", "path", "placement", "length_bytes", "rate_unit", "n_runs", "rate",
+                          "cpu_per_unit_pct", "cpu_per_unit_ci95_pct", "cpu_delta_per_unit_pct", "host_n_runs",
+                          "host_cpu_per_unit_pct", "cpu_per_unit_vs_host", "verdict"]], hide_index=True,
+                     column_config={"n_runs": "n", "host_n_runs": "host n",
+                                    "rate": st.column_config.NumberColumn("rate", format="%.3g"),
+                                    "cpu_per_unit_pct": st.column_config.NumberColumn("CPU / unit", format="%.3g"),
+                                    "cpu_per_unit_ci95_pct": st.column_config.NumberColumn("+- 95%", format="%.2g"),
+                                    "cpu_delta_per_unit_pct": st.column_config.NumberColumn("run - idle / unit",
+                                                                                            format="%.3g"),
+                                    "host_cpu_per_unit_pct": st.column_config.NumberColumn("host CPU / unit",
+                                                                                           format="%.3g"),
+                                    "cpu_per_unit_vs_host": st.column_config.NumberColumn("CNI / host",
+                                                                                          format="%.2f"),
+                                    "verdict": st.column_config.TextColumn(
+                                        "verdict", help="CPU per unit against the host, less is better. "
+                                        + RULE_HELP)})
 
 st.subheader("Invalid runs (kept out of every comparison)")
 invalid = ui.query(invalid_runs, substrate=substrate, distribution=filters.get("distribution"),

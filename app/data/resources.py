@@ -60,3 +60,18 @@ def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Char
         color=baseline_color("is_host_baseline", "#2ca02c"),
         tooltip=["variant:N", alt.Tooltip("throughput_mbps:Q", format=".1f"), "n_runs:Q"],
     ).properties(height=alt.Step(32), title="Throughput of the same runs")
+
+
+def resource_efficiency(con, substrate: str, component: str, **filters) -> pd.DataFrame:
+    """cmp_resources_efficiency rows (CPU per Gbit/s or per 1,000 messages/s, beside the host network's) for one
+    substrate, component and the chosen conditions; empty when the warehouse predates the mart."""
+    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
+    try:
+        return con.execute(f"""
+            select cni || ' / ' || cni_mode as variant, *
+            from cmp_resources_efficiency where {where} and component = ?
+            order by is_host_baseline desc, variant, path, placement, length_bytes""", [*params, component]).df()
+    except Exception as exc:  # noqa: BLE001 - a warehouse built before the mart existed
+        if "cmp_resources_efficiency" in str(exc):
+            return pd.DataFrame()
+        raise

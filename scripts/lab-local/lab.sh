@@ -14,7 +14,7 @@
 #   lab.sh status        the nodes and whether sshd answers
 #   lab.sh exec NODE CMD run CMD inside a node (as root, in its namespaces and cgroup)
 #   lab.sh leftovers     print what a lab left on this machine; exit 1 if anything
-#   lab.sh env           print the variables a sweep needs (EDGEBENCH_INVENTORY, EDGEBENCH_SSH_KEY)
+#   lab.sh env           print the variables a sweep needs (EDGEBENCH_INVENTORY, EDGEBENCH_SSH_KEY, EDGEBENCH_KNOWN_HOSTS)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=${EDGEBENCH_LAB:-/srv/edgebench-lab}
@@ -115,7 +115,13 @@ up() {
   done
   inventory "${names[@]}"
   for node in "${names[@]}"; do wait_ssh "$node"; done
-  log "inventory: $LAB/inventory.yaml; key: $LAB/id_ed25519"
+  # every `up` gives the nodes new host keys: pin this lab's in a known_hosts of its own (the sweep's --known-hosts),
+  # or the user's ~/.ssh/known_hosts, which accepted the previous lab's keys for the same addresses, refuses them
+  : > "$LAB/known_hosts"
+  for node in "${names[@]}"; do
+    echo "$(node_addr "$node") $(cut -d' ' -f1-2 "$LAB/nodes/$node/host_ed25519.pub")" >> "$LAB/known_hosts"
+  done
+  log "inventory: $LAB/inventory.yaml; key: $LAB/id_ed25519; host keys: $LAB/known_hosts"
 }
 
 node_addr() { awk -v n="$1" '$2 == n {print $1}' <(grep -E '^[0-9]' "$LAB/hosts" 2>/dev/null); }
@@ -177,7 +183,7 @@ down() {
   # the nodes' state (overlay upper dirs, containerd's images, etcd); the mirror and the key stay (cached)
   local m
   for m in $(awk -v l="$LAB/nodes" 'index($2, l) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$LAB/nodes" "$LAB/hosts" "$LAB/inventory.yaml" "$LAB/cgroups"
+  rm -rf "$LAB/nodes" "$LAB/hosts" "$LAB/inventory.yaml" "$LAB/cgroups" "$LAB/known_hosts"
   if leftovers >/dev/null; then log "down: nothing of the lab is left"
   else leftovers; die "down: something of the lab is left (above)"; fi
 }
@@ -214,7 +220,7 @@ case ${1:-} in
   status) status ;;
   exec) shift; [[ $# -ge 2 ]] || die "usage: lab.sh exec NODE CMD..."; node_exec "$@" ;;
   leftovers) leftovers ;;
-  env) echo "export EDGEBENCH_INVENTORY=$LAB/inventory.yaml EDGEBENCH_SSH_KEY=$LAB/id_ed25519" ;;
+  env) echo "export EDGEBENCH_INVENTORY=$LAB/inventory.yaml EDGEBENCH_SSH_KEY=$LAB/id_ed25519 EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts" ;;
   -h|--help|help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "usage: lab.sh up [N]|down|status|exec NODE CMD|leftovers|env (--help)" >&2; exit 2 ;;
 esac

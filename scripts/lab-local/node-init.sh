@@ -37,6 +37,7 @@ printf '127.0.0.1 localhost\n%s\n' "$HOSTS" > /etc/hosts
 od -An -N16 -tx1 /dev/urandom | tr -d ' \n' > /etc/machine-id; echo >> /etc/machine-id
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -A >/dev/null
+cp /etc/ssh/ssh_host_ed25519_key.pub "$STATE/host_ed25519.pub"   # lab.sh pins it in the lab's known_hosts
 id edgebench >/dev/null 2>&1 || useradd -m -s /bin/bash edgebench
 usermod -p '*' edgebench
 install -d -m 700 -o edgebench -g edgebench /home/edgebench/.ssh

@@ -39,7 +39,7 @@ timed lab_up "$HERE/lab.sh" up 3
 step "the sweep on the lab, through the ssh substrate"
 rc=0
 t0=$SECONDS
-"$EB" sweep "$REPO/workflows/sweep.yaml" -p distribution=kubeadm -p "cnis=$CNIS" -p "repetitions=$REPS" \
+EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts "$EB" sweep "$REPO/workflows/sweep.yaml" -p distribution=kubeadm -p "cnis=$CNIS" -p "repetitions=$REPS" \
   -p target=lab-local -p "sweep-id=$SWEEP_ID" --inventory "$LAB/inventory.yaml" --ssh-key "$LAB/id_ed25519" \
   --artifact-source http://10.77.0.1:8089 || rc=$?
 T[sweep_lab]=$((SECONDS - t0))

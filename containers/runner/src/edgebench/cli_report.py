@@ -15,7 +15,7 @@ from edgebench.console import err, out
 from edgebench.results import changepoints, papers
 from edgebench.results import summaries
 from edgebench.results import warehouse as wh
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.verdict import RULE_HELP, describe
 from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
 
 WAREHOUSE_HELP = "Warehouse to read (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."
@@ -43,6 +43,12 @@ def report(
         False, "--history",
         help="Instead of the regression cards: change points over each CNI mode's whole version history (3 or more "
              "versions), per configuration and metric, judged by the one verdict rule (results/changepoints.py)."),
+    efficiency: bool = typer.Option(
+        False, "--efficiency",
+        help="Instead of the regression cards: CPU per Gbit/s (iperf3) and per 1,000 messages/s (DDS throughput) per "
+             "CNI mode beside the host network's, per substrate and component (cmp_resources_efficiency), with n."),
+    component: Optional[str] = typer.Option(
+        None, "--component", help="With --efficiency: only this component (system, workload, cni)."),
     as_json: bool = typer.Option(False, "--json", help="Print the cards (or the paper report) as JSON instead of tables."),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ):
@@ -60,8 +66,15 @@ def report(
         if not Path(path).is_file():
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
+        if efficiency:
+            rows = summaries._query_params(EFFICIENCY_SQL, [component, component], path)
+            if as_json:
+                typer.echo(json.dumps(rows, indent=2, default=_json_default))
+            else:
+                print_efficiency(rows)
+            return
         if emulation:
-            rows = wh._query_params(EMULATION_SQL, [], path)
+            rows = summaries._query_params(EMULATION_SQL, [], path)
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
@@ -152,6 +165,54 @@ def print_history(entries: list[dict]) -> None:
                       f"{c.text()}", highlight=False)
     out.print(f"{len(entries)} series with 3 or more versions; {n_points} change point(s). Each: the runs after it "
               "against the runs before it in its segment, by the one rule: " + RULE_HELP, highlight=False)
+
+
+EFFICIENCY_SQL = """
+select substrate, distribution, cni, cni_mode, netem_scenario, tuning_profile, workload, protocol, path, placement,
+       length_bytes, component, rate_unit, n_runs, rate, cpu_run_pct, cpu_per_unit_pct, cpu_per_unit_ci95_pct,
+       cpu_delta_per_unit_pct, host_n_runs, host_cpu_per_unit_pct, host_cpu_per_unit_ci95_pct, cpu_per_unit_vs_host,
+       verdict, verdict_margin_pct, runs_to_decide
+from cmp_resources_efficiency
+where (? is null or component = ?)
+order by substrate, distribution, netem_scenario, tuning_profile, component, workload, protocol, path, placement,
+         length_bytes, is_host_baseline desc, cni, cni_mode
+"""
+
+
+def print_efficiency(rows: list[dict]) -> None:
+    if not rows:
+        out.print("No run with a rate (iperf3, DDS throughput) and resource samples yet: `make sweep` or "
+                  "`make lab-local` measures both.")
+        return
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["substrate"], r["distribution"], r["netem_scenario"], r["tuning_profile"],
+                           r["component"]), []).append(r)
+    for (substrate, dist, netem, tuning, comp), part in groups.items():
+        cond = ", ".join(str(v) for v in (dist, netem, tuning) if v not in (None, "none", "default"))
+        t = Table(title=f"CPU efficiency, {comp} component: substrate {substrate}" + (f" ({cond})" if cond else "")
+                  + " - % of one CPU per unit of rate, mean of per-run ratios [95% CI]")
+        for c in ("workload", "path", "size", "CNI", "n", "rate", "CPU / unit", "host (n)", "CNI / host", "verdict"):
+            t.add_column(c)
+        for r in part:
+            ci = r["cpu_per_unit_ci95_pct"]
+            host = r["host_cpu_per_unit_pct"]
+            ratio = r["cpu_per_unit_vs_host"]
+            t.add_row(r["workload"] + ("" if r["protocol"] is None else f" {r['protocol']}"),
+                      f"{r['path']} {r['placement']}", _num(r["length_bytes"]), f"{r['cni']}:{r['cni_mode']}",
+                      str(r["n_runs"]), f"{r['rate']:.3g} {r['rate_unit']}",
+                      f"{r['cpu_per_unit_pct']:.3g}" + (f" +-{ci:.2g}" if ci is not None else ""),
+                      "-" if host is None else f"{host:.3g} ({r['host_n_runs']})",
+                      "-" if ratio is None or r["cni"] == "host" else f"{ratio:.2f}",
+                      "-" if r["verdict"] in (None, "baseline") else describe(
+                          r["verdict"], None if ratio is None else (ratio - 1) * 100, None, r["n_runs"],
+                          r["host_n_runs"], r["verdict_margin_pct"], r["runs_to_decide"]))
+        out.print(t)
+    out.print("CPU / unit: the component's CPU during the run (sum over its processes; system = the whole machine) "
+              "divided by the run's rate, per run, then averaged. verdict: CPU per unit against the host, less is better, by "
+              "the one rule (docs/verdicts.md). On the "
+              "local lab the nodes share this machine's cores: the system component includes everything else running.",
+              highlight=False)
 
 
 def print_card(card: dict) -> None:

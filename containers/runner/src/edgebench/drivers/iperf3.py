@@ -272,6 +272,22 @@ def _wait_listening(server_ns_cmd: Sequence[str], port: int, proc: subprocess.Po
     raise Iperf3Error(f"iperf3 server did not listen on port {port} within {timeout}s")
 
 
+def _no_output_error(client, returncode: int, stderr: bytes) -> str:
+    """Why a client printed nothing. `kubectl exec` whose stream breaks (the node's kubelet or containerd killed or
+    restarted mid-run) exits 0 with no output and no message: say so rather than 'output is not JSON'."""
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    if lines:
+        return f"iperf3 client failed (exit code {returncode}): {lines[-1][:300]}"
+    argv = client.cmd([])
+    if argv[:1] == ["kubectl"] and "exec" in argv:
+        pod = getattr(client, "pod", "?")
+        node = getattr(client, "node", "?")
+        return (f"iperf3 client printed nothing (kubectl exec into pod {pod} on node {node} exited {returncode} "
+                "without output: its stream ended before the result - the node's kubelet or container runtime "
+                "stopped or restarted during the run?)")
+    return f"iperf3 client printed nothing (exit code {returncode}, no message)"
+
+
 def measure(client, server, target: str, port: int, protocol: str, length: int, duration: int,
             bitrate: str = "0") -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     """Run one iperf3 test: server in `server`'s namespace, client in `client`'s, connecting to `target`.
@@ -293,9 +309,8 @@ def measure(client, server, target: str, port: int, protocol: str, length: int, 
             raw["iperf3-server.json"] = srv_out
         except subprocess.TimeoutExpired:
             srv.kill()
-        if not cli.stdout.strip() and cli.returncode != 0:  # nothing measured: say why (e.g. kubectl exec refused)
-            why = (cli.stderr.decode(errors="replace").strip().splitlines() or [f"exit code {cli.returncode}"])[-1]
-            return raw, None, f"iperf3 client failed (exit code {cli.returncode}): {why[:300]}"
+        if not cli.stdout.strip():  # nothing measured: say why (e.g. kubectl exec refused, or its stream broke)
+            return raw, None, _no_output_error(client, cli.returncode, cli.stderr)
         return raw, parse(cli.stdout.decode(errors="replace")), None
     except (Iperf3Error, subprocess.TimeoutExpired) as exc:
         return raw, None, str(exc)

@@ -121,12 +121,18 @@ class NodeSampler:
             self._phase = "run"
 
     def _system_here(self, node: Node, boot: str) -> bool:
-        """Whether this node reports the system row: the first node (inventory order) of its kernel."""
+        """Whether this node reports the system row: the first node (inventory order) of its kernel. Undecided (no
+        row) while a node before it in inventory order has not yet said its boot id: otherwise a node whose first
+        block comes before the first node's would report the shared machine too (the lab's runs had system@lab-w1
+        and system@lab-w2 rows beside system@lab-cp, summed into the system component)."""
         with self._lock:
             self._boots.setdefault(node.name, boot)
             for n in self.inventory.nodes:
-                if self._boots.get(n.name) == boot:
-                    return n.name == node.name
+                if n.name == node.name:
+                    return True
+                known = self._boots.get(n.name)
+                if known is None or known == boot:
+                    return False
         return True
 
     def _read(self, node: Node, p: subprocess.Popen) -> None:
