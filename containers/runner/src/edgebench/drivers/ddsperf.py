@@ -31,6 +31,7 @@ import threading
 from time import monotonic
 from typing import Any, Sequence
 
+from edgebench import sh
 from edgebench.drivers.dds_security import (DOMAIN_ID_MAX, _find_security_libs, make_security_material,
                                             security_config, security_record, security_support)
 from edgebench.drivers.ddsperf_cmds import (INIT_WAIT, MAX_PARTICIPANT_INDEX, _num, cyclone_config,  # noqa: F401
@@ -41,8 +42,8 @@ from edgebench.drivers.ddsperf_parse import (DISCOVERIES, MODES, RELIABILITIES, 
 # --- running --------------------------------------------------------------------------------------
 
 def _popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
-    return subprocess.Popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return sh.popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:

@@ -3,11 +3,11 @@ the driver that runs them and the output formats)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Sequence
 from xml.sax.saxutils import quoteattr
 
+from edgebench import sh
 from edgebench.drivers.dds_security import _security_xml
 from edgebench.drivers.ddsperf_parse import DISCOVERIES, RELIABILITIES
 
@@ -117,10 +117,10 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
 
 def version() -> str:
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
+        out = sh.call(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
                              text=True, timeout=10)
         if out.returncode == 0 and out.stdout.strip():
             return f"cyclonedds-tools {out.stdout.strip()}"
     except (FileNotFoundError, subprocess.TimeoutExpired):
         pass
-    return "ddsperf (version unknown)" if shutil.which("ddsperf") else "missing"
+    return "ddsperf (version unknown)" if sh.which("ddsperf") else "missing"
