@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
+from edgebench.results.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
 
@@ -106,6 +109,34 @@ OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
 
 class PaperError(ValueError):
     """An unknown paper id."""
+
+
+PRESETS = Path("workflows") / "presets"
+
+
+def presets(paper: str, root: Path | None = None) -> dict[str, list[str]]:
+    """The paper's presets that exist in workflows/presets/, as repository paths, each named in full (no pattern):
+    {"testbed": the .testbed.yaml variants (`edgebench sweep <path> --local`), "cluster": the full presets (`argo
+    submit <path>`)}. A paper's files are seed-<id>.testbed.yaml or seed-<id>-<name>[.testbed].yaml."""
+    d = (root or repo_root()) / PRESETS
+    names = sorted(f.name for f in d.glob(f"seed-{paper}*.yaml")
+                   if re.fullmatch(rf"seed-{paper}([-.].+)?\.yaml", f.name))
+    return {"testbed": [str(PRESETS / n) for n in names if n.endswith(".testbed.yaml")],
+            "cluster": [str(PRESETS / n) for n in names if not n.endswith(".testbed.yaml")]}
+
+
+def run_hint(paper: str, root: Path | None = None) -> str:
+    """How to measure a paper that has no results yet: each of its presets that exists, by its full path."""
+    p = presets(paper, root)
+    if not p["testbed"] and not p["cluster"]:
+        return f"No preset in {PRESETS}/ measures seed {paper} yet."
+    parts = []
+    if p["testbed"]:
+        parts.append("on this machine " + ", ".join(f"`edgebench sweep {x} --local`" for x in p["testbed"]))
+    if p["cluster"]:
+        parts.append("on a cluster " + ", ".join(f"`argo submit {x}`" for x in p["cluster"]))
+    n = len(p["testbed"]) + len(p["cluster"])
+    return f"Run its preset{'s' if n > 1 else ''}: {'; or '.join(parts)}; then `make warehouse`."
 
 
 def paper_id(text: str) -> str:
