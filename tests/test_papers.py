@@ -264,3 +264,19 @@ def test_preset_paths_in_the_portal_and_cli_sources_exist():
             assert not set(p) & set("*?[{"), f"{src.name}: {p}"
             if p.endswith(".yaml"):
                 assert (REPO / p).is_file(), f"{src.name}: {p}"
+
+
+def test_seed_001_preset_header_names_the_figures_its_grid_measures():
+    """The header's figure range is the figures seed 001's published numbers and claims cite (Fig. 3 is the 1 MB
+    inference echo of the grid: payload-echo at 1000000 B)."""
+    import csv
+    cited = set()
+    for name in ("published_results.csv", "published_claims.csv"):
+        with open(REPO / "analytics" / "seeds" / name, newline="") as f:
+            cited |= {int(m) for r in csv.DictReader(f) if r["paper"] == "001"
+                      for m in re.findall(r"Fig\. (\d+)", r["figure_ref"])}
+    header = (REPO / "workflows" / "presets" / "seed-001-intercluster.yaml").read_text().split("apiVersion:")[0]
+    lo, hi = map(int, re.search(r"Figs\. (\d+)-(\d+)", header).groups())
+    assert set(range(lo, hi + 1)) == cited
+    preset = (REPO / "workflows" / "presets" / "seed-001-intercluster.yaml").read_text()
+    assert '"1000000"' in preset and "http:payload-echo" in preset  # Fig. 3's cell is in the grid
