@@ -283,3 +283,32 @@ def test_http_verdicts(verdict_warehouse):
     # resolution reaches the run mart too: fortio runs 0.001 ms, hey runs 0.1 (also without the field)
     assert q(verdict_warehouse, """select load_client, resolution_ms, count(*) from fct_http_runs
                                    group by all order by 1""") == [("fortio", 0.001, 13), ("hey", 0.1, 9)]
+
+
+def test_batching_off_runs_are_per_run_rows_and_stay_out_of_the_comparisons(tmp_path):
+    """dds-batching=off runs (params.batching = "off") reach the per-run marts with batching = 'off'; runs without
+    the field (all stored before it existed) read 'on'; the comparisons pool only batched runs (their grain has no
+    batching column yet)."""
+    import copy
+
+    from edgebench.results import warehouse
+
+    base = [m for m in fx.dds_manifests() if m["params"]["mode"] == "throughput" and m["params"]["subscribers"] == 1
+            and m["params"]["transport"] == "unicast" and m["status"] == "ok"]
+    off = []
+    for m in base:
+        if m["cni"] != "flannel":
+            continue
+        o = copy.deepcopy(m)
+        o["run_id"] = m["run_id"][:-3] + "0ff"
+        o["params"]["batching"] = "off"
+        o["metrics"] = {**m["metrics"], "throughput_mbps": m["metrics"]["throughput_mbps"] / 10}
+        off.append(o)
+    assert base and off
+    path = tmp_path / "wh.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(fx.write_tree(tmp_path / "raw", base + off)), quiet=True)
+    per_run = dict(q(path, "select run_id, batching from fct_dds_throughput"))
+    assert per_run == {**{m["run_id"]: "on" for m in base}, **{m["run_id"]: "off" for m in off}}
+    (n, mbps), = q(path, "select n_runs, throughput_mbps from cmp_dds_vs_host where cni = 'flannel'")
+    on = [m["metrics"]["throughput_mbps"] for m in base if m["cni"] == "flannel"]
+    assert n == len(on) and mbps == pytest.approx(_mean(on))
