@@ -9,7 +9,6 @@ import ast
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -163,4 +162,3 @@ def test_a_skupper_cell_runs_without_the_tools_directory_on_path(tmp_path, monke
     docs = [json.loads(f.read_text()) for f in (tmp_path / "out").rglob("manifest.json")]
     assert docs and all(d["status"] == "ok" for d in docs), [(d["status"], d.get("error")) for d in docs]
     assert {d["intercluster"] for d in docs} == {"skupper:amqp"}
-    time.sleep(0.2)

@@ -79,7 +79,8 @@ def exe(tool: str) -> str:
 
 def program_positions(argv: Sequence[str]) -> list[int]:
     """Where argv names programs: 0, and through the wrappers that start another program by a PATH lookup of their
-    own: `ip netns exec NS prog ...` and `env [-opts] [VAR=value ...] prog ...`, nested."""
+    own: `ip netns exec NS prog ...` and `env [-opts] [VAR=value ...] prog ...` (options without an argument: the
+    package passes none), nested."""
     found, i = [], 0
     while i < len(argv):
         found.append(i)
