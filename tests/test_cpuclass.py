@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from edgebench import sh
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local import cpuclass
 
@@ -73,8 +74,9 @@ def test_detect_names_what_is_missing(tmp_path):
 def test_wrap_and_catalog():
     assert cpuclass.wrap([], ["iperf3", "-s"]) == ["iperf3", "-s"]
     argv = cpuclass.wrap([Path("/c/a"), Path("/c/b")], ["iperf3", "-s"])
+    # the shell's `exec "$@"` looks in PATH only: the tool is named by the path sh.exe found
     assert argv[:3] == ["sh", "-c", argv[2]] and argv[4:] == ["/c/a/cgroup.procs", "/c/b/cgroup.procs", "--",
-                                                               "iperf3", "-s"]
+                                                               sh.exe("iperf3"), "-s"]
     assert cpuclass.class_names() == ["pi4", "pi5", "x86-small"]
     assert cpuclass.benchmark_argv(7)[-2:] == ["--time=7", "run"]
     for cls in cpuclass.catalog()["classes"].values():

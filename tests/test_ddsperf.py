@@ -583,6 +583,37 @@ def test_cyclone_config_rejects():
         d.cyclone_config("static-peers", [], False)
     with pytest.raises(ValueError):
         d.cyclone_config("cds", ["1.2.3.4"], False)
+    with pytest.raises(ValueError, match="batching"):
+        d.cyclone_config("multicast", None, True, batching="none")
+
+
+@pytest.mark.parametrize("discovery", ["multicast", "static-peers"])
+def test_cyclone_config_batching_off_caps_the_message_size(discovery):
+    """batching=off: General/MaxMessageSize below any RTPS message, so Cyclone's packer sends every submessage in a
+    message of its own; on: ddsperf's own batching, MaxMessageSize left at Cyclone's default."""
+    from edgebench.drivers import ddsperf_cmds
+    off = ET.fromstring(d.cyclone_config(discovery, ["10.0.0.1"], False, batching="off", interface="10.0.0.1").encode())
+    assert _tag(off, "c:Domain/c:General/c:MaxMessageSize").text == ddsperf_cmds.UNBATCHED_MAX_MESSAGE_SIZE == "1B"
+    assert _tag(off, "c:Domain/c:General/c:AllowMulticast") is not None  # the rest of the config is unchanged
+    assert _tag(off, "c:Domain/c:Internal") is None  # Internal/WriteBatch: ddsperf overrides it (see cyclone_config)
+    for on in (d.cyclone_config(discovery, ["10.0.0.1"], False, interface="10.0.0.1"),
+               d.cyclone_config(discovery, ["10.0.0.1"], False, batching="on", interface="10.0.0.1")):
+        assert _tag(ET.fromstring(on.encode()), "c:Domain/c:General/c:MaxMessageSize") is None
+    assert d.cyclone_config(discovery, ["10.0.0.1"], False, interface="10.0.0.1") == d.cyclone_config(
+        discovery, ["10.0.0.1"], False, batching="on", interface="10.0.0.1")
+
+
+def test_batching_is_a_dds_sweep_parameter():
+    from edgebench.plan import cells as cells_mod
+    from edgebench.plan import spec
+    s = spec.from_parameters({"substrate": "local", "workloads": json.dumps(["dds:throughput"]),
+                              "repetitions": "1", "dds-payloads": json.dumps(["64"]),
+                              "dds-batching": json.dumps(["on", "off"])})
+    runs = cells_mod.runs_for(s, cells_mod.expand(s)[0])
+    assert sorted(r.params.get("batching", "-") for r in runs) == ["-", "off"]  # on: params as before
+    assert len({r.run_id for r in runs}) == 2
+    with pytest.raises(Exception, match="batching"):
+        spec.from_parameters({"substrate": "local", "dds-batching": json.dumps(["sometimes"])})
 
 
 def test_version_and_security_support():
@@ -602,6 +633,8 @@ def test_measure_rejects_bad_args_and_security(monkeypatch):
     assert m is None and "domain id" in err
     raw, m, err = d.measure(ep, [ep], mode="latency", responder_security="tls", **kw)
     assert m is None and "responder_security" in err
+    raw, m, err = d.measure(ep, [ep], mode="latency", batching="sometimes", **kw)
+    assert m is None and "batching" in err
     monkeypatch.setattr(d, "security_support", lambda: "no plugins here")
     raw, m, err = d.measure(ep, [ep], mode="latency", security="auth-encrypt", **kw)
     assert (raw, m, err) == ({}, None, "unsupported: no plugins here")
@@ -669,6 +702,29 @@ def test_measure_throughput_two_subs_multicast(pair):
     assert m["per_subscriber_mbps"] == pytest.approx(m["throughput_mbps"] / 2)
     assert m["cpu_pub_pct"] > 0
     assert {s["subscriber"] for s in _check_samples(raw)} == {1, 2}
+
+
+def _udp_out(ns: str) -> int:
+    lines = [ln.split() for ln in subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"],
+                                                  capture_output=True, text=True, check=True).stdout.splitlines()
+             if ln.startswith("Udp:")]
+    return int(lines[1][lines[0].index("OutDatagrams")])
+
+
+@needs_root
+def test_measure_throughput_batching_off_sends_a_datagram_per_sample(pair):
+    """The publisher's UDP datagrams per sample received: ddsperf's own batching packs many 64 B samples into each
+    RTPS message; with batching=off every sample goes in a datagram of its own."""
+    a, b = pair
+    per_sample = {}
+    for batching in ("on", "off"):
+        before = _udp_out(a.ns)
+        raw, m, err = d.measure(a, [b], mode="throughput", payload=64, duration=2, reliability="reliable",
+                                transport="unicast", discovery="static-peers", peers=None, init_wait=5,
+                                batching=batching)
+        assert err is None, err
+        per_sample[batching] = (_udp_out(a.ns) - before) / (m["samples_per_s"] * 2)
+    assert per_sample["on"] < 0.2 < 0.8 < per_sample["off"], per_sample
 
 
 @needs_root

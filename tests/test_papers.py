@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -239,3 +241,58 @@ def test_report_paper_cli(fixture_warehouse):
                       (["--paper", "000", "--cni", "calico"], "cannot be combined with --paper")):
         res = runner.invoke(cli_app, ["report", *argv, "--warehouse", str(fixture_warehouse)])
         assert res.exit_code == 2 and msg in res.output
+
+
+# ---- the run hint: presets that exist ---------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+HINTED = re.compile(r"workflows/presets/[^\s`'\")]+")
+
+
+@pytest.mark.parametrize("paper", list(papers.PAPERS))
+def test_every_hinted_preset_exists_and_is_named_in_full(paper):
+    """The hint (Papers page, `edgebench report --paper`) names each preset of the paper that exists by its full path:
+    no pattern that matches nothing (seed-004 has no seed-004-*.testbed.yaml) or several files (seed 000 has three)."""
+    hint = papers.run_hint(paper, REPO)
+    paths = HINTED.findall(hint)
+    assert paths and len(paths) == len(set(paths))
+    for p in paths:
+        assert not set(p) & set("*?[{"), p
+        assert (REPO / p).is_file() and Path(p).name.startswith(f"seed-{paper}"), p
+    assert any(p.endswith(".testbed.yaml") for p in paths), "a preset for this machine (--local)"
+    for p in papers.presets(paper, REPO)["testbed"]:
+        assert f"`edgebench sweep {p} --local`" in hint
+    from data.papers import run_hint  # the Papers page's
+    assert run_hint(paper) == hint
+
+
+def test_every_preset_is_hinted_for_one_paper():
+    hinted = [p for paper in papers.PAPERS for p in HINTED.findall(papers.run_hint(paper, REPO))]
+    files = sorted(f"workflows/presets/{f.name}" for f in (REPO / "workflows" / "presets").glob("seed-*.yaml"))
+    assert sorted(hinted) == files
+
+
+def test_preset_paths_in_the_portal_and_cli_sources_exist():
+    """A preset path the app pages or the CLI print literally is a file (a pattern or a placeholder is not)."""
+    sources = [*(REPO / "app").rglob("*.py"), *(REPO / "containers" / "runner" / "src" / "edgebench").glob("cli*.py")]
+    for src in sources:
+        for p in HINTED.findall(src.read_text()):
+            assert not set(p) & set("*?[{"), f"{src.name}: {p}"
+            if p.endswith(".yaml"):
+                assert (REPO / p).is_file(), f"{src.name}: {p}"
+
+
+def test_seed_001_preset_header_names_the_figures_its_grid_measures():
+    """The header's figure range is the figures seed 001's published numbers and claims cite (Fig. 3 is the 1 MB
+    inference echo of the grid: payload-echo at 1000000 B)."""
+    import csv
+    cited = set()
+    for name in ("published_results.csv", "published_claims.csv"):
+        with open(REPO / "analytics" / "seeds" / name, newline="") as f:
+            cited |= {int(m) for r in csv.DictReader(f) if r["paper"] == "001"
+                      for m in re.findall(r"Fig\. (\d+)", r["figure_ref"])}
+    header = (REPO / "workflows" / "presets" / "seed-001-intercluster.yaml").read_text().split("apiVersion:")[0]
+    lo, hi = map(int, re.search(r"Figs\. (\d+)-(\d+)", header).groups())
+    assert set(range(lo, hi + 1)) == cited
+    preset = (REPO / "workflows" / "presets" / "seed-001-intercluster.yaml").read_text()
+    assert '"1000000"' in preset and "http:payload-echo" in preset  # Fig. 3's cell is in the grid

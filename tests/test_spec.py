@@ -29,7 +29,7 @@ def test_default_sweep_file_loads_and_expands():
             per_rep += len(v["iperf3-paths"]) * len(v["iperf3-lengths" if variant == "tcp" else "iperf3-udp-lengths"])
         elif tool == "dds":
             per_rep += (len(v["dds-placements"]) * len(v["dds-payloads"]) * len(v["dds-reliability"])
-                        * len(v["dds-transports"]) * len(v["dds-security"])
+                        * len(v["dds-transports"]) * len(v["dds-security"]) * len(v["dds-batching"])
                         * (len(v["dds-subscribers"]) if variant == "throughput" else 1))
         else:
             per_rep += len(v["http-paths"]) * (1 if variant == "static-reply" else len(v["http-payloads"]))

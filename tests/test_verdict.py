@@ -173,6 +173,11 @@ CASES = {
         lambda r: _python(r["diff"], r["new_n_runs"], r["new_stddev"], r["previous_n_runs"], r["previous_stddev"],
                           r["previous_mean"], r["is_higher_better"], V.family_of_unit(r["unit"])),
         "verdict", "runs_to_decide"),
+    "cmp_resources_efficiency": (
+        lambda r: r["cni"] != "host" and r["host_cpu_per_unit_pct"] is not None,
+        lambda r: _python(r["cpu_per_unit_pct"] - r["host_cpu_per_unit_pct"], r["n_runs"], r["cpu_per_unit_sd_pct"],
+                          r["host_n_runs"], r["host_cpu_per_unit_sd_pct"], r["host_cpu_per_unit_pct"], False, "cpu"),
+        "verdict", "runs_to_decide"),
     "cmp_loaded_latency_vs_idle": (
         lambda r: True,
         lambda r: _python(r["p99_inflation_us"], r["loaded_n_runs"], None, r["idle_n_runs"], None, r["idle_p99_us"],

@@ -298,7 +298,8 @@ def test_http_verdicts(verdict_warehouse):
 
 def test_http_difference_interval_at_a_whole_df(verdict_warehouse):
     """calico vs host at 60 B: 3 runs a side, each with sd 0.001 ms: Welch-Satterthwaite df = (2v)^2 / (2 v^2 / 2)
-    = 4 exactly (floating point may give 3.9999999999999996: the floor keeps it whole, in SQL and Python), so the half-width is t(4) x sqrt(2 x 0.001^2 / 3) = 2.776 x 0.000816 = 0.00227 ms."""
+    = 4 exactly (floating point may give 3.9999999999999996: the floor keeps it whole, in SQL and Python), so the
+    half-width is t(4) x sqrt(2 x 0.001^2 / 3) = 2.776 x 0.000816 = 0.00227 ms."""
     runs = defaultdict(list)
     for m, reqs in fx.verdict_runs():
         if m["length_bytes"] == 60:
@@ -309,3 +310,32 @@ def test_http_difference_interval_at_a_whole_df(verdict_warehouse):
     ((ci,),) = q(verdict_warehouse, """select response_p50_diff_ci95_ms from cmp_http_vs_host
                                        where length_bytes = 60 and cni = 'calico'""")
     assert ci == pytest.approx(welch, rel=1e-6)
+
+
+def test_batching_off_runs_are_per_run_rows_and_stay_out_of_the_comparisons(tmp_path):
+    """dds-batching=off runs (params.batching = "off") reach the per-run marts with batching = 'off'; runs without
+    the field (all stored before it existed) read 'on'; the comparisons pool only batched runs (their grain has no
+    batching column yet)."""
+    import copy
+
+    from edgebench.results import warehouse
+
+    base = [m for m in fx.dds_manifests() if m["params"]["mode"] == "throughput" and m["params"]["subscribers"] == 1
+            and m["params"]["transport"] == "unicast" and m["status"] == "ok"]
+    off = []
+    for m in base:
+        if m["cni"] != "flannel":
+            continue
+        o = copy.deepcopy(m)
+        o["run_id"] = m["run_id"][:-3] + "0ff"
+        o["params"]["batching"] = "off"
+        o["metrics"] = {**m["metrics"], "throughput_mbps": m["metrics"]["throughput_mbps"] / 10}
+        off.append(o)
+    assert base and off
+    path = tmp_path / "wh.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(fx.write_tree(tmp_path / "raw", base + off)), quiet=True)
+    per_run = dict(q(path, "select run_id, batching from fct_dds_throughput"))
+    assert per_run == {**{m["run_id"]: "on" for m in base}, **{m["run_id"]: "off" for m in off}}
+    (n, mbps), = q(path, "select n_runs, throughput_mbps from cmp_dds_vs_host where cni = 'flannel'")
+    on = [m["metrics"]["throughput_mbps"] for m in base if m["cni"] == "flannel"]
+    assert n == len(on) and mbps == pytest.approx(_mean(on))

@@ -29,9 +29,10 @@
     ], prefix) }}
 {%- endmacro %}
 
-{#- The DDS parameters that follow dds_mode: reliability, transport, subscribers, discovery, security, rate. -#}
+{#- The DDS parameters that follow dds_mode: reliability, transport, subscribers, discovery, security, batching,
+    rate. -#}
 {% macro dds_parameter_columns(prefix='') -%}
-    {{ column_list(['reliability', 'transport', 'subscribers', 'discovery', 'security', 'rate'], prefix) }}
+    {{ column_list(['reliability', 'transport', 'subscribers', 'discovery', 'security', 'batching', 'rate'], prefix) }}
 {%- endmacro %}
 
 {#- The workload and its parameters that make a configuration of the tuning-efficiency comparison

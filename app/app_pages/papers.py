@@ -2,7 +2,8 @@ import altair as alt
 import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
-from data.papers import PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame
+from data.papers import (PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame,
+                         run_hint)
 import ui
 
 st.title("Papers")
@@ -17,9 +18,7 @@ rep = ui.query(paper_report, paper=paper)
 st.markdown(f"*{rep['about']}*")
 
 if not rep["substrates"]:
-    st.info(f"Nothing measured for this paper yet. Run its preset: `edgebench sweep "
-            f"workflows/presets/seed-{paper}-*.testbed.yaml --local` on this machine (or the full preset with "
-            "`argo submit` on a cluster), then `make warehouse`.", icon=":material/info:")
+    st.info(f"Nothing measured for this paper yet. {run_hint(paper)}", icon=":material/info:")
     substrate = None
 else:
     substrate = st.selectbox("Substrate", rep["substrates"], key="paper_substrate",

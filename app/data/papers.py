@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from data.common import REPO
 from edgebench.results import papers as _papers
 
 PAPER_IDS = list(_papers.PAPERS)
@@ -11,6 +12,11 @@ PAPER_IDS = list(_papers.PAPERS)
 def paper_title(paper: str) -> str:
     authors, title, _ = _papers.PAPERS[paper]
     return f"seed {paper}: {authors}, {title}"
+
+
+def run_hint(paper: str) -> str:
+    """The paper's presets that exist in this repository, each by its path, with the command that runs it."""
+    return _papers.run_hint(paper, REPO)
 
 
 def paper_report(con, paper: str) -> dict:

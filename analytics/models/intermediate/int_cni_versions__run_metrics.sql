@@ -21,7 +21,8 @@ with runs as (
             when 'iperf3' then concat_ws(' ', 'duration_s=' || duration_s, 'bitrate=' || iperf3_bitrate)
             when 'dds' then concat_ws(' ', 'mode=' || dds_mode, 'reliability=' || reliability,
                                       'transport=' || transport, 'subscribers=' || subscribers,
-                                      'security=' || security, 'rate=' || rate, 'duration_s=' || duration_s)
+                                      'security=' || security, 'rate=' || rate, 'duration_s=' || duration_s,
+                                      case when batching = 'off' then 'batching=off' end)
             when 'http' then concat_ws(' ', 'service=' || service, 'requests=' || requests_planned,
                                        'connections=' || connections)
             else ''

@@ -6,6 +6,7 @@ with runs as (
 
     select * from {{ ref('int_runs__deduplicated') }}
     where status = 'ok' and is_valid and workload in ('iperf3', 'dds')
+      and coalesce(batching, 'on') = 'on'  -- DDS batching=off runs stay out of comparisons (see int_dds__config_stats)
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies
       and {{ own_cores_only() }}  -- CPU-limited testbed cells are compared in cmp_dds_vs_host / cmp_iperf3_vs_host

@@ -162,6 +162,10 @@ renamed as (
         try_cast(manifest->'params'->>'subscribers' as integer)    as subscribers,
         manifest->'params'->>'discovery'                           as discovery,
         manifest->'params'->>'security'                            as security,
+        -- Cyclone message packing: 'off' only where the run asked for it (dds-batching), 'on' (ddsperf's own write
+        -- batching) for every other DDS run, also those stored before the parameter existed
+        case when manifest->>'workload' = 'dds'
+             then coalesce(manifest->'params'->>'batching', 'on') end as batching,
         manifest->'params'->>'rate'                                as rate,  -- 'inf' or samples/s, as text
         -- DDS metrics (throughput_mbps above is shared: DDS throughput mode reports it under the same name)
         try_cast(manifest->'metrics'->>'latency_mean_us' as double) as latency_mean_us,

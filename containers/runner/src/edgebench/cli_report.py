@@ -274,9 +274,7 @@ def print_paper(rep: dict) -> None:
     out.print(f"[bold]seed {rep['paper']}[/]: {rep['authors']}, \"{rep['title']}\"", highlight=False)
     out.print(f"  {rep['about']}", highlight=False)
     if not rep["substrates"]:
-        out.print(f"  nothing measured for this paper yet: run its preset (workflows/presets/seed-{rep['paper']}-*.yaml, "
-                  "the .testbed.yaml variant with `edgebench sweep ... --local`), then `make warehouse`.",
-                  highlight=False)
+        out.print(f"  nothing measured for this paper yet. {papers.run_hint(rep['paper'])}", highlight=False)
     for sub, note in rep["substrate_notes"].items():
         out.print(f"  substrate {sub}: {note}", highlight=False)
     if rep["numbers"]:

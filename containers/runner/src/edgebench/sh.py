@@ -1,11 +1,20 @@
-"""Running commands: always argument lists, never shell strings built from input."""
+"""Running commands: always argument lists, never shell strings built from input.
+
+Every program the runner starts is found by one lookup, `which` / `exe`: PATH, then the tools directory
+($EDGEBENCH_TOOLS, where `make tools` builds edgebench-relay, the netem emulator, fortio, ...), and the absolute path
+found is what is executed. `run`, `ok`, `call` and `popen` (nothing else in the package starts a process) resolve
+argv[0] and the program a wrapper in argv starts by a PATH lookup of its own (`ip netns exec NS prog`, `env VAR=...
+prog`; `program_positions`): the wrapper's own lookup sees PATH only, not the tools directory. A wrapper that is a
+shell script (the CPU classes' cgroup entry) resolves its argv itself; a command run in a pod (`kubectl exec`) names a
+program found in the tools directory by its name again (`in_image`): the pod's image has it on its PATH.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-from typing import Sequence
+from typing import Any, Sequence
 
 from edgebench.errors import EdgebenchError
 
@@ -18,7 +27,7 @@ class CommandError(EdgebenchError):
 
 def run(argv: Sequence[str], check: bool = True, input: str | None = None, timeout: float | None = 120) -> str:
     """Run a command, return its stdout; raise CommandError with its stderr on failure."""
-    proc = subprocess.run(list(argv), input=input, capture_output=True, text=True, timeout=timeout)
+    proc = call(argv, input=input, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise CommandError(argv, proc.returncode, proc.stderr or proc.stdout)
     return proc.stdout
@@ -26,18 +35,79 @@ def run(argv: Sequence[str], check: bool = True, input: str | None = None, timeo
 
 def ok(argv: Sequence[str]) -> tuple[bool, str]:
     """Run a command that may fail; return (succeeded, stderr)."""
-    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+    proc = call(argv, capture_output=True, text=True, timeout=60)
     return proc.returncode == 0, (proc.stderr or proc.stdout).strip()
 
 
+def resolved(argv: Sequence[str]) -> list[str]:
+    """argv with each program it starts named by the path `exe` finds: argv[0] and the programs of the wrappers
+    it names (`program_positions`)."""
+    argv = list(argv)
+    for i in program_positions(argv):
+        argv[i] = exe(argv[i])
+    return argv
+
+
+def call(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """subprocess.run of argv with its program resolved (`exe`)."""
+    return subprocess.run(resolved(argv), **kwargs)
+
+
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen of argv with its program resolved (`exe`)."""
+    return subprocess.Popen(resolved(argv), **kwargs)
+
+
 def tools_dir() -> str:
-    """Where `make` installs the Go-built tools (MinIO, mc, fortio)."""
+    """Where `make` installs the Go-built tools (MinIO, mc, fortio, edgebench-relay, edgebench-netem-emu)."""
     return os.environ.get("EDGEBENCH_TOOLS", os.path.expanduser("~/.local/share/edgebench/tools"))
 
 
 def which(tool: str) -> str | None:
-    """A tool on PATH, or in the tools directory."""
-    return shutil.which(tool) or shutil.which(tool, path=tools_dir())
+    """The absolute path of a tool on PATH, or in the tools directory; None if neither has it. A path (one with a
+    slash) is itself if executable."""
+    found = shutil.which(tool) or (None if os.sep in tool else shutil.which(tool, path=tools_dir()))
+    return os.path.abspath(found) if found else None
+
+
+def exe(tool: str) -> str:
+    """What to execute for `tool`: its absolute path (`which`), or the bare name if it is nowhere, so that starting it
+    fails naming it (`require` and the substrates' checks say earlier what is missing). A path in the tools
+    directory is named back by its name where the program runs in a pod (`in_image`)."""
+    return which(tool) or tool
+
+
+def program_positions(argv: Sequence[str]) -> list[int]:
+    """Where argv names programs: 0, and through the wrappers that start another program by a PATH lookup of their
+    own: `ip netns exec NS prog ...` and `env [-opts] [VAR=value ...] prog ...` (options without an argument: the
+    package passes none), nested."""
+    found, i = [], 0
+    while i < len(argv):
+        found.append(i)
+        name = os.path.basename(argv[i])
+        if name == "ip" and list(argv[i + 1:i + 3]) == ["netns", "exec"] and len(argv) > i + 4:
+            i += 4
+        elif name == "env":
+            j = i + 1
+            while j < len(argv) and (argv[j].startswith("-") or "=" in argv[j]):
+                j += 1
+            if j == len(argv):
+                break
+            i = j
+        else:
+            break
+    return found
+
+
+def in_image(argv: Sequence[str]) -> list[str]:
+    """argv to run in another machine's image (a pod): a program this runner found in its tools directory (`exe`)
+    is named by its name, which the image has on its PATH; the runner's tools directory means nothing there. Any
+    other path (an image path) stays."""
+    argv, tools = list(argv), os.path.normpath(tools_dir())
+    for i in program_positions(argv):
+        if os.path.isabs(argv[i]) and os.path.dirname(os.path.normpath(argv[i])) == tools:
+            argv[i] = os.path.basename(argv[i])
+    return argv
 
 
 def require(*tools: str) -> None:

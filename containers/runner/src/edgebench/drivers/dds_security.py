@@ -5,12 +5,12 @@ and manifest record that use them."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from edgebench import sh
 from edgebench.drivers.ddsperf_parse import DdsperfError
 
 SECURITY_LIBS = ("libdds_security_auth", "libdds_security_ac", "libdds_security_crypto")
@@ -52,7 +52,7 @@ def _find_security_libs() -> dict[str, str]:
     next to libddsc, e.g. /usr/lib/x86_64-linux-gnu/libddsc0debian/)."""
     roots = []
     try:
-        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+        out = sh.call(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
         for line in out.splitlines():
             if "libddsc" in line and "=>" in line:
                 roots.append(os.path.dirname(os.path.realpath(line.split("=>", 1)[1].strip())))
@@ -93,7 +93,7 @@ def security_support() -> str | None:
             ctypes.CDLL(path)
         except OSError as exc:
             return f"DDS Security plugin {path} does not load: {exc}"
-    if not shutil.which("openssl"):
+    if not sh.which("openssl"):
         return "openssl is not installed (needed to generate the DDS Security certificates)"
     return None
 
@@ -135,7 +135,7 @@ SEED_SETTING = "SignWithOrigAuthRTPSEncryptSM"
 
 def _openssl(*args: str, cwd: str) -> str:
     try:
-        out = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+        out = sh.call(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
         raise DdsperfError("openssl is not installed (needed to generate the DDS Security certificates)") from None
     except subprocess.TimeoutExpired:

@@ -31,18 +31,19 @@ import threading
 from time import monotonic
 from typing import Any, Sequence
 
+from edgebench import sh
 from edgebench.drivers.dds_security import (DOMAIN_ID_MAX, _find_security_libs, make_security_material,
                                             security_config, security_record, security_support)
 from edgebench.drivers.ddsperf_cmds import (INIT_WAIT, MAX_PARTICIPANT_INDEX, _num, cyclone_config,  # noqa: F401
                                             ping_cmd, pong_cmd, pub_cmd, sub_cmd, version)
-from edgebench.drivers.ddsperf_parse import (DISCOVERIES, MODES, RELIABILITIES, SECURITIES, TRANSPORTS, DdsperfError,
-                                             _responder_text, parse, parse_stats, summarize)
+from edgebench.drivers.ddsperf_parse import (BATCHINGS, DISCOVERIES, MODES, RELIABILITIES, SECURITIES, TRANSPORTS,
+                                             DdsperfError, _responder_text, parse, parse_stats, summarize)
 
 # --- running --------------------------------------------------------------------------------------
 
 def _popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
-    return subprocess.Popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return sh.popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
@@ -143,7 +144,7 @@ def _diagnose(rc: int, text: str, what: str, init_wait: float) -> str | None:
 def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability: str, transport: str,
             discovery: str, peers: Sequence[str] | None, security: str = "none", domain: int = 0,
             timeout_extra: float = 60, rate: str | float | None = None, init_wait: float = INIT_WAIT,
-            responder_security: str | None = None
+            responder_security: str | None = None, batching: str = "on"
             ) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     """One DDS run. latency: ping on `pub`, pong on `subs[0]`; throughput: pub on `pub`, one sub per entry of
     `subs` (several may share a namespace). `peers` (static-peers): addresses every participant is told
@@ -155,7 +156,10 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
     raw gains dds-security.json (security_record: protection kinds, subjects, validity; no keys). The temp dir is
     on this host's filesystem, so all endpoints must be namespaces of this host (as Endpoint.cmd implies).
     `responder_security` (default: = security) gives the pong/subs a different setting; only meant to check that
-    secure and non-secure participants do not match (the run then fails with a "did not match" error)."""
+    secure and non-secure participants do not match (the run then fails with a "did not match" error).
+
+    batching="off": every participant's configuration stops Cyclone packing several samples into one RTPS message
+    (cyclone_config); "on" is ddsperf's own behaviour, which batches."""
     raw: dict[str, bytes] = {}
     try:
         if mode not in MODES:
@@ -168,6 +172,8 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
             raise ValueError(f"reliability must be one of {RELIABILITIES}, not {reliability!r}")
         if security not in SECURITIES:
             raise ValueError(f"security must be one of {SECURITIES}, not {security!r}")
+        if batching not in BATCHINGS:
+            raise ValueError(f"batching must be one of {BATCHINGS}, not {batching!r}")
         if responder_security not in (None, *SECURITIES):
             raise ValueError(f"responder_security must be one of {SECURITIES}, not {responder_security!r}")
         if not subs:
@@ -179,7 +185,7 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
     resp_security = responder_security or security
     if "auth-encrypt" not in (security, resp_security):
         return _run(pub, subs, raw, mode, payload, duration, reliability, transport, discovery, peers, domain,
-                    timeout_extra, rate, init_wait, None, None)
+                    timeout_extra, rate, init_wait, None, None, batching)
     reason = security_support()
     if reason:
         return raw, None, f"unsupported: {reason}"
@@ -197,7 +203,7 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
         raw, metrics, error = _run(pub, subs, raw, mode, payload, duration, reliability, transport, discovery, peers,
                                    domain, timeout_extra, rate, init_wait,
                                    sec if security == "auth-encrypt" else None,
-                                   sec if resp_security == "auth-encrypt" else None)
+                                   sec if resp_security == "auth-encrypt" else None, batching)
     if error and "did not match" in error:
         if resp_security != security:
             error = error.replace(": check discovery (multicast reachability or static peer addresses)", "")
@@ -212,12 +218,13 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
 def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: float, reliability: str,
          transport: str, discovery: str, peers: Sequence[str] | None, domain: int, timeout_extra: float,
          rate: str | float | None, init_wait: float, init_sec: dict[str, str] | None,
-         resp_sec: dict[str, str] | None) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
+         resp_sec: dict[str, str] | None, batching: str = "on"
+         ) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     if discovery == "static-peers" and not peers:
         peers = list(dict.fromkeys([pub.ip, *(s.ip for s in subs)]))
 
     def xml(ep, sec: dict[str, str] | None) -> str:
-        return cyclone_config(discovery, peers, transport == "multicast", sec, interface=ep.ip)
+        return cyclone_config(discovery, peers, transport == "multicast", sec, interface=ep.ip, batching=batching)
 
     # initiator (ping/pub) waits up to init_wait for its peers, then runs `duration` s; the responders
     # (pong/subs) get a generous -D as a safety net and are stopped with SIGINT once the initiator is done.

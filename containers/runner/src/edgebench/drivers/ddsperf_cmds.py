@@ -3,13 +3,13 @@ the driver that runs them and the output formats)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Sequence
 from xml.sax.saxutils import quoteattr
 
+from edgebench import sh
 from edgebench.drivers.dds_security import _security_xml
-from edgebench.drivers.ddsperf_parse import DISCOVERIES, RELIABILITIES
+from edgebench.drivers.ddsperf_parse import BATCHINGS, DISCOVERIES, RELIABILITIES
 
 # Participant indices probed by unicast (static-peers) discovery: index i listens on 7400+250*domain+10+2*i.
 # 13 ddsperf processes on one host (1 pub + 12 subs) need indices 0..12; leave some headroom.
@@ -17,6 +17,11 @@ MAX_PARTICIPANT_INDEX = 19
 
 # seconds ddsperf may wait for all peers to match before giving up (-Qinitwait)
 INIT_WAIT = 10.0
+
+# General/MaxMessageSize of batching=off: below the smallest RTPS message, so that no RTPS message holds more than
+# one submessage (Cyclone's packer sends what it holds before adding a submessage that would exceed it, and sends a
+# submessage larger than it alone). See cyclone_config and docs/workloads.md.
+UNBATCHED_MAX_MESSAGE_SIZE = "1B"
 
 def _common(duration: float | None, reliability: str, domain: int, minmatch: int | None,
             init_wait: float | None) -> list[str]:
@@ -73,7 +78,7 @@ def sub_cmd(duration: float | None, reliability: str = "reliable", domain: int =
 
 def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast: bool,
                    security: dict[str, str] | None = None, *, interface: str | None = None,
-                   max_participant_index: int = MAX_PARTICIPANT_INDEX) -> str:
+                   max_participant_index: int = MAX_PARTICIPANT_INDEX, batching: str = "on") -> str:
     """XML for CYCLONEDDS_URI (element names from docs/manual/config/config_file_reference.rst).
 
     General/AllowMulticast:
@@ -85,9 +90,20 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
     Static peers need Discovery/ParticipantIndex=auto (the 0.10 default "none" uses random ports, making unicast
     discovery impossible) and MaxAutoParticipantIndex >= participants per host - 1.
     `security`: optional {"Library...": ...} dict rendered as Domain/Security (see security_config()).
+
+    batching="off" (PerfTest's "batching disabled", seeds 000/002): General/MaxMessageSize =
+    UNBATCHED_MAX_MESSAGE_SIZE, so every RTPS message carries one submessage: one DATA, i.e. one sample, per UDP
+    datagram up to FragmentSize (1344 B); a larger sample goes one DATA_FRAG of FragmentSize per datagram (Cyclone
+    puts MaxMessageSize / FragmentSize fragments, at least 1, in a submessage). Internal/WriteBatch=false, the
+    documented switch, does nothing for ddsperf: ddsperf 0.10 calls dds_write_set_batch(true) after creating its
+    participant (overriding the setting for the domain; master sets writer_batching on its data writer instead), and
+    Cyclone's packer then fills each message up to MaxMessageSize (default 14720 B) until the next flush.
+    batching="on": ddsperf as it is (MaxMessageSize left at its default).
     """
     if discovery not in DISCOVERIES:
         raise ValueError(f"discovery must be one of {DISCOVERIES}, not {discovery!r}")
+    if batching not in BATCHINGS:
+        raise ValueError(f"batching must be one of {BATCHINGS}, not {batching!r}")
     static = discovery == "static-peers"
     if static and not peers:
         raise ValueError("static-peers discovery needs at least one peer address")
@@ -99,8 +115,10 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
              '    <General>']
     if interface:
         lines.append(f"      <Interfaces><NetworkInterface address={quoteattr(interface)}/></Interfaces>")
-    lines += [f"      <AllowMulticast>{mc}</AllowMulticast>",
-              "    </General>",
+    lines.append(f"      <AllowMulticast>{mc}</AllowMulticast>")
+    if batching == "off":
+        lines.append(f"      <MaxMessageSize>{UNBATCHED_MAX_MESSAGE_SIZE}</MaxMessageSize>")
+    lines += ["    </General>",
               "    <Discovery>"]
     if static:
         lines += ["      <ParticipantIndex>auto</ParticipantIndex>",
@@ -117,10 +135,10 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
 
 def version() -> str:
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
+        out = sh.call(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
                              text=True, timeout=10)
         if out.returncode == 0 and out.stdout.strip():
             return f"cyclonedds-tools {out.stdout.strip()}"
     except (FileNotFoundError, subprocess.TimeoutExpired):
         pass
-    return "ddsperf (version unknown)" if shutil.which("ddsperf") else "missing"
+    return "ddsperf (version unknown)" if sh.which("ddsperf") else "missing"

@@ -14,6 +14,7 @@ RELIABILITIES = ("reliable", "best-effort")
 TRANSPORTS = ("unicast", "multicast")
 DISCOVERIES = ("multicast", "static-peers")
 SECURITIES = ("none", "auth-encrypt")
+BATCHINGS = ("on", "off")  # on: ddsperf's own write batching (it cannot be turned off); off: see cyclone_config
 
 
 def _mean(xs: Sequence[float]) -> float | None:

@@ -65,13 +65,13 @@ HTTP_BUFFER_HEADROOM_KB = 64  # reply headers and slack on top of the reply body
 def fortio_path() -> str:
     """`fortio` from PATH, else from $EDGEBENCH_TOOLS (default ~/.local/share/edgebench/tools), else bare "fortio"
     (so running it fails with FileNotFoundError, which `measure` reports as an error)."""
-    return sh.which("fortio") or "fortio"
+    return sh.exe(CLIENT)
 
 
 def version() -> dict[str, str]:
     """{"fortio": `fortio version`}: fortio is both the load client and the server; "missing" if absent."""
     try:
-        r = subprocess.run([fortio_path(), "version"], capture_output=True, text=True, timeout=10)
+        r = sh.call([fortio_path(), "version"], capture_output=True, text=True, timeout=10)
         return {"fortio": (r.stdout.strip() or r.stderr.strip()).split("\n", 1)[0] or "unknown"}
     except FileNotFoundError:
         return {"fortio": "missing"}
@@ -129,7 +129,7 @@ def _wait_listening(server_ns_cmd: Sequence[str], port: int, proc: subprocess.Po
         if proc.poll() is not None:
             raise HttpDriverError(f"fortio server exited early (rc {proc.returncode}): "
                                   f"{log_path.read_text(errors='replace')[-500:]}")
-        out = subprocess.run([*server_ns_cmd, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
+        out = sh.call([*server_ns_cmd, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
         if out.stdout.strip():
             return
         time.sleep(0.05)
@@ -171,17 +171,17 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
             # written from inside the client endpoint, so it exists where the client runs (a namespace on this
             # host shares the file system; a pod reached with `kubectl exec` does not)
             body_file = str(workdir / "payload.bin")
-            made = subprocess.run(client.cmd(["sh", "-c", 'mkdir -p "$(dirname "$1")" && head -c "$0" /dev/urandom > "$1"',
+            made = sh.call(client.cmd(["sh", "-c", 'mkdir -p "$(dirname "$1")" && head -c "$0" /dev/urandom > "$1"',
                                               str(int(body_bytes)), body_file]), capture_output=True)
             if made.returncode != 0:
                 raise HttpDriverError(f"could not write the {body_bytes}-byte payload in the client: "
                                       f"{made.stderr.decode(errors='replace').strip()}")
         with open(log_path, "wb") as log:
-            srv = subprocess.Popen(server.cmd(server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=workdir)
+            srv = sh.popen(server.cmd(server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, cwd=workdir)
         _wait_listening(server.cmd([]), port, srv, log_path)
         url = f"http://{target}:{port}{path}"
-        cli = subprocess.run(client.cmd(load_cmd(url, method, body_file, requests, reply_size)),
+        cli = sh.call(client.cmd(load_cmd(url, method, body_file, requests, reply_size)),
                              capture_output=True, stdin=subprocess.DEVNULL,
                              timeout=requests * REQUEST_TIMEOUT_S + 30)
         raw["fortio-access.jsonl"] = cli.stdout

@@ -14,6 +14,7 @@ import subprocess
 import time
 from typing import Any, Sequence
 
+from edgebench import sh
 from edgebench.drivers.iperf3_json import (_MISSING, Iperf3Error, _flag, _get, _list, _load, _message, _num,
                                           _obj, _show, _type)
 
@@ -254,7 +255,7 @@ def normalize(text: str) -> dict[str, Any]:
 
 def version() -> str:
     try:
-        out = subprocess.run(["iperf3", "--version"], capture_output=True, text=True, timeout=10).stdout
+        out = sh.call(["iperf3", "--version"], capture_output=True, text=True, timeout=10).stdout
     except FileNotFoundError:
         return "missing"
     return out.split("\n", 1)[0].strip()
@@ -265,7 +266,7 @@ def _wait_listening(server_ns_cmd: Sequence[str], port: int, proc: subprocess.Po
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise Iperf3Error(f"iperf3 server exited early: {proc.stdout.read() if proc.stdout else ''}")
-        out = subprocess.run([*server_ns_cmd, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
+        out = sh.call([*server_ns_cmd, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
         if out.stdout.strip():
             return
         time.sleep(0.05)
@@ -295,11 +296,11 @@ def measure(client, server, target: str, port: int, protocol: str, length: int, 
     Returns (raw files, metrics or None, error or None). Raw output is returned even when the run failed.
     """
     server_prefix = server.cmd([])
-    srv = subprocess.Popen(server.cmd(server_cmd(port)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    srv = sh.popen(server.cmd(server_cmd(port)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     raw: dict[str, bytes] = {}
     try:
         _wait_listening(server_prefix, port, srv)
-        cli = subprocess.run(client.cmd(client_cmd(target, port, protocol, length, duration, bitrate)),
+        cli = sh.call(client.cmd(client_cmd(target, port, protocol, length, duration, bitrate)),
                              capture_output=True, timeout=duration + 60)
         raw["iperf3-client.json"] = cli.stdout
         if cli.stderr:

@@ -23,6 +23,7 @@ class Param:
     parse: Callable[[str, str], Any]
     default: str  # the raw string, as an Argo parameter value
     help: str
+    neutral_at_default: bool = False  # added after sweeps were stored: at its default it changes no sweep id
 
 
 def json_default(value: Any) -> str:

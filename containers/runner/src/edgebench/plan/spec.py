@@ -146,8 +146,10 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
 PARAMS: dict[str, Param] = {p.name: p for p in (*CORE_PARAMS, *workload_params(), *LATE_PARAMS)}
 DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
-# dimensions added after sweeps were stored: at their default they change no sweep id, cell id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"trigger", "min-repetitions", "max-repetitions", *neutral_params()})
+# dimensions and workload parameters added after sweeps were stored: at their default they change no sweep id, cell
+# id or object key
+NEUTRAL_AT_DEFAULT = frozenset({"trigger", "min-repetitions", "max-repetitions", *neutral_params(),
+                                *(p.name for p in PARAMS.values() if p.neutral_at_default)})
 
 
 @dataclass(frozen=True)

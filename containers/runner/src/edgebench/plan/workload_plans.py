@@ -74,26 +74,33 @@ class DdsPlan(WorkloadPlan):
               "subscribers on the publisher's node (same-node) or on the other node (cross-node)"),
         Param("dds-security", subset(("none", "auth-encrypt")), json_default(["none"]),
               "DDS Security: none, auth-encrypt (where the Cyclone DDS build ships the security plugins)"),
+        Param("dds-batching", subset(("on", "off")), json_default(["on"]),
+              "Cyclone DDS message packing: on (ddsperf's own write batching: samples packed into RTPS messages of "
+              "up to 14720 B), off (one sample, or one fragment, per RTPS message; the seeds' PerfTest ran with "
+              "batching disabled)", neutral_at_default=True),
         Param("dds-duration", lambda n, v: integer(n, v, 2), "3",
               "seconds per DDS run, at least 2 (ddsperf prints no statistics for a 1 s run)"),
     )
 
     def expand(self, values: dict[str, Any], cell: Cell, repetition: int, variant: str) -> list[Run]:
         v = values
+        # "batching" is in a run's params only when off: runs with ddsperf's own batching keep the ids (hashes of
+        # the params) and manifests they had before the parameter existed
         return [
             Run(cell, self.name, "udp", "pod-to-pod", placement, payload, v["dds-duration"], repetition,
                 {"mode": variant, "reliability": reliability, "transport": transport, "subscribers": subs,
-                 "security": security, "rate": "inf"})
+                 "security": security, "rate": "inf", **({"batching": batching} if batching != "on" else {})})
             for placement in v["dds-placements"] for payload in v["dds-payloads"]
             for reliability in v["dds-reliability"] for transport in v["dds-transports"]
-            for security in v["dds-security"]
+            for security in v["dds-security"] for batching in v["dds-batching"]
             for subs in (v["dds-subscribers"] if variant == "throughput" else [1])
         ]
 
     def describe(self, run: Run) -> str:
         p = run.params
         return f" {p['reliability']} {p['transport']}" + (
-            f" subs={p['subscribers']}" if p["mode"] == "throughput" else "")
+            f" subs={p['subscribers']}" if p["mode"] == "throughput" else "") + (
+            f" batching={p['batching']}" if "batching" in p else "")
 
 
 class HttpPlan(WorkloadPlan):

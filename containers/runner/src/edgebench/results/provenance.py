@@ -40,7 +40,7 @@ def netem_tool_version(mechanism: str | None) -> dict[str, str]:
 
 def _first_line(argv: list[str]) -> str:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        proc = sh.call(argv, capture_output=True, text=True, timeout=10)
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return "missing"
     return ((proc.stdout or proc.stderr).strip().splitlines() or ["unknown"])[0]
@@ -54,11 +54,11 @@ def edgebench_commit() -> str | None:
         return env
     root = Path(__file__).resolve().parents[5]  # containers/runner/src/edgebench/results/ -> repository root
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+        head = sh.call(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        dirty = sh.call(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return None

@@ -49,6 +49,7 @@ try:  # optional: the runner image carries no analytics extra (reading or buildi
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
+from edgebench import sh
 from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
                                          list_raw, sync_raw_cache)
 
@@ -116,7 +117,7 @@ def _dbt_executable() -> str:
     exe = Path(sys.executable).parent / "dbt"
     if exe.exists():
         return str(exe)
-    if found := shutil.which("dbt"):
+    if found := sh.which("dbt"):
         return found
     raise WarehouseError(f"dbt not found next to {sys.executable} nor on PATH; run `make venv`")
 
@@ -144,14 +145,14 @@ class _Dbt:
         self.env = env
         self.proc = None
         if importlib.util.find_spec("dbt.cli") is not None:
-            self.proc = subprocess.Popen([sys.executable, "-c", _DBT_PRELUDE], env=env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.proc = sh.popen([sys.executable, "-c", _DBT_PRELUDE], env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def run(self, args: list[str], quiet: bool) -> tuple[int, str]:
         """Run `dbt <args>`; returns the exit code and the output (also printed unless quiet)."""
         if self.proc is None:
-            self.proc = subprocess.Popen([_dbt_executable(), *args], env=self.env, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True)
+            self.proc = sh.popen([_dbt_executable(), *args], env=self.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
         else:
             try:
                 self.proc.stdin.write(json.dumps(args) + "\n")

@@ -37,7 +37,7 @@ class Dds(Workload):
         raw, metrics, error = driver.measure(
             pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
             reliability=p["reliability"], transport=p["transport"], discovery=params["discovery"],
-            peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"])
+            peers=sorted({e.ip for e in [pub, *subs]}), security=p["security"], batching=p.get("batching", "on"))
         return raw, metrics, error, params
 
     def versions(self) -> dict[str, str]:

@@ -17,6 +17,7 @@ import subprocess
 import time
 from typing import Any
 
+from edgebench import sh
 from edgebench.plan.dimensions import Run
 from edgebench.drivers import ddsperf, http, iperf3
 from edgebench.workloads.base import Measurement, Workload
@@ -104,10 +105,10 @@ class _Bulk:
         self.raw: dict[str, bytes] = {}
 
     def start(self) -> None:
-        self.srv = subprocess.Popen(self.server.cmd(iperf3.server_cmd(BULK_PORT)), stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT)
+        self.srv = sh.popen(self.server.cmd(iperf3.server_cmd(BULK_PORT)), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while not subprocess.run(self.server.cmd(["ss", "-Hltn", f"sport = :{BULK_PORT}"]), capture_output=True,
+        while not sh.call(self.server.cmd(["ss", "-Hltn", f"sport = :{BULK_PORT}"]), capture_output=True,
                                  text=True).stdout.strip():
             if self.srv.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the background iperf3 server did not start")
@@ -115,7 +116,7 @@ class _Bulk:
         argv = iperf3.client_cmd(self.server.ip, BULK_PORT, "tcp", 128 * 1024, BULK_MAX_S)
         if self.rate != "0":
             argv += ["--bitrate", self.rate]
-        self.cli = subprocess.Popen(self.client.cmd(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.cli = sh.popen(self.client.cmd(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(RAMP_UP_S)
         if self.cli.poll() is not None:
             raise RuntimeError(f"the background iperf3 flow ended at once: {self.cli.stdout.read()[:300]!r}")

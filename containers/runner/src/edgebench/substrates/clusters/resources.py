@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from edgebench import sh
 from edgebench.substrates.clusters.inventory import Inventory, Node
 
 # comm (as /proc/<pid>/comm spells it, at most 15 characters) -> component
@@ -106,8 +107,8 @@ class NodeSampler:
         self._t0 = time.monotonic()
         for node in self.inventory.nodes:
             argv, stdin = self.ssh_argv(node, script(self.interval_s))
-            p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 text=True)
+            p = sh.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                     text=True)
             p.stdin.write(stdin or "")
             p.stdin.close()
             self._procs.append(p)

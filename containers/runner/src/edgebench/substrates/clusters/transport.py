@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence, Union
 
 from edgebench.substrates.clusters.inventory import Node
+from edgebench import sh
 from edgebench.sh import CommandError
 
 Command = Union[Sequence[str], str]  # an argv list, or a shell script (sent on stdin to `sh -s`)
@@ -36,7 +37,7 @@ class SSHTransport:
     key: Path
     known_hosts: Path | None = None
     connect_timeout: int = 15
-    runner: Callable[..., subprocess.CompletedProcess] = subprocess.run
+    runner: Callable[..., subprocess.CompletedProcess] = sh.call
 
     def ssh_options(self) -> list[str]:
         opts = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}", "-o", "IdentitiesOnly=yes",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -32,12 +31,9 @@ class ClusterEndpoint:
     kubeconfig: str
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
-        """argv in the pod. A tool the runner found in its own tools directory (sh.which) is named by its name: the
-        pod's image has it on its PATH, not at the runner's path."""
-        argv = list(argv)
-        if argv and os.path.isabs(argv[0]) and os.path.dirname(argv[0]) == os.path.normpath(sh.tools_dir()):
-            argv[0] = os.path.basename(argv[0])
-        return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *argv]
+        """argv in the pod. A program the runner resolved to its own path (sh.exe: PATH or its tools directory) is
+        named by its name (sh.in_image): the pod's image has it on its PATH, not at the runner's path."""
+        return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *sh.in_image(argv)]
 
 
 class WorkloadPods:

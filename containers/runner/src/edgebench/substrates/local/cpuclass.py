@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import statistics
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from edgebench import sh
 from edgebench.plan import catalog as _catalog
 from edgebench.substrates.base import Unsupported
 
@@ -102,7 +101,7 @@ def wrap(dirs: list[Path], argv: list[str]) -> list[str]:
     if not dirs:
         return list(argv)
     script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
-    return ["sh", "-c", script, "cgroup-enter", *(str(d / "cgroup.procs") for d in dirs), "--", *argv]
+    return ["sh", "-c", script, "cgroup-enter", *(str(d / "cgroup.procs") for d in dirs), "--", *sh.resolved(argv)]
 
 
 def remove(prefix: str, root: Path = CGROUP_ROOT) -> list[str]:
@@ -138,7 +137,7 @@ def run_benchmark(dirs: list[Path], seconds: int = CALIBRATION_SECONDS, runs: in
     """Median events/s of `runs` benchmark runs inside the cgroups."""
     scores = []
     for _ in range(runs):
-        proc = subprocess.run(wrap(dirs, benchmark_argv(seconds)), capture_output=True, text=True)
+        proc = sh.call(wrap(dirs, benchmark_argv(seconds)), capture_output=True, text=True)
         m = re.search(r"events per second:\s*([0-9.]+)", proc.stdout)
         if proc.returncode != 0 or not m:
             raise Unsupported(f"the CPU benchmark failed (exit {proc.returncode}): "
@@ -150,9 +149,9 @@ def run_benchmark(dirs: list[Path], seconds: int = CALIBRATION_SECONDS, runs: in
 def benchmark_available() -> str | None:
     """None when the benchmark tool is there, else why not."""
     b = catalog()["benchmark"]
-    if shutil.which(b["tool"]) is None:
+    if sh.which(b["tool"]) is None:
         return f"{b['tool']} is not installed (the CPU classes are calibrated with it; `make setup` installs it)"
-    out = subprocess.run([b["tool"], "--version"], capture_output=True, text=True).stdout
+    out = sh.call([b["tool"], "--version"], capture_output=True, text=True).stdout
     if b["version"] not in out:
         return f"{b['tool']} {out.strip()} is not {b['version']}, the version the published figures were measured with"
     return None

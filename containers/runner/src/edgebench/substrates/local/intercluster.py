@@ -243,8 +243,10 @@ class Joiner:
     def _start(self, key: str, ns: str, argv: list[str]) -> None:
         log = Path(self._scratch()) / f"{key}.log"  # a file, not a pipe: a chatty relay never blocks on it
         with open(log, "ab") as err_file:
-            proc = subprocess.Popen(["ip", "netns", "exec", ns, RELAY, *argv], stdout=subprocess.PIPE,
-                                    stderr=err_file, text=True, start_new_session=True)
+            # sh.popen runs the relay check() found (sh.which: PATH, then the tools directory), not `ip netns exec`'s
+            # own PATH lookup of its name
+            proc = sh.popen(["ip", "netns", "exec", ns, RELAY, *argv], stdout=subprocess.PIPE,
+                            stderr=err_file, text=True, start_new_session=True)
         deadline = time.monotonic() + RELAY_READY_S
         line = ""
         while time.monotonic() < deadline and proc.poll() is None:

@@ -86,8 +86,8 @@ def _start_emulator(ns: str, sc: Scenario, report: Path, queue: int, seed: int |
     report.unlink(missing_ok=True)
     errlog = report.with_suffix(".err")
     with open(errlog, "w") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)
+        proc = sh.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                            start_new_session=True)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         if proc.poll() is not None:
