@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(bool(_missing), reason=f"the browser test needs 
 # table headers / cells): the n and confidence-interval annotations where the page compares, its empty-state
 # message where the fixtures hold nothing for it.
 EXPECT = {
-    "": ("edgebench", 0, ["Runs", "Sweeps", "Runs by substrate and status"]),
+    "": ("edgebench", 4, ["The answer", "On the local testbed", "margin ±5 %", "Runs", "Sweeps",
+                          "Runs by substrate and status"]),
     "cni_datapaths": ("CNI datapaths", 1, ["95% CI", "± 95% CI", "n_runs", "host_n_runs"]),
     "dds": ("DDS pub/sub", 3, ["95% interval", "(n 2/2)", " ± "]),
     "http": ("HTTP services", 1, ["p50 ± 95% CI", "p90 ± 95% CI", "n_runs", "host runs"]),

@@ -67,7 +67,7 @@ def clean():
 def tcp_roundtrip(client, server, address, nbytes=200_000):
     """HTTP echo of nbytes through `address` (fortio, 5 requests on one kept-alive connection): True if every
     request came back 200 with the whole body."""
-    srv = subprocess.Popen(server.cmd(["fortio", "server", "-http-port", str(PORT), "-grpc-port", "disabled",
+    srv = subprocess.Popen(server.cmd([sh.exe("fortio"), "server", "-http-port", str(PORT), "-grpc-port", "disabled",
                                        "-redirect-port", "disabled"]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -75,7 +75,7 @@ def tcp_roundtrip(client, server, address, nbytes=200_000):
             if subprocess.run(server.cmd(["ss", "-Hltn", f"sport = :{PORT}"]), capture_output=True, text=True).stdout:
                 break
             time.sleep(0.05)
-        out = subprocess.run(client.cmd(["fortio", "load", "-c", "1", "-n", "5", "-qps", "-1", "-timeout", "10s",
+        out = subprocess.run(client.cmd([sh.exe("fortio"), "load", "-c", "1", "-n", "5", "-qps", "-1", "-timeout", "10s",
                                          "-payload-size", str(nbytes), "-httpbufferkb", str(nbytes // 1024 + 64),
                                          "-json", "-", f"http://{address}:{PORT}/echo"]),
                              capture_output=True, text=True, timeout=120)
