@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/servers.py: the throwaway MinIO
 
-from common import Row  # noqa: E402
+from common import Row, scoped_env  # noqa: E402
 from servers import throwaway_minio  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,10 +72,7 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="edgebench-bench-overhead-"))
     (work / "minio").mkdir()
     with throwaway_minio(work / "minio") as server:
-        s3 = server["env"]
-        old = {k: os.environ.get(k) for k in [*s3, "EDGEBENCH_STATE"]}
-        os.environ.update(s3, EDGEBENCH_STATE=str(work / "state"))
-        try:
+        with scoped_env({**server["env"], "EDGEBENCH_STATE": str(work / "state")}):
             from edgebench.plan import spec
             from edgebench.results.store import ResultStore
             from edgebench.sweep import phases, runner
@@ -121,12 +118,6 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
                 phases.reset_cluster = originals[2]
                 Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]).down()
             stored = len(ResultStore().keys("runs/"))
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
     if prof:
         import pstats
 

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from common import Row  # noqa: E402
+from common import Row, scoped_env  # noqa: E402
 from servers import throwaway_minio  # noqa: E402
 
 from edgebench.results.verdict import DECISIVE, compare  # noqa: E402
@@ -105,19 +105,11 @@ def run(quick: bool = False) -> list[Row]:
     work = Path(tempfile.mkdtemp(prefix="edgebench-bench-verdicts-"))
     (work / "minio").mkdir()
     values = QUICK if quick else PARAMS
-    with throwaway_minio(work / "minio") as server:
-        old = {k: os.environ.get(k) for k in [*server["env"], "EDGEBENCH_STATE"]}
-        os.environ.update(server["env"], EDGEBENCH_STATE=str(work / "state"))
-        try:
-            fixed = _sweep({**values, "repetitions": "3"}, "bench-verdicts-fixed3")
-            auto = _sweep({**values, "repetitions": "auto", "min-repetitions": "3", "max-repetitions": "8"},
-                          "bench-verdicts-auto")
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with throwaway_minio(work / "minio") as server, scoped_env({**server["env"],
+                                                                "EDGEBENCH_STATE": str(work / "state")}):
+        fixed = _sweep({**values, "repetitions": "3"}, "bench-verdicts-fixed3")
+        auto = _sweep({**values, "repetitions": "auto", "min-repetitions": "3", "max-repetitions": "8"},
+                      "bench-verdicts-auto")
     fd, ft, fc = decisive(fixed[0], fixed[1])
     ad, at, ac = decisive(auto[0], auto[1])
     detected, false = simulate()

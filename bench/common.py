@@ -6,7 +6,9 @@ so, and `make bench` still exits 0.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import statistics
 from dataclasses import asdict, dataclass, field
 
@@ -34,6 +36,21 @@ class Row:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@contextlib.contextmanager
+def scoped_env(values: dict[str, str]):
+    """Set environment variables for the block and put the old values (or their absence) back after it."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float, float]:

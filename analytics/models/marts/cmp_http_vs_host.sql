@@ -11,6 +11,9 @@
 -- Host rows kept (is_host_baseline, overheads 0, verdict 'baseline').
 {%- set match = ['service', 'path', 'placement', 'length_bytes'] %}
 {%- set resolution = 'greatest(stats.resolution_ms, host.resolution_ms)' %}
+{#- per statistic: its verdict column and its runs_to_decide column (the p90's are the mart's headline ones) #}
+{%- set statistics = [('p50', 'response_p50_verdict', 'response_p50_runs_to_decide'),
+                      ('p90', 'verdict', 'runs_to_decide')] %}
 with {{ stats_and_host_ctes(ref('int_http__config_stats')) }},
 
 runs as (
@@ -55,31 +58,28 @@ select
     stats.response_p90_ms - host.response_p90_ms as response_p90_diff_ms,
     -- the verdict (macros/verdict.sql; lower = better; the margin never below the coarser resolution of the two
     -- sides; paired by round where every run has its pair): 'baseline' on host rows, null without a host baseline
+    {%- for stat, verdict_col, _ in statistics %}
     case
         when stats.cni = 'host' then 'baseline'
-        when host.response_p50_ms is not null
-            then {{ vs_host_verdict('response_p50_ms', 'response_p50_stddev_ms', 'false', 'latency', 'p50',
-                                    resolution) }}
-    end                                     as response_p50_verdict,
-    case
-        when stats.cni = 'host' then 'baseline'
-        when host.response_p90_ms is not null
-            then {{ vs_host_verdict('response_p90_ms', 'response_p90_stddev_ms', 'false', 'latency', 'p90',
-                                    resolution) }}
-    end                                     as verdict,
-    {{ vs_host_interval('response_p50_stddev_ms', 'p50') }} as response_p50_diff_ci95_ms,
-    {{ vs_host_interval('response_p90_stddev_ms', 'p90') }} as response_p90_diff_ci95_ms,
+        when host.response_{{ stat }}_ms is not null
+            then {{ vs_host_verdict('response_' ~ stat ~ '_ms', 'response_' ~ stat ~ '_stddev_ms', 'false', 'latency',
+                                    stat, resolution) }}
+    end                                     as {{ verdict_col }},
+    {%- endfor %}
+    {%- for stat, _, _ in statistics %}
+    {{ vs_host_interval('response_' ~ stat ~ '_stddev_ms', stat) }} as response_{{ stat }}_diff_ci95_ms,
+    {%- endfor %}
     {{ verdict_margin_pct('latency') }}::double as verdict_margin_pct,
     {{ vs_host_method() }}                  as verdict_method,
     pairs.n_pairs,
-    pairs.p50_pair_sd                       as response_p50_pair_sd_ms,
-    pairs.p90_pair_sd                       as response_p90_pair_sd_ms,
-    {{ vs_host_runs_to_decide('response_p50_verdict', 'response_p50_ms', 'response_p50_stddev_ms', 'latency', 'p50',
-                              resolution) }}
-                                            as response_p50_runs_to_decide,
-    {{ vs_host_runs_to_decide('verdict', 'response_p90_ms', 'response_p90_stddev_ms', 'latency', 'p90',
-                              resolution) }}
-                                            as runs_to_decide,
+    {%- for stat, _, _ in statistics %}
+    pairs.{{ stat }}_pair_sd                       as response_{{ stat }}_pair_sd_ms,
+    {%- endfor %}
+    {%- for stat, verdict_col, runs_col in statistics %}
+    {{ vs_host_runs_to_decide(verdict_col, 'response_' ~ stat ~ '_ms', 'response_' ~ stat ~ '_stddev_ms', 'latency',
+                              stat, resolution) }}
+                                            as {{ runs_col }},
+    {%- endfor %}
     case when host.response_p50_ms > 0
          then (stats.response_p50_ms - host.response_p50_ms) / host.response_p50_ms * 100
     end                                     as response_p50_overhead_pct,

@@ -154,7 +154,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
     plan = visits(sweep, cells, todos, interleave)
     adaptive_on = bool(sweep.values.get("adaptive")) and interleave
-    rep_of = {rid: r.repetition for c in cells for r in runs_for(sweep, c) for rid in [r.run_id]}
+    rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(sweep, c)}
     active, stopped = set(range(len(cells))), {}
     kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
     n_rounds = sweep.values["repetitions"]
