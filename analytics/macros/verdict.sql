@@ -51,27 +51,29 @@
     greatest(({{ verdict_margin_pct(family) }})::double / 100 * abs({{ baseline }}), coalesce({{ resolution or 'null' }}, 0))
 {%- endmacro %}
 
+{#- verdict() and runs_to_decide() bind each argument once (a one-element list_transform over a struct), so the
+    nested interval expressions are written once in the compiled SQL, not in every branch. -#}
 {% macro verdict(diff, ci, n_a, n_b, baseline, is_higher_better, family, resolution=none) -%}
-    {%- set m = verdict_margin(baseline, family, resolution) -%}
-    {%- set eps = '1e-9 * abs(' ~ baseline ~ ')' -%}
-    (case
-        when ({{ n_a }}) is null or ({{ n_b }}) is null or ({{ n_a }}) < 2 or ({{ n_b }}) < 2 or ({{ ci }}) is null
-            then 'n < 2'
-        when ({{ diff }}) - ({{ ci }}) >= -{{ m }} - {{ eps }} and ({{ diff }}) + ({{ ci }}) <= {{ m }} + {{ eps }}
-            then 'equivalent'
-        when abs({{ diff }}) > ({{ ci }}) + {{ eps }}
-            then case when (({{ diff }}) > 0) = ({{ is_higher_better }}) then 'better' else 'worse' end
-        else 'inconclusive'
-    end)
+    list_transform([{'d': ({{ diff }})::double, 'ci': ({{ ci }})::double, 'na': ({{ n_a }})::double,
+                     'nb': ({{ n_b }})::double, 'm': ({{ verdict_margin(baseline, family, resolution) }})::double,
+                     'e': (1e-9 * abs({{ baseline }}))::double, 'up': ({{ is_higher_better }})::boolean}],
+        lambda v: case
+            when v.na is null or v.nb is null or v.na < 2 or v.nb < 2 or v.ci is null then 'n < 2'
+            when v.d - v.ci >= -v.m - v.e and v.d + v.ci <= v.m + v.e then 'equivalent'
+            when abs(v.d) > v.ci + v.e then case when (v.d > 0) = v.up then 'better' else 'worse' end
+            else 'inconclusive'
+        end)[1]
 {%- endmacro %}
 
 {% macro runs_to_decide(verdict_sql, diff, ci, n, baseline, family, resolution=none) -%}
-    {%- set target = 'greatest(abs(' ~ diff ~ '), ' ~ verdict_margin(baseline, family, resolution) ~ ' - abs(' ~ diff ~ '))' -%}
-    {%- set needed = 'ceil((' ~ n ~ ') * (((' ~ ci ~ ') / ' ~ target ~ ') * ((' ~ ci ~ ') / ' ~ target ~ ')))' -%}
-    (case
-        when ({{ verdict_sql }}) = 'inconclusive' and ({{ n }}) > 0 and {{ target }} > 0 and {{ needed }} <= 1000
-            then greatest({{ needed }} - ({{ n }}), 1)::integer
-    end)
+    {%- set target = 'greatest(abs(v.d), v.m - abs(v.d))' -%}
+    {%- set needed = 'ceil(v.n * ((v.ci / ' ~ target ~ ') * (v.ci / ' ~ target ~ ')))' -%}
+    list_transform([{'verdict': ({{ verdict_sql }})::varchar, 'd': ({{ diff }})::double, 'ci': ({{ ci }})::double,
+                     'n': ({{ n }})::double, 'm': ({{ verdict_margin(baseline, family, resolution) }})::double}],
+        lambda v: case
+            when v.verdict = 'inconclusive' and v.n > 0 and {{ target }} > 0 and {{ needed }} <= 1000
+                then greatest({{ needed }} - v.n, 1)::integer
+        end)[1]
 {%- endmacro %}
 
 {#- Pairing by round (docs/verdicts.md). round_pairs(match, null_safe_match, values): the body of a CTE `pairs` over a
