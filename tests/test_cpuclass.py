@@ -53,7 +53,7 @@ def test_pi4_nodes_are_pinned_limited_and_calibrated():
 def test_a_class_faster_than_this_machine_is_unsupported_and_leaves_nothing(monkeypatch):
     fast = {**cpuclass.catalog(), "classes": {"quantum": {"label": "faster than anything", "score": 1e12,
                                                           "source": "test"}}}
-    monkeypatch.setattr(cpuclass._catalog, "cpu_classes", lambda: fast)
+    monkeypatch.setattr(cpuclass, "catalog", lambda: fast)
     with pytest.raises(Unsupported, match="not slower than core .* a quota can only slow a core down"):
         cpuclass.setup(PREFIX, 1, "quantum")
     assert _leftovers() == []
@@ -120,8 +120,12 @@ def test_a_cpu_limited_cni_is_compared_with_the_equally_limited_host(pi4_warehou
     with duckdb.connect(str(pi4_warehouse), read_only=True) as con:
         assert con.execute("select cpu_class, count(*) from fct_dds_throughput group by 1 order by 1").fetchall() == [
             ("none", 12), ("pi4", 4)]
-        assert con.execute("select distinct cpu_class_published_score, cpu_class_achieved_score from stg_edgebench__runs"
+        assert con.execute("select distinct (cpu_class_detail->>'published_score')::double, "
+                           "list_avg(list_transform(cast(cpu_class_detail->'nodes' as json[]), "
+                           "lambda n: (n->>'achieved_score')::double)) from stg_edgebench__runs"
                            " where cpu_class = 'pi4'").fetchall() == [(1477.83, 1475.0)]
+        assert con.execute("select count(*) from stg_edgebench__runs where cpu_class = 'none' "
+                           "and cpu_class_detail is not null").fetchone() == (0,)
 
         def host_mean(cls):
             return con.execute("select avg(throughput_mbps) from fct_dds_throughput where cni = 'host' and "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.errors import SpecError
-from edgebench.plan import cells, dimensions, spec
+from edgebench.plan import cells, dimensions, dimensions_dbt, spec
 from edgebench.plan.dimensions import DIMENSIONS, Cell, Dimension
 from edgebench.results.runstore import manifest
 
@@ -25,7 +25,7 @@ def _sweep(**params: str) -> spec.Sweep:
 
 
 def test_committed_dbt_macro_is_what_the_table_generates():
-    assert MACRO.read_text(encoding="utf-8") == dimensions.dbt_macro(), (
+    assert MACRO.read_text(encoding="utf-8") == dimensions_dbt.dbt_macro(), (
         f"{MACRO.relative_to(REPO)} differs from the table of cell dimensions: run `edgebench dimensions-macro --write`")
 
 
@@ -35,7 +35,7 @@ def test_the_macro_it_calls_exists():
 
 
 def test_dbt_macro_lists_the_grain_columns_in_order():
-    text = dimensions.dbt_macro()
+    text = dimensions_dbt.dbt_macro()
     assert "{% macro cell_dimension_columns(prefix='') -%}" in text
     assert ("return(['substrate', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', 'tuning_profile', "
             "'cpu_class'])") in text
@@ -53,8 +53,8 @@ def test_a_new_dimension_reaches_every_derived_place(monkeypatch):
     assert "radio" in [p.name for p in dimensions.dimension_params()]
     assert "radio" in dimensions.neutral_params()
     assert dimensions.warehouse_columns()[-1] == "radio"
-    assert "'radio'" in dimensions.dbt_macro()
-    assert "coalesce({{ manifest }}->>'radio', 'wired') as radio" in dimensions.dbt_macro()  # staging parses it
+    assert "'radio'" in dimensions_dbt.dbt_macro()
+    assert "coalesce({{ manifest }}->>'radio', 'wired') as radio" in dimensions_dbt.dbt_macro()  # staging parses it
     assert dimensions.substrate_problems("kind", {**{d.param: [d.base] for d in DIMENSIONS}, "radio": ["5g"]},
                                          {"radio": '["5g"]'}) == [
         'radio is emulated on the testbed only; leave it ["wired"]; got ["5g"]']

@@ -88,12 +88,9 @@ renamed as (
         -- clusters the mode was not recorded (null).
         coalesce(manifest->>'service_proxy_mode',
                  case when manifest->>'substrate' = 'local' then 'dnat' end) as service_proxy_mode,
-        -- CPU class (testbed, catalog/cpu_classes.yaml; the class itself is cpu_class, above): the published
-        -- single-thread score the class stands for and the mean over the nodes of what the limited cores achieved
-        -- when the cell was calibrated
-        try_cast(manifest->'cpu_class_detail'->>'published_score' as double) as cpu_class_published_score,
-        (select avg(try_cast(n->>'achieved_score' as double))
-         from unnest(cast(manifest->'cpu_class_detail'->'nodes' as json[])) as t(n)) as cpu_class_achieved_score,
+        -- what the substrate read back of a dimension (macros/cell_dimensions.sql, e.g. a CPU class's calibration),
+        -- JSON; null where the manifest has none
+        {{ dimension_detail_columns('manifest') }},
         -- CNI version (issue 14): what a cluster reported installed (environment.cni_version), else what a triggered
         -- rerun was asked to measure (environment.cni_version_requested, else trigger.new; the local testbed runs no CNI
         -- software, so it never has an installed version). A requested version counts only for the CNI the trigger

@@ -1,6 +1,7 @@
 {#- The column rules of one model, checked in one pass over it: one dbt node per model instead of one per column and
     rule (dbt's fixed cost per node, about 0.04 s, dominated the build when every rule was its own test).
-      not_null:        columns that hold no null;
+      not_null:        columns that hold no null; the name neutral_dimensions stands for the cell dimensions with a
+                       neutral value (staging coalesces them to it: macros/cell_dimensions.sql);
       accepted_values: column -> the values it may hold (nulls pass, as in dbt's accepted_values; strings are quoted,
                        numbers and booleans are not);
       unique:          a column (unique among its non-null values, as dbt's unique) or a list of columns (unique as a
@@ -11,7 +12,11 @@
     offending values). warehouse.build() prints these rows when the test fails. -#}
 {% test column_contract(model, not_null=[], accepted_values={}, unique=[]) %}
 {%- set checks = [] -%}
+{%- set not_null_columns = [] -%}
 {%- for col in not_null -%}
+    {%- do not_null_columns.extend(neutral_dimension_list() if col == 'neutral_dimensions' else [col]) -%}
+{%- endfor -%}
+{%- for col in not_null_columns -%}
     {%- set bad = 'count(*) filter (where ' ~ col ~ ' is null)' -%}
     {%- do checks.append((col ~ ': not_null', 'case when ' ~ bad ~ " > 0 then " ~ bad ~ " || ' null rows' end")) -%}
 {%- endfor -%}

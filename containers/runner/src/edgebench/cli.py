@@ -16,7 +16,7 @@ from edgebench import substrates
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import catalog as catalog_mod
-from edgebench.plan import dimensions
+from edgebench.plan import dimensions, dimensions_dbt
 from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import by_id, cell_item, cell_json, expand_checked, from_json, runs_for
 from edgebench.results.runstore import now
@@ -327,7 +327,7 @@ def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write an
                                                 "instead of printing it.")):
     """The dbt macros of the cell configuration columns (analytics/macros/cell_dimensions.sql), generated from the
     table of cell dimensions (plan/dimensions.py); tests/test_dimensions.py checks the committed file."""
-    text = dimensions.dbt_macro()
+    text = dimensions_dbt.dbt_macro()
     if not write:
         sys.stdout.write(text)
         return

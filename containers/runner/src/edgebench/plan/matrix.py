@@ -8,11 +8,11 @@ from edgebench.plan import catalog
 
 
 def distributions() -> dict[str, Any]:
-    return catalog._load("distributions.yaml")["distributions"]
+    return catalog.load("distributions.yaml")["distributions"]
 
 
 def cni_installs() -> dict[str, Any]:
-    return catalog._load("cni_installs.yaml")["cnis"]
+    return catalog.load("cni_installs.yaml")["cnis"]
 
 
 def support(distribution: str, cni: str) -> dict[str, Any]:

@@ -54,8 +54,8 @@ PAPERS: dict[str, tuple[str, str, str]] = {
 SUBSTRATE_NOTES = {
     "local": "local testbed: the kernel datapaths the CNIs configure, in network namespaces on one machine. An "
              "emulation of the datapaths, not the paper's hardware: no physical NIC, no CNI agents, and the CPU is "
-             "this machine's unless a row says cpu_class=pi4 / pi5 / x86-small (CPU-limited emulation: one core "
-             "limited to that board's published single-thread speed); agreement on a claim means the datapath "
+             "this machine's unless a row names a CPU class (Pi 4, Pi 5, small x86: a CPU-limited emulation, one "
+             "core limited to that board's published single-thread speed); agreement on a claim means the datapath "
              "alone reproduces it.",
     "kind": "kind: the real CNIs in containers on one machine, not the paper's hardware.",
     "ssh": "a real edge cluster: the paper's kind of hardware if the lab matches it.",
@@ -346,7 +346,7 @@ def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
 
 
 def _conditions(r: dict) -> str:
-    """The row's conditions that are not the defaults ("tuning_profile=rti-dds cpu_class=pi4"), or "defaults"."""
+    """The row's conditions that are not the defaults ("tuning_profile=rti-dds netem_scenario=edg5"), or "defaults"."""
     named = [f"{k}={_norm(r[k])}" for k, default in CONDITIONS.items()
              if r.get(k) is not None and _norm(r[k]) != default]
     return " ".join(named) or "defaults"

@@ -18,6 +18,11 @@ def _load(name: str) -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
+def load(name: str) -> dict[str, Any]:
+    """A catalog file by name (e.g. "distributions.yaml"), parsed once: for the modules that own its meaning."""
+    return _load(name)
+
+
 def cnis() -> dict[str, Any]:
     return _load("cnis.yaml")["cnis"]
 
@@ -215,14 +220,3 @@ def service_proxy_mode(substrate: str, distribution: str, cni: str, mode: str, e
     if replaces_kube_proxy(cni, mode, distribution):
         return "none"
     return (service_proxies()["distributions"].get(distribution) or {}).get("default")
-
-
-# ---- CPU classes (cpu_classes.yaml) ------------------------------------------------------------------------------
-def cpu_classes() -> dict[str, Any]:
-    """{"benchmark": {...}, "period_us": int, "classes": {name: {label, board_cores, score, source}}}."""
-    return _load("cpu_classes.yaml")
-
-
-def cpu_class_entries() -> tuple[str, ...]:
-    """The `cpu-class` parameter's values: none (the machine's own cores) and the catalog's classes."""
-    return ("none", *cpu_classes()["classes"])

@@ -20,6 +20,7 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from edgebench import sh
 from edgebench.plan import catalog as _catalog
@@ -30,10 +31,13 @@ CALIBRATION_RUNS = 3
 CALIBRATION_SECONDS = 1
 REFINE_ABOVE = 0.03  # a first quota missing the target by more than 3 % is corrected once
 NAME = "edgebench-{prefix}-{node}"
+FIELD = "cpu_class"  # the cell dimension (plan/dimensions.py) whose value install() applies, and the state's key
+NONE = "none"  # its neutral value: the machine's own cores, no cgroup
 
 
 def catalog() -> dict:
-    return _catalog.cpu_classes()
+    """{"benchmark": {...}, "period_us": int, "classes": {name: {label, board_cores, score, source}}}."""
+    return _catalog.load("cpu_classes.yaml")
 
 
 def class_names() -> list[str]:
@@ -207,6 +211,26 @@ def setup(prefix: str, nodes: int, name: str, root: Path = CGROUP_ROOT) -> dict:
         remove(prefix, root)
         raise
     return record
+
+
+def install(testbed: Any, name: str) -> dict | None:
+    """Put every node of `testbed` under CPU class `name`: cgroups created and calibrated (setup), the record every
+    run's manifest carries; None for none. Unsupported, with the testbed torn down, when the class cannot be emulated
+    here. testbed.cpu_limit says which class its endpoints start in (node_cgroups)."""
+    testbed.cpu_limit = name
+    if name == NONE:
+        return None
+    try:
+        return setup(testbed.prefix, testbed.nodes, name)
+    except BaseException:
+        testbed.down()
+        raise
+
+
+def node_cgroups(prefix: str, node: int) -> tuple[str, ...]:
+    """The cgroup directories node `node` of testbed `prefix` runs in (found by name: later phase processes, e.g.
+    Argo's, did not create them)."""
+    return tuple(str(d) for d in detect().dirs(NAME.format(prefix=prefix, node=f"n{node}")))
 
 
 def node_dirs(record: dict | None, node: int) -> list[Path]:

@@ -12,7 +12,7 @@ from edgebench.plan import tuning
 from edgebench.plan.catalog import CniMode
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.local import netem as netem_local
-from edgebench.substrates.local import service_proxy
+from edgebench.substrates.local import cpuclass, service_proxy
 from edgebench.substrates.local import tuning as tuning_local
 from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_cidr
 from edgebench.substrates.local.intercluster import Joiner
@@ -33,7 +33,7 @@ class LocalProvider(Provider):
         self.service_proxy = cell.service_proxy_mode if cell is not None and hasattr(cell, "service_proxy") else "dnat"
         self._netem_on = False
         # the nodes' CPU class, set up by install_cni; later phase processes (Argo) find its cgroups by name
-        self.testbed.cpu_class = getattr(cell, "cpu_class", "none") if cell is not None else "none"
+        self.testbed.cpu_limit = getattr(cell, cpuclass.FIELD, cpuclass.NONE) if cell is not None else cpuclass.NONE
         if self.service_proxy != "dnat":  # later phase processes (Argo) rebuild the provider from the cell
             self.testbed.service_proxy, self.testbed._cni_key = self.service_proxy, f"{cell.cni}:{cell.cni_mode}"
         self._tool = cell.intercluster_info if getattr(cell, "intercluster", "none") != "none" else None
@@ -48,7 +48,7 @@ class LocalProvider(Provider):
         if cell.intercluster != "none":
             return None
         cm = cell.cni_info
-        return (cell.substrate, cm.key, cell.service_proxy_mode, cell.cpu_class,
+        return (cell.substrate, cm.key, cell.service_proxy_mode, getattr(cell, cpuclass.FIELD),
                 tuning.lan_mtu_for(cell.tuning_profile), tuning.mtu_for(cell.tuning_profile, 1500 - cm.mtu))
 
     def fingerprint(self) -> dict[str, str]:
@@ -86,7 +86,7 @@ class LocalProvider(Provider):
         except BaseException:
             self.testbed.down()
             raise
-        state["cpu_class"] = self.testbed.install_cpu_class(self.testbed.cpu_class)  # calibrated on the built nodes
+        state[cpuclass.FIELD] = cpuclass.install(self.testbed, self.testbed.cpu_limit)  # calibrated on the built nodes
         return state
 
     def _join(self, tool):

@@ -109,7 +109,7 @@ class Testbed(NodeConditions, Datapath):
         self._batch: tuple[str, list[list[str]]] | None = None  # (namespace, queued `ip` argvs) while batching
         self._batching = False
         self.service_proxy = "dnat"  # how ClusterIP services are built (service_proxy.py); set by install_service_proxy
-        self.cpu_class = "none"  # the nodes' CPU class (cpuclass.py); set by install_cpu_class
+        self.cpu_limit = cpuclass.NONE  # the class whose CPU limit the nodes run under (cpuclass.install)
 
     # clusters ------------------------------------------------------------------------------------
     def cluster_of(self, i: int) -> int:
@@ -330,7 +330,7 @@ class Testbed(NodeConditions, Datapath):
     def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
         """Pod `pod` of node `node`; with host networking every pod is its node's namespace."""
         host = self._is_host() if host is None else host
-        cgroups = self._cpu_cgroups(node)
+        cgroups = cpuclass.node_cgroups(self.prefix, node) if self.cpu_limit != cpuclass.NONE else ()
         if host:
             return Endpoint(self.node_ns(node), node_ip(node), node, cgroups)
         return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)

@@ -1,38 +1,18 @@
-"""What the local testbed (testbed.py) builds in its nodes besides the datapath: the CPU class (cpuclass.py) and
-the service proxy with its ClusterIP services (service_proxy.py; plain nftables DNAT by default)."""
+"""What the local testbed (testbed.py) builds in its nodes besides the datapath: the service proxy with its
+ClusterIP services (service_proxy.py; plain nftables DNAT by default). The nodes' CPU limit is cpuclass.py's."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from edgebench.plan.catalog import CniMode
-from edgebench.substrates.local import cpuclass, service_proxy
+from edgebench.substrates.local import service_proxy
 from edgebench.substrates.local.datapath import SVC_TABLE
 
 
 class NodeConditions:
-    """Mixed into Testbed, whose attributes it uses: prefix, nodes, cpu_class, service_proxy, down, _ns, node_ns,
+    """Mixed into Testbed, whose attributes it uses: prefix, nodes, service_proxy, down, _ns, node_ns,
     cluster_nodes."""
-
-    def install_cpu_class(self, name: str) -> dict | None:
-        """Put every node under CPU class `name` (cpuclass.py): cgroups created and calibrated, the record every run's
-        manifest carries; None for `none`. Unsupported (the testbed torn down) when the class cannot be emulated."""
-        self.cpu_class = name
-        if name == "none":
-            return None
-
-        try:
-            return cpuclass.setup(self.prefix, self.nodes, name)
-        except BaseException:
-            self.down()
-            raise
-
-    def _cpu_cgroups(self, node: int) -> tuple[str, ...]:
-        if self.cpu_class == "none":
-            return ()
-
-        h = cpuclass.detect()
-        return tuple(str(d) for d in h.dirs(cpuclass.NAME.format(prefix=self.prefix, node=f"n{node}")))
 
     def install_service_proxy(self, mode: str, cm: CniMode) -> dict:
         """Build the service proxy `mode` (service_proxy.py) in every node; {"mode", "readback"}. Unsupported (nothing
