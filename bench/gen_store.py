@@ -10,11 +10,9 @@ warehouse.build(raw_root=...):
     runs/.../http-requests.json, fortio-*.log                HTTP: one element per request
     runs/.../resources.json                                  CPU / RSS samples (idle phase, then the run)
 
-Mix: about half the runs iperf3 (tcp/udp, pod-to-pod/-service, same/cross-node), a quarter DDS (latency and
-throughput), a quarter HTTP (three services); 8 CNI modes incl. the host baseline on the local testbed and on kind
-clusters, three link conditions, two tuning profiles, 5 repetitions per configuration and sweep; about 2% failed
-runs, 1% unsupported, 1% invalid (readback mismatch), 0.5% superseded copies of a run under an older sweep, and
-CNI versions on the kind runs (two per CNI, so the regression cards have something to compare).
+Mix: half iperf3 (tcp/udp, pod-to-pod/-service, same/cross-node), a quarter each DDS and HTTP; 8 CNI modes with
+the host baseline on the testbed and on kind, 3 link conditions, 2 tuning profiles, 5 repetitions; about 2% failed,
+1% unsupported, 1% invalid, 0.5% superseded runs, and two CNI versions per CNI on kind (for the regression cards).
 
 `samples` is the number of per-sample records across iperf3 intervals, DDS per-second lines and HTTP requests,
 spread evenly over the runs (resources.json samples come on top: 14 per run). Everything is deterministic in
@@ -339,8 +337,7 @@ class _Store:
 
 
 def generate(root: Path, runs: int = 10_000, samples: int = 1_000_000, seed: int = 0) -> dict:
-    """Write a synthetic raw store of `runs` run manifests (about 0.5% of them superseded copies under an older
-    sweep) and `samples` per-sample records into root (laid out like the bucket). Returns counts and timing."""
+    """Write `runs` run manifests (0.5% superseded copies) and `samples` records into root; counts and timing."""
     t0 = time.perf_counter()
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
