@@ -9,7 +9,7 @@ import streamlit as st
 
 from edgebench.plan.dimensions import DIMENSIONS
 
-from data.common import LOCAL_BANNER, MISSING_WAREHOUSE, connect, warehouse_path
+from data.common import LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, shared_kernel_labs, warehouse_path
 
 
 @st.cache_resource(max_entries=2)
@@ -63,6 +63,7 @@ def choose(prefix: str, substrates_fn: Callable, values_fn: Callable, filters: d
     for col, (name, label) in zip(st.columns(len(filters)), filters.items()):
         values = query(values_fn, substrate=substrate, column=name, **chosen)
         chosen[name] = col.selectbox(label, values, key=key(name)) if values else None
+    lab_banner(chosen.get("lab"))
     dimension_notes(chosen)
     return substrate, chosen
 
@@ -74,6 +75,12 @@ def dimension_notes(chosen: dict) -> None:
         value = chosen.get(dim.warehouse_column)
         if dim.note and value not in (None, dim.neutral):
             st.warning(dim.note(value), icon=dim.note_icon)
+
+
+def lab_banner(lab: str | None) -> None:
+    """The local lab's warning (its nodes share this machine's kernel and cores), as the testbed's banner."""
+    if lab is not None and lab in query(shared_kernel_labs):
+        st.warning(LAB_BANNER, icon=":material/dns:")
 
 
 def local_banner(substrate: str) -> None:

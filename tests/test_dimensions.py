@@ -37,8 +37,8 @@ def test_the_macro_it_calls_exists():
 def test_dbt_macro_lists_the_grain_columns_in_order():
     text = dimensions_dbt.dbt_macro()
     assert "{% macro cell_dimension_columns(prefix='') -%}" in text
-    assert ("return(['substrate', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', 'tuning_profile', "
-            "'cpu_class'])") in text
+    assert ("return(['substrate', 'lab', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', "
+            "'tuning_profile', 'cpu_class'])") in text
     assert "coalesce({{ prefix }}cpu_class, 'none') = 'none'" in text
 
 

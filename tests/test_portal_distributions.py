@@ -104,11 +104,11 @@ def with_lab(tmp_path_factory):
 
     ms = [m for m in manifests() if m["substrate"] == "ssh"]
     for k, tput in enumerate([800.0, 810.0, 790.0]):
-        m = _m(k, substrate="ssh", distribution="kubeadm", path="pod-to-pod", proxy_mode="iptables", value=tput,
-               rtt=300.0, raw_files=["resources.json"])
+        ms.append(_m(k, substrate="ssh", distribution="kubeadm", path="pod-to-pod", proxy_mode="iptables", value=tput,
+                     rtt=300.0, raw_files=["resources.json"]))
+    for m in ms:  # one lab ran all three distributions (two labs are never compared: test_warehouse_distributions)
         m["environment"] = {**(m.get("environment") or {}), "cluster": {
             "target": "lab-local", "shared_kernel": True, "artifact_source": "http://10.77.0.1:8089"}}
-        ms.append(m)
     DIST_RUNS.setdefault("kubeadm", {"tput": [800.0, 810.0, 790.0], "rtt": [300.0] * 3, "cni_cpu_run": [2.0] * 3})
     try:
         return build_distributions_tree(tmp_path_factory, "dist-lab", ms)
@@ -123,6 +123,8 @@ def test_the_labs_kubeadm_runs_are_a_distribution_column_and_the_reference(with_
     finally:
         con.close()
     at = page(with_lab, monkeypatch)
+    assert at.selectbox(key="dist_lab").value == "lab-local"
+    assert any("share one kernel" in w.value for w in at.warning)  # the local lab's banner
     assert at.selectbox(key="dist_reference").value == "kubeadm"
     dist = frame(at, "reference_mean")
     assert set(dist["distribution"]) == {"kubeadm", "k3s", "k0s"}

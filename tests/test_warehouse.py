@@ -259,7 +259,8 @@ def test_the_cell_dimensions_are_named_in_one_macro(fixture_warehouse):
     naming = sorted(str(p.relative_to(analytics)) for p in analytics.rglob("*.sql")
                     if "target" not in p.parts and re.search(r"\bcpu_class\b", p.read_text()))
     assert naming == ["macros/cell_dimensions.sql"]  # staging parses them through it too
-    dims = ["substrate", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile", "cpu_class"]
+    dims = ["substrate", "lab", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile",
+            "cpu_class"]
     # cmp_emulation_vs_real compares the substrates with each other: substrate and distribution are not its grain
     marts = [r[0] for r in q(fixture_warehouse, "select table_name from information_schema.tables "
                                                 "where table_name like 'cmp_%' and table_name not in "

@@ -142,3 +142,64 @@ def test_cmp_distributions(wh):
     n, mean, diff, diff_ci, verdict = rows[("cpu_pct", "cni/idle", "k0s")]
     assert (diff, diff_ci, verdict) == (0.0, 0.0, "equivalent")
     assert rows[("throughput_mbps", "iperf3/run", "k3s")][-1] == "reference"
+
+
+# ---- two labs of one substrate are never pooled ------------------------------------------------------------------
+LAB_RUNS = {("pi-lab", False): {"host": [940.0, 945.0, 935.0], "flannel": [600.0, 610.0, 590.0]},
+            ("lab-local", True): {"host": [9000.0, 9100.0, 8900.0], "flannel": [5000.0, 5100.0, 4900.0]}}
+
+
+def _lab_manifests():
+    out = []
+    for (target, shared), by_cni in LAB_RUNS.items():
+        for cni, values in by_cni.items():
+            for k, v in enumerate(values):
+                m = fx.manifest(substrate="ssh", distribution="kubeadm", cni=cni, cni_mode="vxlan" if cni != "host"
+                                else "host", datapath="bridge-vxlan" if cni != "host" else "host", protocol="tcp",
+                                repetition=k + 1, status="ok", value=v, sweep_id=f"fixture-{target}")
+                m["run_id"] += target[:3]
+                m["environment"]["cluster"] = {"target": target, "nodes": 3, "shared_kernel": shared}
+                out.append(m)
+    return out
+
+
+@pytest.fixture(scope="module")
+def labs_wh(tmp_path_factory):
+    import json
+
+    from edgebench.results import warehouse
+
+    root = tmp_path_factory.mktemp("raw-labs")
+    for m in _lab_manifests():
+        d = root / fx.key(m).rsplit("/", 1)[0]
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps(m))
+    path = tmp_path_factory.mktemp("wh-labs") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
+def test_two_labs_of_one_substrate_are_compared_apart(labs_wh):
+    assert q(labs_wh, "select lab, lab_shared_kernel, count(*) from stg_edgebench__runs group by all order by 1") == [
+        ("lab-local", True, 6), ("pi-lab", False, 6)]
+    rows = q(labs_wh, "select lab, n_runs, host_n_runs, throughput_mbps, host_throughput_mbps from cmp_iperf3_vs_host "
+                      "where cni = 'flannel' order by lab")
+    assert [(r[0], r[1], r[2]) for r in rows] == [("lab-local", 3, 3), ("pi-lab", 3, 3)]
+    for lab, *_, mean, host_mean in rows:
+        shared = lab == "lab-local"
+        assert mean == pytest.approx(st.mean(LAB_RUNS[(lab, shared)]["flannel"]))
+        assert host_mean == pytest.approx(st.mean(LAB_RUNS[(lab, shared)]["host"]))  # its own lab's host, not pooled
+
+
+def test_the_answer_ranks_each_lab_on_its_own(labs_wh):
+    from edgebench.results import ranking
+
+    def fetch(sql, params):
+        with duckdb.connect(str(labs_wh), read_only=True) as con:
+            cur = con.execute(sql, params)
+            names = [c[0] for c in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    entries = [e for e in ranking.answer(fetch) if e["headline"].startswith("iperf3")]
+    assert sorted(e["lab"] for e in entries) == ["lab-local", "pi-lab"]
+    assert all(f"lab {e['lab']}" in e["sentence"] for e in entries)

@@ -2,8 +2,9 @@
     containers/runner/src/edgebench/plan/dimensions.py): do not edit; `edgebench dimensions-macro --write` rewrites
     it and tests/test_dimensions.py fails when it differs.
 
-    cell_dimension_list()               the cell configuration columns, in order: substrate, distribution, the CNI
-                                        mode (cni, cni_mode and the datapath that follows from it), then every
+    cell_dimension_list()               the cell configuration columns, in order: substrate, lab (staging: never
+                                        pool two labs), distribution, the CNI mode (cni, cni_mode and the datapath
+                                        that follows from it), then every
                                         dimension in the comparisons' grain. The inter-cluster tool and the service
                                         proxy are cell dimensions too, compared in marts of their own with columns of
                                         their own (intercluster_*, service_proxy_mode): not listed here.
@@ -20,7 +21,7 @@
                                         manifest *_detail object, JSON), null where there is none. -#}
 
 {% macro cell_dimension_list() -%}
-    {{ return(['substrate', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', 'tuning_profile', 'cpu_class']) }}
+    {{ return(['substrate', 'lab', 'distribution', 'cni', 'cni_mode', 'datapath', 'netem_scenario', 'tuning_profile', 'cpu_class']) }}
 {%- endmacro %}
 
 {% macro cell_dimension_columns(prefix='') -%}

@@ -21,11 +21,10 @@ st.caption(f"{len(rows)} comparisons: {counts['model holds']} model holds, {coun
 workloads = sorted(rows["workload"].unique())
 picked = st.multiselect("Workloads", workloads, default=workloads, key="emu_workloads")
 shown = rows[rows["workload"].isin(picked)]
-st.dataframe(style(shown[["cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio", "ci", "verdict_text",
-                          "verdict"]]),
-             hide_index=True, column_order=["cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio",
-                                            "ci", "verdict_text"],
-             column_config={"cni_label": "CNI mode", "config": st.column_config.TextColumn("configuration", width="large"),
+SHOWN = ["real_lab", "cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio", "ci", "verdict_text"]
+st.dataframe(style(shown[SHOWN + ["verdict"]]), hide_index=True, column_order=SHOWN,
+             column_config={"real_lab": "real lab", "cni_label": "CNI mode",
+                            "config": st.column_config.TextColumn("configuration", width="large"),
                             "n": "n testbed / real", "testbed_mean": st.column_config.NumberColumn("testbed", format="%.4g"),
                             "real_mean": st.column_config.NumberColumn("real", format="%.4g"),
                             "ratio": st.column_config.NumberColumn("testbed / real", format="%.3f"),

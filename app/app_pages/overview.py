@@ -1,7 +1,7 @@
 import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
-from data.common import LOCAL_BANNER
+from data.common import LAB_BANNER, LOCAL_BANNER, shared_kernel_labs
 from data.overview import answer, answer_chart, answer_table, run_counts, sweeps
 import ui
 
@@ -16,13 +16,18 @@ st.header("The answer")
 entries = ui.query(answer)
 if not entries:
     st.info("No CNI mode has been compared with the host network yet: run `make sweep`.", icon=":material/info:")
-substrates = sorted({e["substrate"] for e in entries})
-for tab, sub in zip(st.tabs(substrates) if len(substrates) > 1 else [st.container()] * len(substrates), substrates):
+# one tab per substrate and lab (two labs are never pooled): "local", "ssh: lab-local"
+places = sorted({(e["substrate"], e.get("lab")) for e in entries}, key=lambda p: (p[0], str(p[1])))
+names = [sub if sub in ("local", "kind") or not lab else f"{sub}: {lab}" for sub, lab in places]
+shared = set(ui.query(shared_kernel_labs))
+for tab, (sub, lab) in zip(st.tabs(names) if len(names) > 1 else [st.container()] * len(names), places):
     with tab:
         if sub == "local":
             st.caption("substrate local: the kernel datapaths the CNIs configure, emulated in network namespaces; "
                        "not the CNIs themselves (see the emulation page for how far it is from real CNIs).")
-        for e in [x for x in entries if x["substrate"] == sub]:
+        elif lab in shared:
+            st.caption(LAB_BANNER)
+        for e in [x for x in entries if x["substrate"] == sub and x.get("lab") == lab]:
             st.subheader(e["label"])
             st.markdown(e["sentence"])
             st.altair_chart(answer_chart(e), use_container_width=True)

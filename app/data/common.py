@@ -17,10 +17,17 @@ LOCAL_BANNER = ("substrate = local: network-namespace testbed measuring the kern
                 "not the CNI's control plane")
 MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `make sweep` to measure and build it."
 
+LAB_BANNER = ("This lab's nodes share one kernel and this machine's cores (the local lab of `make lab-local`): real CNI "
+              "agents, kubelets and kube-proxy, but every node a set of namespaces of one machine, linked by veth pairs, "
+              "not wires. Read it as this machine, never as a Pi lab; the two are never pooled.")
+# The lab a run was measured on (staging: the testbed, kind, or a real cluster's inventory target), the first filter
+# of every page after the substrate: two labs of one substrate (a Pi lab, the local lab) are never pooled
+LAB_FILTER = {"lab": "Lab"}
 # The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
 DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
 # Conditions a comparison holds fixed (besides substrate), in display order: column -> label
 FILTERS = {
+    **LAB_FILTER,
     "protocol": "Protocol",
     "path": "Path",
     "placement": "Placement",
@@ -82,6 +89,12 @@ def _where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
     return " and ".join(clauses), params
 
 
+def shared_kernel_labs(con) -> list[str]:
+    """The labs whose nodes share one kernel (environment.cluster.shared_kernel: the local lab)."""
+    return [r[0] for r in con.execute("select distinct lab from fct_runs where lab_shared_kernel "
+                                      "order by lab").fetchall()]
+
+
 def _substrates(con, table: str) -> list[str]:
     """Substrates present in `table` (any status), most runs first."""
     rows = con.execute(f"select substrate from {table} group by substrate "
@@ -114,8 +127,8 @@ def _values_of(con, table: str, allowed: dict, substrate: str, column: str, **ch
 def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
     """Runs whose readback did not match what was requested (is_valid = false), any workload, with the reason.
     They stay in the fct_* marts but are kept out of every comparison. filters: distribution, netem_scenario,
-    tuning_profile (None = any)."""
-    where, params = _where_in(substrate, filters, {"distribution": "", "netem_scenario": "",
+    tuning_profile, lab (None = any)."""
+    where, params = _where_in(substrate, filters, {**LAB_FILTER, "distribution": "", "netem_scenario": "",
                                                    "tuning_profile": ""})
     return con.execute(f"""
         select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,

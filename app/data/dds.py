@@ -6,13 +6,14 @@ import pandas as pd
 
 from edgebench.plan.dimensions import warehouse_columns
 
-from .common import DIMENSION_FILTERS, _filter_values, _substrates, _where_in, baseline_scale
+from .common import DIMENSION_FILTERS, LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
 
 
 # Conditions the DDS page holds fixed (besides substrate): column -> label
 DDS_FILTERS = {
+    **LAB_FILTER,
     "placement": "Placement",
     "security": "Security",
     "distribution": "Distribution",

@@ -8,10 +8,11 @@ import pandas as pd
 
 from edgebench.plan import catalog
 
-from .common import BASELINE_COLOR, _SERIES_COLORS, _substrates, _values_of, _where_in
+from .common import BASELINE_COLOR, LAB_FILTER, _SERIES_COLORS, _substrates, _values_of, _where_in
 
 # conditions the cluster comparison holds fixed (besides substrate); the distribution varies
 DISTRIBUTION_FILTERS = {
+    **LAB_FILTER,
     "cni": "CNI",
     "cni_mode": "CNI mode",
     "protocol": "Protocol",
@@ -23,6 +24,7 @@ DISTRIBUTION_FILTERS = {
 }
 # conditions the service-proxy comparison holds fixed; the proxy mode varies
 PROXY_FILTERS = {
+    **LAB_FILTER,
     "cni": "CNI",
     "cni_mode": "CNI mode",
     "protocol": "Protocol",

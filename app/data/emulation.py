@@ -12,8 +12,8 @@ EMULATION_EMPTY = (
 LAB_BANNER = (
     "The real side may come from the local lab (`make lab-local`): real CNI agents, kubelets and kube-proxy, but every "
     "node a set of namespaces of one machine's kernel and cores, linked by veth pairs, not wires. Its runs record the "
-    "lab's target and whether the nodes share a kernel (lab_target, lab_shared_kernel in the warehouse); read a Pi "
-    "lab's runs apart from them.")
+    "lab's target and whether the nodes share a kernel (lab, lab_shared_kernel in the warehouse); each real lab is "
+    "compared on its own (column real lab), never pooled with a Pi lab.")
 VERDICT_STYLE = {"model differs": "background-color: #f8d0d0; color: #8b0000; font-weight: bold",
                  "model holds": "background-color: #d4efd4", "inconclusive": "color: #7f7f7f"}
 
@@ -23,7 +23,7 @@ def emulation_rows(con) -> pd.DataFrame:
     carries the size of a difference."""
     df = con.execute("""
         select * from cmp_emulation_vs_real
-        order by workload, metric, protocol, path, placement, length_bytes, cni, cni_mode""").df()
+        order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode""").df()
     if df.empty:
         return df
     df["cni_label"] = df["cni"] + ":" + df["cni_mode"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _filter_values, _substrates, _where_in, baseline_scale
+from .common import LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
 
 
 HTTP_FILTERS = {
+    **LAB_FILTER,
     "service": "Service",
     "path": "Path",
     "placement": "Placement",

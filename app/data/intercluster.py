@@ -8,11 +8,12 @@ import pandas as pd
 from edgebench.plan.netem import display_order
 from edgebench.results.labels import NONE_LABEL, intercluster_label
 
-from .common import _filter_values, _substrates, _where_in, baseline_scale
+from .common import LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
 
 # Conditions the page holds fixed (besides substrate); netem scenario (x axis), payload (selector) and the tool
 # (series) vary
 INTERCLUSTER_FILTERS = {
+    **LAB_FILTER,
     "cni": "CNI",
     "cni_mode": "CNI mode",
     "service": "Service",

@@ -4,37 +4,37 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _substrates, _values_of, _where_in
+from .common import LAB_FILTER, _substrates, _values_of, _where_in
 
 
-NETEM_FILTERS = {"distribution": "Distribution", "tuning_profile": "Tuning profile"}
+NETEM_FILTERS = {**LAB_FILTER, "distribution": "Distribution", "tuning_profile": "Tuning profile"}
 
 # metric -> (label, unit, SQL source producing: variant, cni, netem_scenario, detail, value); one-cluster runs only
 # (runs across an inter-cluster tool are compared on their own page)
 _NETEM_METRICS = {
     "iperf3_throughput": ("iperf3 throughput", "Mbit/s", """
         select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement
-               as detail, throughput_mbps as value, substrate, distribution, tuning_profile
+               as detail, throughput_mbps as value, substrate, lab, distribution, tuning_profile
         from fct_iperf3_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
     "iperf3_rtt": ("iperf3 TCP mean RTT", "ms", """
         select cni, cni_mode, netem_scenario, protocol || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
-               mean_rtt_us / 1000, substrate, distribution, tuning_profile
+               mean_rtt_us / 1000, substrate, lab, distribution, tuning_profile
         from fct_iperf3_runs where status = 'ok' and is_valid and intercluster = 'none' and mean_rtt_us is not null"""),
     "dds_p50": ("DDS latency p50", "µs", """
         select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
-               || security, latency_p50_us, substrate, distribution, tuning_profile
+               || security, latency_p50_us, substrate, lab, distribution, tuning_profile
         from fct_dds_latency where status = 'ok' and is_valid and intercluster = 'none'"""),
     "dds_p90": ("DDS latency p90", "µs", """
         select cni, cni_mode, netem_scenario, length_bytes || ' B, ' || reliability || ', ' || transport || ', '
-               || security, latency_p90_us, substrate, distribution, tuning_profile
+               || security, latency_p90_us, substrate, lab, distribution, tuning_profile
         from fct_dds_latency where status = 'ok' and is_valid and intercluster = 'none'"""),
     "http_p50": ("HTTP response p50", "ms", """
         select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
-               response_p50_ms, substrate, distribution, tuning_profile
+               response_p50_ms, substrate, lab, distribution, tuning_profile
         from fct_http_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
     "http_p90": ("HTTP response p90", "ms", """
         select cni, cni_mode, netem_scenario, service || ' ' || length_bytes || ' B, ' || path || ', ' || placement,
-               response_p90_ms, substrate, distribution, tuning_profile
+               response_p90_ms, substrate, lab, distribution, tuning_profile
         from fct_http_runs where status = 'ok' and is_valid and intercluster = 'none'"""),
 }
 NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRICS.items()}
@@ -75,7 +75,7 @@ def netem_metric(con, substrate: str, metric: str, **filters) -> pd.DataFrame:
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, netem_scenario, detail, avg(value) as value,
                min(value) as min_value, max(value) as max_value, count(*) as n_runs
-        from ({_NETEM_METRICS[metric][2]}) as runs (cni, cni_mode, netem_scenario, detail, value, substrate,
+        from ({_NETEM_METRICS[metric][2]}) as runs (cni, cni_mode, netem_scenario, detail, value, substrate, lab,
                                                     distribution, tuning_profile)
         where {where} and value is not null
         group by cni, cni_mode, netem_scenario, detail

@@ -4,10 +4,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import _substrates, _values_of, _where_in
+from .common import LAB_FILTER, _substrates, _values_of, _where_in
 
 
 TUNING_FILTERS = {
+    **LAB_FILTER,
     "workload": "Workload",
     "protocol": "Protocol",
     "length_bytes": "Packet size (bytes)",

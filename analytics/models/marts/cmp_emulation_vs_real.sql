@@ -6,9 +6,10 @@
 -- the real mean): "model holds" = equivalent (the whole interval lies within +-10 %); "model differs" = better /
 -- worse (the interval excludes 0 and reaches beyond the margin; the size is difference_pct); "inconclusive"
 -- otherwise or with fewer than 2 runs a side (runs_to_decide: about how many more runs per side would decide). Host-network rows compare the testbed's host baseline with the cluster's.
--- The configuration is every cell dimension (macros/cell_dimensions.sql) but the substrate and the distribution
--- (the testbed runs no distribution: the real side's is kept in real_distributions).
-{%- set dims = cell_dimension_list() | reject('in', ['substrate', 'distribution']) | list %}
+-- The configuration is every cell dimension (macros/cell_dimensions.sql) but the substrate, the lab and the
+-- distribution (the testbed runs no distribution: the real side's is kept in real_distributions). Each real lab is
+-- compared on its own (real_lab): a Pi lab and the local lab are never pooled.
+{%- set dims = cell_dimension_list() | reject('in', ['substrate', 'lab', 'distribution']) | list %}
 with metrics as (
 
     select {{ cell_dimension_columns() }},
@@ -34,7 +35,7 @@ with metrics as (
 
 ), stats as (
 
-    select substrate, {{ column_list(dims) }}, workload, metric, protocol, path, placement, length_bytes,
+    select substrate, lab, {{ column_list(dims) }}, workload, metric, protocol, path, placement, length_bytes,
            string_agg(distinct distribution, ',' order by distribution) as distributions,
            count(*) as n, avg(value) as mean, stddev_samp(value) as sd
     from metrics
@@ -44,7 +45,7 @@ with metrics as (
 ), paired as (
 
     select {{ column_list(dims, 't.') }}, t.workload, t.metric, t.protocol,
-           t.path, t.placement, t.length_bytes, r.distributions as real_distributions,
+           t.path, t.placement, t.length_bytes, r.lab as real_lab, r.distributions as real_distributions,
            t.n as testbed_n, t.mean as testbed_mean, t.sd as testbed_sd,
            r.n as real_n, r.mean as real_mean, r.sd as real_sd,
            t.mean - r.mean as diff,
@@ -69,7 +70,7 @@ with metrics as (
 
 select
     {{ column_list(dims) }}, cni = 'host' as is_host_baseline, workload, metric, protocol, path, placement,
-    length_bytes, real_distributions,
+    length_bytes, real_lab, real_distributions,
     testbed_n, testbed_mean, testbed_sd, real_n, real_mean, real_sd,
     testbed_mean / real_mean as ratio,
     (testbed_mean - real_mean - diff_ci95) / real_mean + 1 as ratio_ci_low,

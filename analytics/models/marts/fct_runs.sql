@@ -4,6 +4,7 @@ select
     {{ run_attribute_columns() }},
     service_proxy,
     service_proxy_mode,
+    lab_shared_kernel,  -- the lab's nodes share one kernel (the local lab): the portal's banner
     workload,
     protocol,
     path,

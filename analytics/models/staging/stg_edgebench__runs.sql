@@ -109,6 +109,12 @@ renamed as (
         -- kernel (the local lab of `make lab-local`: never to be read as a Pi lab), the artifact source, the pin
         nullif(manifest->'environment'->'cluster'->>'target', '')   as lab_target,
         coalesce(try_cast(manifest->'environment'->'cluster'->>'shared_kernel' as boolean), false) as lab_shared_kernel,
+        -- the lab a run was measured on, part of every comparison's grain (macros/cell_dimensions.sql), so that two
+        -- labs' runs are never pooled: the testbed, kind, or a real cluster's inventory target ('unnamed' for runs
+        -- recorded before the target was)
+        case when manifest->>'substrate' = 'ssh' then coalesce(lab_target, 'unnamed')
+             when manifest->>'substrate' = 'local' then 'testbed'
+             else manifest->>'substrate' end                       as lab,
         manifest->'environment'->'cluster'->>'artifact_source'      as artifact_source,
         manifest->'environment'->'cluster'->>'cni_version_pinned'   as cni_version_pinned,
         -- the trigger of a rerun sweep ({cni, new, previous, source, at}); all null for a plain sweep

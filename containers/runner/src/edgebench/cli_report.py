@@ -118,11 +118,11 @@ def report(
 
 
 EMULATION_SQL = """
-select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_distributions,
+select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_lab, real_distributions,
        testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict,
        runs_to_decide
 from cmp_emulation_vs_real
-order by workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
+order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
 """
 
 
@@ -132,7 +132,8 @@ def print_emulation(rows: list[dict]) -> None:
                   "yet: `make lab-local` measures both.")
         return
     t = Table(title="Emulation vs real: testbed / real cluster (ratio of means, 95% CI; model holds within +-10%)")
-    for c in ("CNI", "workload", "metric", "path", "size", "n tb/real", "testbed", "real", "ratio [95% CI]", "verdict"):
+    for c in ("real lab", "CNI", "workload", "metric", "path", "size", "n tb/real", "testbed", "real", "ratio [95% CI]",
+              "verdict"):
         t.add_column(c)
     for r in rows:
         verdict = r["verdict"]
@@ -140,7 +141,7 @@ def print_emulation(rows: list[dict]) -> None:
             verdict = f"model differs by {r['difference_pct']:+.1f}%"
         elif verdict == "inconclusive" and r.get("runs_to_decide"):
             verdict = f"inconclusive (about {r['runs_to_decide']} more runs per side would decide)"
-        t.add_row(f"{r['cni']}:{r['cni_mode']}", r["workload"] + ("" if r["protocol"] in (None, "http") else f" {r['protocol']}"),
+        t.add_row(r.get("real_lab") or "", f"{r['cni']}:{r['cni_mode']}", r["workload"] + ("" if r["protocol"] in (None, "http") else f" {r['protocol']}"),
                   r["metric"], f"{r['path']} {r['placement']}", _num(r["length_bytes"]),
                   f"{r['testbed_n']}/{r['real_n']}", f"{r['testbed_mean']:.4g}", f"{r['real_mean']:.4g}",
                   f"{r['ratio']:.3f} [{_num(r['ratio_ci_low'])}-{_num(r['ratio_ci_high'])}]", verdict)

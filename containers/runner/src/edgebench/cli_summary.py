@@ -107,7 +107,8 @@ def print_answer(entries: list[dict]) -> None:
         out.print("no CNI mode has been compared with the host yet")
         return
     for e in entries:
-        t = Table(title=f"{e['label']} against the host network, substrate={e['substrate']}", title_justify="left")
+        lab = f", lab={e['lab']}" if e["substrate"] == "ssh" and e.get("lab") else ""
+        t = Table(title=f"{e['label']} against the host network, substrate={e['substrate']}{lab}", title_justify="left")
         for col in ("rank", "CNI:mode", f"mean {e['unit']}", "verdict vs host"):
             t.add_column(col, justify="right" if col in ("rank", f"mean {e['unit']}") else "left")
         for i, r in enumerate(e["rows"], 1):

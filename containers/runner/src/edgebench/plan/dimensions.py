@@ -201,9 +201,10 @@ def substrate_problems(substrate: str, values: dict[str, Any], raw: dict[str, st
 
 
 def warehouse_columns() -> list[str]:
-    """The cell configuration as warehouse columns, in the marts' order: substrate, distribution, the CNI mode (cni,
-    cni_mode and the datapath that follows from it), then the dimensions in the comparisons' grain."""
-    return ["substrate", "distribution", "cni", "cni_mode", "datapath",
+    """The cell configuration as warehouse columns, in the marts' order: substrate, its lab (staging: the testbed,
+    kind, or a real cluster's inventory target; two labs are never pooled), distribution, the CNI mode (cni, cni_mode
+    and the datapath that follows from it), then the dimensions in the comparisons' grain."""
+    return ["substrate", "lab", "distribution", "cni", "cni_mode", "datapath",
             *(d.warehouse_column for d in DIMENSIONS if d.in_grain)]
 
 

@@ -23,8 +23,9 @@ def dbt_macro() -> str:
     containers/runner/src/edgebench/plan/dimensions.py): do not edit; `edgebench dimensions-macro --write` rewrites
     it and tests/test_dimensions.py fails when it differs.
 
-    cell_dimension_list()               the cell configuration columns, in order: substrate, distribution, the CNI
-                                        mode (cni, cni_mode and the datapath that follows from it), then every
+    cell_dimension_list()               the cell configuration columns, in order: substrate, lab (staging: never
+                                        pool two labs), distribution, the CNI mode (cni, cni_mode and the datapath
+                                        that follows from it), then every
                                         dimension in the comparisons' grain. The inter-cluster tool and the service
                                         proxy are cell dimensions too, compared in marts of their own with columns of
                                         their own (intercluster_*, service_proxy_mode): not listed here.

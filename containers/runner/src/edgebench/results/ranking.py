@@ -68,7 +68,7 @@ def _rows(fetch: Fetch, h: Headline) -> list[dict]:
     neutral = _neutral()
     dims = ", ".join(neutral)
     return fetch(f"""
-        select substrate, distribution, cni, cni_mode, {dims}, {', '.join(h.config)},
+        select substrate, lab, distribution, cni, cni_mode, {dims}, {', '.join(h.config)},
                {h.value} as value, n_runs, host_n_runs, {h.diff_pct} as diff_pct, {h.ci_pct} as ci_pct,
                {h.verdict} as verdict, verdict_margin_pct, {h.runs_to_decide} as runs_to_decide
         from {h.mart}
@@ -80,13 +80,14 @@ def _config_key(r: dict, h: Headline) -> tuple:
 
 
 def headline(fetch: Fetch, h: Headline) -> list[dict]:
-    """One entry per substrate: the configuration shown, its ranked rows and the sentence."""
+    """One entry per substrate and lab (two labs are never pooled): the configuration shown, its ranked rows and the
+    sentence."""
     neutral = _neutral()
-    by_sub: dict[str, dict[tuple, list[dict]]] = {}
+    by_sub: dict[tuple, dict[tuple, list[dict]]] = {}
     for r in _rows(fetch, h):
-        by_sub.setdefault(r["substrate"], {}).setdefault(_config_key(r, h), []).append(r)
+        by_sub.setdefault((r["substrate"], r["lab"]), {}).setdefault(_config_key(r, h), []).append(r)
     out = []
-    for sub, groups in sorted(by_sub.items()):
+    for (sub, lab), groups in sorted(by_sub.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         def score(item):
             rows = item[1]
             off = sum(1 for c, v in neutral.items() if str(rows[0][c]) != str(v))
@@ -104,9 +105,9 @@ def headline(fetch: Fetch, h: Headline) -> list[dict]:
                                  r["verdict_margin_pct"], r["runs_to_decide"])
         config = {c: rows[0][c] for c in h.config}
         conditions = {c: rows[0][c] for c, v in neutral.items() if str(rows[0][c]) != str(v)}
-        out.append({"substrate": sub, "headline": h.key, "label": h.label, "unit": h.unit, "config": config,
+        out.append({"substrate": sub, "lab": lab, "headline": h.key, "label": h.label, "unit": h.unit, "config": config,
                     "conditions": conditions, "distribution": rows[0]["distribution"], "rows": rows,
-                    "sentence": sentence(sub, h.label, config, conditions, rows)})
+                    "sentence": sentence(sub, h.label, config, conditions, rows, lab)})
     return out
 
 
@@ -139,10 +140,13 @@ def _names(rows: list[dict]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def sentence(substrate: str, label: str, config: dict, conditions: dict, rows: list[dict]) -> str:
+def sentence(substrate: str, label: str, config: dict, conditions: dict, rows: list[dict], lab: str | None = None
+             ) -> str:
     """'On the local testbed (...), for DDS latency p90 (64 B cross-node): flannel:host-gw is equivalent to the
     host; flannel:vxlan and calico:vxlan are 25–40 % worse; cilium:vxlan is inconclusive.'"""
     where = SUBSTRATE_TEXT.get(substrate, substrate)
+    if substrate == "ssh" and lab:
+        where += f", lab {lab}"
     parts = []
     for verdict, phrase in (("equivalent", "equivalent to the host"), ("better", "better than the host"),
                             ("worse", "worse than the host"), ("inconclusive", "inconclusive so far"),
