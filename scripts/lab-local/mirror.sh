@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The local lab's artifact source: a directory laid out as containers/runner/src/edgebench/plan/catalog/
 # artifacts.yaml says (binaries, CNI plugins, Debian's containerd + runc, kubelet unit files, OCI image archives,
-# CNI manifests with their image references rewritten), with an index.yaml saying which architectures each
-# artifact has, served over HTTP to the nodes. Everything is built here from the Go module proxy and Debian
+# CNI manifests with their image references rewritten, cilium's Helm chart repository: cilium.sh), with an
+# index.yaml saying which architectures each artifact has, served over HTTP to the nodes. Everything is built here from the Go module proxy and Debian
 # (build.sh, scripts/e2e-argo/build.sh and images.sh), without Docker or a registry: umoci + skopeo.
 #
 #   mirror.sh build            assemble the mirror for ARCH (default: this machine's) from the cached builds
@@ -210,6 +210,7 @@ build() {
   else
     say "warning: no runner image for $ARCH ($runner: scripts/e2e-argo/images.sh build runner); the index will say so"
   fi
+  ARCH=$ARCH EDGEBENCH_MIRROR=$MIRROR "$HERE/cilium.sh" build   # binaries, agent + operator images, helm, the chart repository
   index
 }
 
