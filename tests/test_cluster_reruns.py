@@ -130,8 +130,9 @@ def test_no_trigger_renders_exactly_as_before():
         assert rerun == pinned, (d, c, m)
     # what the cell JSON carries on Argo: a plain sweep asks for no version
     sweep = _sweep("calico:vxlan")
-    assert sweep.cni_version_requested("calico") is None
-    assert from_json(cell_json(sweep, expand(sweep)[0]))[0].cni_version_requested("calico") is None
+    assert sweep.cni_version_requested(expand(sweep)[0]) is None
+    back, cell = from_json(cell_json(sweep, expand(sweep)[0]))
+    assert back.cni_version_requested(cell) is None
 
 
 def test_built_in_cnis_are_unsupported_under_a_trigger():
@@ -287,7 +288,7 @@ def _run_cell(tmp_path, key, sweep, runner, monkeypatch, transport: FakeTranspor
     monkeypatch.setattr(sampling, "IDLE_S", 0)
     s, cell = from_json(json.dumps(cell_json(sweep, expand(sweep)[0])))
     provider = from_cell(cell, tmp_path / "work", inventory_path=str(LAB), ssh_key=str(key),
-                         cni_version=s.cni_version_requested(cell.cni), transport=transport or _transport(),
+                         cni_version=s.cni_version_requested(cell), transport=transport or _transport(),
                          local=runner,
                          fetch=lambda url: pytest.fail(f"unexpected fetch {url}"), token=lambda n: "T" * n)
     ctx = phases.CellContext(s, cell, workdir=tmp_path / "work", results=tmp_path / "out", provider=provider,

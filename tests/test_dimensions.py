@@ -74,7 +74,7 @@ def test_cell_fields_follow_the_table():
     c = Cell("s", "local", "none", "flannel", "vxlan")
     assert {d.field: getattr(c, d.field) for d in DIMENSIONS} == {
         "netem_scenario": "none", "tuning_profile": "default_settings", "intercluster": "none",
-        "service_proxy": "default", "cpu_class": "none"}
+        "service_proxy": "default", "cpu_class": "none", "requested_version": "default"}
 
 
 def test_neutral_values_leave_the_identity_and_others_enter_it():
@@ -134,3 +134,50 @@ def test_portal_filters_come_from_the_table():
     # the resources page's mart holds the own-cores dimension at its neutral value: no filter on it
     assert dimensions.OWN_CORES.warehouse_column == "cpu_class" and "cpu_class" not in resources.RESOURCE_FILTERS
     assert "Raspberry Pi 4" in dimensions.OWN_CORES.note("pi4")  # the portal's warning, declared with the dimension
+
+
+# ---- cni-versions: a CNI mode at several versions in one sweep (paired reruns) -------------------------------------
+def test_cni_versions_expand_the_cni_modes_not_the_host():
+    plain = cells.expand(_sweep())
+    paired = cells.expand(_sweep(**{"cni-versions": '["v0.28.8","v0.28.9"]'}))
+    assert [(c.cni, c.requested_version) for c in paired] == [
+        ("host", "default"), ("flannel", "v0.28.8"), ("flannel", "v0.28.9")]
+    assert paired[0].cell_id == plain[0].cell_id  # the host cell is the plain sweep's
+    assert len({c.cell_id for c in paired}) == 3
+    assert "requested_version" not in plain[1].env  # default: ids and keys of earlier sweeps unchanged
+    assert [c.label for c in paired[1:]] == ["flannel:vxlan v=v0.28.8", "flannel:vxlan v=v0.28.9"]
+
+
+@pytest.mark.parametrize("bad", ['["v1 beta"]', '["v1","v1"]', '[""]', '[1]'])
+def test_cni_versions_rejects_bad_entries(bad):
+    with pytest.raises(SpecError, match="parameter 'cni-versions'"):
+        _sweep(**{"cni-versions": bad})
+
+
+def test_the_requested_version_reaches_provider_and_manifest():
+    from edgebench.results.runstore import with_trigger
+
+    sweep = _sweep(**{"cni-versions": '["v0.28.8","v0.28.9"]'})
+    host, old, new = cells.expand(sweep)
+    assert [sweep.cni_version_requested(c) for c in (host, old, new)] == [None, "v0.28.8", "v0.28.9"]
+    doc = with_trigger({"environment": {"kernel": "k"}}, None, "v0.28.8")
+    assert doc["environment"] == {"kernel": "k", "cni_version_requested": "v0.28.8"} and "trigger" not in doc
+    assert with_trigger({"environment": {}}, None, None) == {"environment": {}}
+    trig = {"cni": "flannel", "new": "v0.29.0", "previous": "v0.28.9", "source": "s", "at": "2026-11-26T00:00:00Z"}
+    rerun = _sweep(cnis='["flannel:vxlan"]', trigger=json.dumps(trig))
+    assert rerun.cni_version_requested(cells.expand(rerun)[0]) == "v0.29.0"
+    assert with_trigger({"environment": {}}, trig)["environment"]["cni_version_requested"] == "v0.29.0"
+
+
+def test_a_paired_rerun_runs_the_previous_and_the_new_version():
+    from edgebench.sweep import watch
+
+    base = spec.from_parameters({"cnis": '["host","flannel:vxlan","kube-router"]', "workloads": '["iperf3:tcp"]',
+                                 "repetitions": "2"})
+    trig = {"cni": "flannel", "new": "v0.29.0", "previous": "v0.28.9", "source": "s", "at": "2026-11-26T00:00:00Z"}
+    paired = watch.rerun_sweep(base, trig, paired=True)
+    assert [(c.cni, c.requested_version) for c in cells.expand(paired)] == [
+        ("flannel", "v0.28.9"), ("flannel", "v0.29.0")]
+    assert [c.requested_version for c in cells.expand(watch.rerun_sweep(base, trig))] == ["default"]
+    first = watch.rerun_sweep(base, {**trig, "previous": None}, paired=True)  # nothing measured before: new alone
+    assert [c.requested_version for c in cells.expand(first)] == ["default"]

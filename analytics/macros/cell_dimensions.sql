@@ -35,11 +35,12 @@
 {% macro neutral_dimension_columns(manifest='manifest') -%}
     coalesce({{ manifest }}->>'intercluster', 'none') as intercluster,
     coalesce({{ manifest }}->>'service_proxy', 'default') as service_proxy,
-    coalesce({{ manifest }}->>'cpu_class', 'none') as cpu_class
+    coalesce({{ manifest }}->>'cpu_class', 'none') as cpu_class,
+    coalesce({{ manifest }}->>'requested_version', 'default') as requested_version
 {%- endmacro %}
 
 {% macro neutral_dimension_list() -%}
-    {{ return(['intercluster', 'service_proxy', 'cpu_class']) }}
+    {{ return(['intercluster', 'service_proxy', 'cpu_class', 'requested_version']) }}
 {%- endmacro %}
 
 {% macro dimension_detail_columns(manifest='manifest') -%}

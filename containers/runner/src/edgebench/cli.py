@@ -269,7 +269,7 @@ def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_ho
 
     return substrates.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
                           ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts),
-                          cni_version=sweep.cni_version_requested(cell.cni))
+                          cni_version=sweep.cni_version_requested(cell))
 
 
 def _register_phases() -> None:

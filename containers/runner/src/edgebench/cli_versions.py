@@ -143,6 +143,9 @@ def watch(
     sources: Optional[Path] = typer.Option(None, "--sources", help=SOURCES_HELP),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and list the reruns; run and write nothing."),
+    paired: bool = typer.Option(False, "--paired", help="Run each mode at the previous and the new version in the "
+                                "same rerun, interleaved by round (cni-versions=[previous, new]), so that drift of "
+                                "the machine cancels in the regression card; twice the runs."),
 ):
     """Rerun a sweep's cells of every CNI with a newer version, on the local testbed (one check, or --interval).
 
@@ -171,7 +174,8 @@ def watch(
     failed = False
     while True:
         try:
-            rnd = watch_mod.watch_once(base, run, srcs=srcs, warehouse_path=warehouse, log=out.print)
+            rnd = watch_mod.watch_once(base, run, srcs=srcs, warehouse_path=warehouse, log=out.print,
+                                       paired=paired)
         except KeyboardInterrupt:
             err.print("interrupted: the testbed was torn down; the next `edgebench watch` resumes the rerun")
             raise typer.Exit(130)

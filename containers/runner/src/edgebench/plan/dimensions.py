@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, make_dataclass
 from typing import Any, Callable
 
@@ -75,6 +76,15 @@ def _cpu_class(name: str, value: str) -> list[str]:
     return subset(("none", *catalog.load("cpu_classes.yaml")["classes"]))(name, value)  # none: own cores
 
 
+def _versions(name: str, value: str) -> list[str]:
+    items = json_list(name, value)
+    bad = [v for v in items if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", v)]
+    if bad or len(set(items)) != len(items):
+        raise SpecError(f"parameter {name!r} must list distinct versions (e.g. [\"v0.28.8\",\"v0.28.9\"]) or "
+                        f"[\"default\"]; got {short(value)}")
+    return items
+
+
 def _cpu_class_note(value: str) -> str:
     label = catalog.load("cpu_classes.yaml")["classes"].get(value, {}).get("label", value)
     return ("CPU-limited emulation: every node runs on one core of this machine limited by a cgroup CPU quota to the "
@@ -110,6 +120,7 @@ class Dimension:
     #                cluster layout), then 1, 2, ... inside it; equal depths in table order. Labels list this order.
     key: Callable[[Any], str] = str  # a parsed entry -> the cell's value
     companions: tuple[Param, ...] = ()  # parameters that only qualify this one, listed right after it
+    host_neutral: bool = False  # the host-network baseline has no such thing: its cells take the neutral value only
 
     @property
     def base(self) -> str:
@@ -173,6 +184,12 @@ DIMENSIONS: tuple[Dimension, ...] = (
               detail="cpu_class_detail",  # published score, quota and achieved score per node (cpuclass.setup)
               substrate_note="cpu-class emulates edge hardware on the local testbed only; on {substrate} the nodes' "
                              "own CPUs are measured"),
+    Dimension("requested_version", "cni-versions", _versions, json_default(["default"]),
+              "CNI versions (a cell dimension): default (the catalog's pin, or a triggered rerun's new version), or "
+              "versions to run each CNI mode at, interleaved by round in one sweep (`edgebench watch --paired`: the "
+              "previous and the new version, so that drift of the machine cancels; the regression cards compare "
+              "them). Clusters install each; the testbed, which runs no CNI software, records the request only",
+              neutral="default", label="v={}", in_grain=False, host_neutral=True),
 )
 BY_PARAM: dict[str, Dimension] = {d.param: d for d in DIMENSIONS}
 # held at its neutral value by the comparisons of the machine's own cores (dbt own_cores_only(), portal resources)
@@ -293,14 +310,15 @@ def cells(sweep_id: str, substrate: str, distribution: str, values: dict[str, An
     outer = [d for d in nesting() if d.nest == 0]
     inner = [d for d in nesting() if d.nest > 0]
 
-    def combos(dims: list[Dimension]) -> list[dict[str, str]]:
+    def combos(dims: list[Dimension], host: bool = False) -> list[dict[str, str]]:
         out: list[dict[str, str]] = [{}]
         for d in dims:
-            out = [{**c, d.field: d.key(v)} for c in out for v in values[d.param]]
+            keys = [d.neutral] if host and d.host_neutral else [d.key(v) for v in values[d.param]]
+            out = [{**c, d.field: k} for c in out for k in keys]
         return out
 
     return [Cell(sweep_id, substrate, distribution, cm.cni, cm.mode, **o, **i)
-            for o in combos(outer) for cm in values["cnis"] for i in combos(inner)]
+            for o in combos(outer) for cm in values["cnis"] for i in combos(inner, cm.is_host)]
 
 
 @dataclass(frozen=True)

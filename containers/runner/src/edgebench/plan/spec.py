@@ -180,11 +180,15 @@ class Sweep:
             return f"{head}{slug}-{digest[:8]}"
         return f"{self.values['substrate']}-{digest[:10]}"
 
-    def cni_version_requested(self, cni: str) -> str | None:
-        """The version a triggered rerun asks for `cni` (its trigger's `new`); None for a plain sweep or another
-        CNI. Cluster substrates install it instead of the catalog pin (substrates.get(cni_version=...))."""
+    def cni_version_requested(self, cell: Any) -> str | None:
+        """The version `cell` asks for: its cni-versions entry, else a triggered rerun's new version for the trigger's
+        CNI; None for the catalog pin (or the host network). Cluster substrates install it instead of the catalog pin
+        (substrates.get(cni_version=...)); the testbed records it."""
+        version = getattr(cell, "requested_version", "default")
+        if version != "default":
+            return version
         trig = self.values.get("trigger") or {}
-        return trig["new"] if trig.get("cni") == cni else None
+        return trig["new"] if trig.get("cni") == cell.cni else None
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

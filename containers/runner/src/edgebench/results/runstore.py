@@ -81,11 +81,14 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
     }
 
 
-def with_trigger(doc: dict[str, Any], trigger: dict[str, Any] | None) -> dict[str, Any]:
-    """A manifest of a triggered rerun: the trigger {cni, new, previous, source, at} as its own object, and the new
-    version as environment.cni_version_requested. What was asked, never claimed as installed: cni_version stays
+def with_trigger(doc: dict[str, Any], trigger: dict[str, Any] | None, requested: str | None = None
+                 ) -> dict[str, Any]:
+    """A manifest of a triggered rerun: the trigger {cni, new, previous, source, at} as its own object, and the
+    version the cell asked for (`requested`: its cni-versions entry, Sweep.cni_version_requested; else the trigger's
+    new one) as environment.cni_version_requested. What was asked, never claimed as installed: cni_version stays
     what the substrate read back (None on the local testbed, where no CNI software runs)."""
-    if not trigger:
+    if not trigger and requested is None:
         return doc
-    return {**doc, "trigger": dict(trigger),
-            "environment": {**(doc.get("environment") or {}), "cni_version_requested": trigger["new"]}}
+    out = {**doc, "trigger": dict(trigger)} if trigger else dict(doc)
+    version = requested if requested is not None else trigger["new"]
+    return {**out, "environment": {**(doc.get("environment") or {}), "cni_version_requested": version}}

@@ -68,7 +68,8 @@ class CellContext:
                 and (self.only is None or r.run_id in self.only)]
 
     def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
-        doc = with_trigger(doc, self.sweep.values.get("trigger"))  # every manifest of a triggered rerun
+        # every manifest of a triggered rerun, and of a cell asking for a version
+        doc = with_trigger(doc, self.sweep.values.get("trigger"), self.sweep.cni_version_requested(self.cell))
         write_run(self.run_dir(run), doc, raw)
         self.state.setdefault("stored", [])
         if run.run_id not in self.state["stored"]:

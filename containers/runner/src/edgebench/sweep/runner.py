@@ -170,7 +170,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
             shutil.rmtree(workdir, ignore_errors=True)  # every visit starts from a clean state
             provider = substrates.get(cell.substrate, getattr(kept[0], "testbed", testbed) if kept else testbed,
-                                      cell=cell, workdir=workdir)
+                                      cell=cell, workdir=workdir, cni_version=sweep.cni_version_requested(cell))
             # with repetitions=auto the next round's visits are known only after this round's decisions
             nxt = v + 1 if v + 1 < len(plan) and not (adaptive_on and last_of_round) else None
             key, nxt_key = substrates.build_key(cell), substrates.build_key(cells[plan[nxt][0]]) if nxt else None

@@ -79,16 +79,21 @@ def state_path() -> Path:
     return state_dir() / STATE_FILE
 
 
-def rerun_sweep(base: Sweep, trigger: dict[str, Any]) -> Sweep | None:
-    """The base sweep for only the modes of the trigger's CNI (None if it runs none), named by the trigger."""
+def rerun_sweep(base: Sweep, trigger: dict[str, Any], paired: bool = False) -> Sweep | None:
+    """The base sweep for only the modes of the trigger's CNI (None if it runs none), named by the trigger. paired:
+    each mode at the previous and the new version in the same sweep (cni-versions), interleaved by round, so that
+    the regression card compares runs under the same drift of the machine (without a previous version: the new
+    one alone)."""
     modes = [cm.key for cm in base.values["cnis"] if cm.cni == trigger["cni"]]
     if not modes:
         return None
     raw = {**base.raw, "cnis": json.dumps(modes), "trigger": json.dumps(trigger, sort_keys=True), "sweep-id": ""}
+    if paired and trigger.get("previous") and trigger["previous"] != trigger["new"]:
+        raw["cni-versions"] = json.dumps([trigger["previous"], trigger["new"]])
     return spec.from_parameters(raw, source=f"{base.source} (rerun of {trigger['cni']} at {trigger['new']})")
 
 
-def plan(base: Sweep, sts: list[versions.CniStatus], state: State, at: str | None = None
+def plan(base: Sweep, sts: list[versions.CniStatus], state: State, at: str | None = None, paired: bool = False
          ) -> tuple[list[Rerun], list[str]]:
     """Pure: the reruns for the CNIs with a newer version (a pending trigger for the same version is reused), and
     notes on newer versions that need no rerun."""
@@ -98,7 +103,7 @@ def plan(base: Sweep, sts: list[versions.CniStatus], state: State, at: str | Non
             continue
         pending = state.pending.get(st.cni)
         trigger = pending if pending and pending.get("new") == st.latest else st.trigger(at)
-        sweep = rerun_sweep(base, trigger)
+        sweep = rerun_sweep(base, trigger, paired)
         if sweep is None:
             notes.append(f"{st.cni} {st.latest} is newer than {st.baseline}, but the sweep runs no {st.cni} mode")
             continue
@@ -116,7 +121,7 @@ class Round:
 
 def watch_once(base: Sweep, run: Callable[[Sweep], Any] | None, *, fetch: versions.Fetch = versions.http_fetch,
                srcs: dict[str, versions.Source] | None = None, state_file: Path | None = None,
-               warehouse_path: str | None = None, log: Log = print) -> Round:
+               warehouse_path: str | None = None, log: Log = print, paired: bool = False) -> Round:
     """One round. `run` runs one rerun sweep (the local runner); None = plan only (dry run, nothing written).
     Sources, the state file and every rerun are checked before anything runs; an error raises, changing nothing."""
     state = State.load(state_file or state_path())
@@ -125,7 +130,7 @@ def watch_once(base: Sweep, run: Callable[[Sweep], Any] | None, *, fetch: versio
         log("no warehouse yet: comparing with the catalog pins and the versions already triggered here")
     sts = versions.check(base.values["cnis"], srcs if srcs is not None else versions.sources(), fetch,
                          measured=measured, known=state.known())
-    reruns, notes = plan(base, sts, state)
+    reruns, notes = plan(base, sts, state, paired=paired)
     rnd = Round(sts, reruns, notes)
     for st in sts:
         log(f"{st.cni}: newest release {st.latest}, edgebench has {st.baseline or 'none'}"
