@@ -20,6 +20,7 @@ from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters import artifacts, distributions, inventory, preflight
 from edgebench.substrates.clusters import resources as remote
 from edgebench.substrates.clusters.cni import render as render_cni, ClusterParams
+from edgebench.substrates.clusters.cni import version_readback as cni_version_readback
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport
 
@@ -87,6 +88,70 @@ def test_needs_and_unavailable_cnis():
     with pytest.raises(SpecError, match="no install path for distribution 'k3s'"):
         artifacts.needed("k3s", "flannel")
     assert "403" in artifacts.unavailable("calico") and artifacts.unavailable("flannel") is None
+    # cilium comes from the source (scripts/lab-local/cilium.sh): its two images and its chart repository
+    assert artifacts.unavailable("cilium") is None
+    assert {"cilium", "cilium-operator", "cilium-chart"} <= set(artifacts.needed("kubeadm", "cilium"))
+    assert {"cilium", "cilium-operator"} <= set(artifacts.images_for("kubeadm", "cilium"))
+
+
+def test_index_covers_cilium_images_and_its_arch_independent_chart(tmp_path):
+    idx = yaml.safe_load(artifacts.write_index(fake_mirror(tmp_path)).read_text())["artifacts"]
+    assert idx["cilium"]["kind"] == "image" and idx["cilium"]["ref"] == "quay.io/cilium/cilium:v1.18.0"
+    assert idx["cilium-operator"]["ref"] == "quay.io/cilium/operator-generic:v1.18.0"
+    assert set(idx["cilium"]["arches"]) == {"amd64"}  # built for this machine only
+    assert idx["cilium-chart"]["kind"] == "chart" and set(idx["cilium-chart"]["arches"]) == {"amd64", "arm64"}
+    assert idx["cilium-chart"]["arches"]["amd64"]["path"] == "charts/cilium/cilium-1.18.0.tgz"
+    with pytest.raises(SpecError, match="cilium for arm64, cilium-operator for arm64, runner") as err:
+        artifacts.check(source(tmp_path), INV, "kubeadm", "cilium")
+    assert "cilium-chart" not in str(err.value)
+
+
+def test_cilium_helm_install_takes_the_mirrors_chart_repository_and_no_digest(tmp_path):
+    src = source(fake_mirror(tmp_path))
+    p = ClusterParams("kubeadm", "10.77.0.11", 6443, "10.77.0.11", "/k", "10.244.0.0/16", "10.96.0.0/12")
+    upstream = render_cni("kubeadm", "cilium", "vxlan", p)
+    assert ["repo", "add", "cilium", "https://helm.cilium.io/"] == upstream.commands[0][3:7]
+    plan = artifacts.mirror_helm(render_cni("kubeadm", "cilium", "vxlan", p), src)
+    assert plan.commands[0][3:7] == ["repo", "add", "cilium", "http://mirror.test:8089/charts/cilium"]
+    assert not any("helm.cilium.io" in a for argv in plan.commands for a in argv)
+    install = next(argv for argv in plan.commands if "upgrade" in argv)
+    assert install[install.index("upgrade") + 3:install.index("upgrade") + 6] == ["cilium/cilium", "--version", "1.18.0"]
+    values = yaml.safe_load(plan.files["cni-values.yaml"])
+    assert values["image"] == {"useDigest": False, "pullPolicy": "IfNotPresent"}
+    assert values["operator"] == {"replicas": 1, "image": {"useDigest": False, "pullPolicy": "IfNotPresent"}}
+    assert values["envoy"] == {"enabled": False} and values["l7Proxy"] is False  # the source has no Envoy image
+    caps = values["securityContext"]["capabilities"]  # the lab's machine has no CAP_SYS_RESOURCE to give
+    assert "SYS_RESOURCE" not in caps["ciliumAgent"] + caps["cleanCiliumState"] and "NET_ADMIN" in caps["ciliumAgent"]
+    # the catalog's own values stay: tunnel mode, kube-proxy replacement, the cluster's pod CIDR
+    assert values["routingMode"] == "tunnel" and values["tunnelProtocol"] == "vxlan"
+    assert values["kubeProxyReplacement"] is True and plan.dist_settings["skip_kube_proxy"] is True
+    assert values["ipam"]["operator"]["clusterPoolIPv4PodCIDRList"] == ["10.244.0.0/16"]
+    assert cni_version_readback(plan, p)[3:5] == ["list", "--namespace"]  # the release's chart version is read back
+    native = yaml.safe_load(artifacts.mirror_helm(render_cni("kubeadm", "cilium", "native", p), src).files["cni-values.yaml"])
+    assert native["routingMode"] == "native" and native["image"]["useDigest"] is False
+
+
+def test_provider_installs_cilium_from_the_mirror(tmp_path):
+    ran, values = [], {}
+
+    def local(argv, check=True, input=None):
+        ran.append(list(argv))
+        if "upgrade" in argv:  # the values file the install reads, then stop (the teardown removes the work dir)
+            values.update(yaml.safe_load(Path(argv[argv.index("-f") + 1]).read_text()))
+            raise RuntimeError("stop here")
+        return ""
+    m = fake_mirror(tmp_path / "m")
+    amd64 = inventory.parse({"target": "lab-local", "nodes": [
+        {"name": "lab-cp", "address": "10.77.0.11", "arch": "amd64", "role": "server", "user": "edgebench"},
+        {"name": "lab-w1", "address": "10.77.0.12", "arch": "amd64", "role": "agent", "user": "edgebench"}]}, "test")
+    p = ClusterProvider("ssh", "kubeadm", "cilium", "vxlan", tmp_path / "w", inventory=amd64,
+                        transport=FakeTransport(), local=local, fetch=lambda url: pytest.fail("nothing is fetched"),
+                        cell_id="c-test", artifacts=source(m))
+    (tmp_path / "w").mkdir()
+    with pytest.raises(RuntimeError, match="stop here"):
+        p.install_cni()
+    assert "http://mirror.test:8089/charts/cilium" in ran[0]
+    assert values["image"]["useDigest"] is False and values["operator"]["image"]["pullPolicy"] == "IfNotPresent"
 
 
 def test_airgapped_node_setup_takes_everything_from_the_source(tmp_path):

@@ -143,11 +143,11 @@ fill_operator() {
 
 images() {
   local key
-  key=$( { echo "agent $VERSION"; cat "$ROOTFS/.stamp"; sha256sum "$BIN"/cilium-* "$0"; } | sha256sum | cut -c1-16)
+  key=$( { echo "agent $VERSION"; cat "$ROOTFS/.stamp"; sha256sum "$BIN"/cilium-* "$0" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
   oci_image cilium "quay.io/cilium/cilium:v$VERSION" "$key" fill_agent \
     --config.env INITSYSTEM=SYSTEMD --config.env HUBBLE_SERVER=unix:///var/run/cilium/hubble.sock \
     --config.workingdir /home/cilium --config.cmd /usr/bin/cilium-dbg
-  key=$( { echo "operator $VERSION"; sha256sum "$BIN/cilium-operator-generic" "$0"; } | sha256sum | cut -c1-16)
+  key=$( { echo "operator $VERSION"; sha256sum "$BIN/cilium-operator-generic" "$0" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
   oci_image operator-generic "quay.io/cilium/operator-generic:v$VERSION" "$key" fill_operator \
     --config.env GOPS_CONFIG_DIR=/home/gops --config.workingdir / --config.cmd /usr/bin/cilium-operator-generic
 }

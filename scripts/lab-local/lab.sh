@@ -76,6 +76,9 @@ up() {
     command -v "$c" >/dev/null || die "$c is not installed (make lab-local installs openssh-server, sudo, util-linux)"
   done
   mkdir -p "$LAB/nodes"
+  # host-wide sysctls a CNI agent writes from a node (one kernel): kept to be restored by `down` (cilium sets
+  # kernel.timer_migration=0; its kernel.unprivileged_bpf_disabled=1 cannot be undone before a reboot)
+  [[ -e $LAB/host-sysctls ]] || echo "kernel.timer_migration=$(sysctl -n kernel.timer_migration 2>/dev/null || echo 1)" > "$LAB/host-sysctls"
   [[ -e $LAB/id_ed25519 ]] || ssh-keygen -q -t ed25519 -N '' -C edgebench-lab -f "$LAB/id_ed25519"
   chmod 600 "$LAB/id_ed25519"
   ip link show "$BRIDGE" >/dev/null 2>&1 || {
@@ -184,6 +187,10 @@ down() {
   local m
   for m in $(awk -v l="$LAB/nodes" 'index($2, l) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$LAB/nodes" "$LAB/hosts" "$LAB/inventory.yaml" "$LAB/cgroups" "$LAB/known_hosts"
+  if [[ -e $LAB/host-sysctls ]]; then   # what a CNI agent changed on the shared kernel (up kept the values)
+    sysctl -q -p "$LAB/host-sysctls" >/dev/null 2>&1 || log "down: could not restore $(tr '\n' ' ' < "$LAB/host-sysctls")"
+    rm -f "$LAB/host-sysctls"
+  fi
   if leftovers >/dev/null; then log "down: nothing of the lab is left"
   else leftovers; die "down: something of the lab is left (above)"; fi
 }

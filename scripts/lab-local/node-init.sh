@@ -31,6 +31,11 @@ while read -r name opts; do
   else mount -t cgroup -o "$opts" cgroup "/sys/fs/cgroup/$name"; fi
 done < "$STATE/cgroups"
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
+# shared mounts, as a systemd host's are: the pods' Bidirectional / HostToContainer mount propagation (cilium's
+# /sys/fs/bpf, /run/cilium/cgroupv2, /var/run/netns) needs it, containerd refuses those mounts on a private /. The
+# namespace was made private first, so the peer groups made here are the node's own: mounts under it reach the node's
+# containers and back, never the host
+mount --make-rshared /
 # identity
 echo "$NODE" > /etc/hostname
 printf '127.0.0.1 localhost\n%s\n' "$HOSTS" > /etc/hosts

@@ -132,6 +132,16 @@ class Source:
         raise SpecError(f"the artifact source has no manifest for CNI {cni!r}")
 
 
+    def chart(self, cni: str) -> tuple[str, dict[str, Any]]:
+        """The chart repository URL of the CNI's mirrored Helm chart and its catalog entry (its `values`)."""
+        for name, a in spec()["artifacts"].items():
+            if a["kind"] == "chart" and a.get("cni") == cni:
+                if not (self.index["artifacts"].get(name) or {}).get("arches"):
+                    raise SpecError(f"the artifact source {self.url} has no {name}")
+                return self.url.rstrip("/") + "/" + a["repo"].strip("/"), {**a, "name": name}
+        raise SpecError(f"the artifact source has no Helm chart for CNI {cni!r}")
+
+
 def _read(url: str, timeout: float = 20) -> str:
     if "://" not in url:
         return Path(url).read_text()
@@ -268,6 +278,24 @@ def mirror_images(patches: list[dict[str, Any]], source: Source) -> list[dict[st
             p = dict(p, image=match)
         out.append(p)
     return out
+
+
+def mirror_helm(plan: Any, source: Source) -> Any:
+    """A Helm install plan (cni.render) pointed at the source: `helm repo add` names the mirror's chart repository
+    instead of the upstream one, and the chart's catalog `values` (images by tag, as imported; what the source lacks
+    turned off) are merged over the plan's values file."""
+    from edgebench.substrates.clusters.cni import _merge  # cni imports nothing of this module
+    url, art = source.chart(plan.cni)
+    added = False
+    for argv in plan.commands:
+        if "repo" in argv and "add" in argv:
+            argv[argv.index("add") + 2] = url  # helm repo add NAME URL
+            added = True
+    if not added:
+        raise SpecError(f"the {plan.cni} install adds no Helm repository to point at the artifact source")
+    values = _merge(yaml.safe_load(plan.files.get("cni-values.yaml") or "{}") or {}, art.get("values") or {})
+    plan.files["cni-values.yaml"] = yaml.safe_dump(values, sort_keys=True)
+    return plan
 
 
 def rewrite_manifest(text: str, rewrites: dict[str, str]) -> str:

@@ -228,9 +228,10 @@ def kubeadm_node_setup(d: dict) -> str:
 # kube-proxy sizes the kernel's conntrack table (nf_conntrack_max), which only the initial network namespace may
 # write: on nodes that are containers or namespaces of one kernel (kind, the local lab) it exits "open
 # /proc/sys/net/netfilter/nf_conntrack_max: permission denied". Where the node reads it but may not write it,
-# kube-proxy is told to leave it as it is (conntrack.maxPerCore: 0, as kind configures it); elsewhere nothing changes.
+# kube-proxy is told to leave it as it is (conntrack.maxPerCore: 0, as kind configures it); elsewhere nothing changes,
+# nor where kubeadm installed no kube-proxy (a CNI that replaces it: --skip-phases=addon/kube-proxy).
 KUBE_PROXY_CONNTRACK = """f=/proc/sys/net/netfilter/nf_conntrack_max
-if [ -e "$f" ] && ! [ -w "$f" ]; then
+if [ -e "$f" ] && ! [ -w "$f" ] && kubectl --kubeconfig {kc} -n kube-system get configmap kube-proxy >/dev/null 2>&1; then
   kubectl --kubeconfig {kc} -n kube-system get configmap kube-proxy -o yaml \\
     | sed 's/maxPerCore: null/maxPerCore: 0/' | kubectl --kubeconfig {kc} apply -f -
   kubectl --kubeconfig {kc} -n kube-system rollout restart daemonset kube-proxy

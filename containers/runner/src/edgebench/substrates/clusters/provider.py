@@ -234,6 +234,8 @@ class ClusterProvider(WorkloadPods, Provider):
         plan = self.cni_plan()
         if plan.unsupported:  # a triggered version the distribution's own CNI cannot be changed to: nothing installed
             raise Unsupported(f"unsupported: {plan.unsupported}")
+        if plan.via == "helm" and self.artifacts is not None:  # the mirror's chart repository, its images as imported
+            plan = artifacts_mod.mirror_helm(plan, self.artifacts)
         self.check_kernel(plan)
         installed = None
         try:
