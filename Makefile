@@ -150,8 +150,12 @@ warehouse: setup minio ## rebuild the warehouse (.edgebench/warehouse.duckdb) fr
 summary: venv ## print the throughput summary from the warehouse
 	@$(EDGEBENCH) summary
 
-portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501
-	@$(VENV)/bin/streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
+portal: venv ## serve the Streamlit portal on http://127.0.0.1:8501, its warehouse following running sweeps (FOLLOW=0: not)
+	@if [ "$(FOLLOW)" != 0 ]; then mkdir -p .edgebench; \
+	  $(VENV)/bin/edgebench warehouse --follow > .edgebench/follow.log 2>&1 & pid=$$!; \
+	  echo "portal: the warehouse follows the store (edgebench warehouse --follow; log: .edgebench/follow.log)"; \
+	  trap "kill $$pid 2>/dev/null" EXIT INT TERM; fi; \
+	$(VENV)/bin/streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
 	  --server.headless true --browser.gatherUsageStats false
 
 test: setup argo-schemas ## install everything, then run the whole test suite

@@ -10,7 +10,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # pages import data / 
 
 from edgebench.workloads import REGISTRY  # noqa: E402  (each workload names its page)
 
+import ui  # noqa: E402
+
 st.set_page_config(page_title="edgebench", page_icon=":material/hub:", layout="wide")
+ui.freshness()  # the sidebar's data age; a swapped-in warehouse reruns the page
 st.navigation([
     st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
     *[st.Page(f"app_pages/{w.page}.py", title=w.page_title, icon=w.page_icon, url_path=w.page)

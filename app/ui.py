@@ -2,6 +2,8 @@
 (app/data/): a page passes the query function itself, imported from the module of its page."""
 from __future__ import annotations
 
+import datetime as dt
+import time
 from typing import Callable
 
 import duckdb
@@ -9,7 +11,8 @@ import streamlit as st
 
 from edgebench.plan.dimensions import DIMENSIONS
 
-from data.common import LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, shared_kernel_labs, warehouse_path
+from data.common import (LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, eta_text, live_status,
+                         shared_kernel_labs, warehouse_path)
 
 
 @st.cache_resource(max_entries=2)
@@ -86,3 +89,43 @@ def lab_banner(lab: str | None) -> None:
 def local_banner(substrate: str) -> None:
     if substrate == "local":
         st.warning(LOCAL_BANNER, icon=":material/lan:")
+
+
+def freshness() -> None:
+    """The sidebar's line on how fresh the data is (and whether `edgebench warehouse --follow` keeps it so); reruns
+    the page as soon as a new warehouse is swapped in (looked at every 3 s), so a running sweep's cells appear
+    without a reload."""
+    path = warehouse_path()
+
+    @st.fragment(run_every=3)
+    def watch() -> None:
+        if not path.is_file():
+            return
+        mtime = path.stat().st_mtime_ns
+        seen = st.session_state.setdefault("_warehouse_mtime", mtime)
+        if mtime != seen:
+            st.session_state["_warehouse_mtime"] = mtime
+            st.rerun()
+        age = time.time() - mtime / 1e9
+        when = dt.datetime.fromtimestamp(mtime / 1e9, dt.timezone.utc)
+        line = f"Data as of {when:%H:%M:%S} UTC ({age:.0f} s ago)"
+        live = live_status(path)
+        if live:
+            line += f"; following the store (rebuilt within {live['interval_s']:g} s of new runs)"
+            if live.get("error"):
+                line += f". Last problem: {live['error']}"
+        st.caption(line)
+
+    with st.sidebar:
+        watch()
+
+
+def sweeps_in_progress() -> None:
+    """The sweeps still running (from the follower's last look at the object store), each with a progress bar."""
+    live = live_status(warehouse_path())
+    for sw in (live or {}).get("sweeps") or []:
+        share = sw["runs_done"] / sw["runs_planned"] if sw["runs_planned"] else 0.0
+        st.progress(min(1.0, share), text=(
+            f"**{sw['sweep_id']}** running: {sw['runs_done']}/{sw['runs_planned']} runs, cells "
+            f"{sw['cells_done']}/{sw['cells']}, {sw['failed']} failed, {sw['unsupported']} unsupported; "
+            f"{eta_text(sw.get('eta_s'))}"))

@@ -12,6 +12,7 @@ path, _ = ui.require_warehouse()
 counts = ui.query(run_counts)
 sweep_table = ui.query(sweeps)
 
+ui.sweeps_in_progress()  # while `make portal`'s follower sees a sweep running
 st.header("The answer")
 entries = ui.query(answer)
 if not entries:

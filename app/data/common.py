@@ -2,7 +2,10 @@
 (opened read-only by connect()) and returns pandas DataFrames or plain values."""
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+import time
 from pathlib import Path
 
 import altair as alt
@@ -55,6 +58,26 @@ def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
     others = iter(_SERIES_COLORS * (len(labels) // len(_SERIES_COLORS) + 1))
     return alt.Scale(domain=labels, range=[BASELINE_COLOR if label == baseline_label else next(others)
                                            for label in labels])
+
+
+def live_status(path: Path, now: float | None = None) -> dict | None:
+    """What `edgebench warehouse --follow` last wrote next to the warehouse (results/follow.py: when it looked and
+    built, the sweeps in progress), if it is following now (written within three intervals, at least 10 s)."""
+    live = path.with_name(path.name + ".live.json")
+    try:
+        doc = json.loads(live.read_text())
+        updated = dt.datetime.fromisoformat(doc["updated_at"]).timestamp()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    now = time.time() if now is None else now
+    return doc if now - updated <= max(10.0, 3 * float(doc.get("interval_s") or 2)) else None
+
+
+def eta_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "ETA unknown"
+    m, s = divmod(int(seconds), 60)
+    return f"ETA {m // 60}h{m % 60:02d}m" if m >= 60 else f"ETA {m}m{s:02d}s"
 
 
 def warehouse_path() -> Path:

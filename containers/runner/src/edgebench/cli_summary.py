@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from edgebench.console import out
+from edgebench.results import follow as follow_mod
 from edgebench.results import summaries
 from edgebench.results.verdict import describe
 from edgebench.results import warehouse as wh
@@ -17,9 +18,22 @@ def register(app: typer.Typer) -> None:
     app.command()(summary)
 
 
-def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary.")):
+def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help="Print the throughput summary."),
+              follow: bool = typer.Option(False, "--follow", help="Keep the warehouse in step with running sweeps: "
+                                          "rebuild it (incrementally) whenever runs are stored, and write "
+                                          "<warehouse>.live.json, the progress the portal shows; until Ctrl-C. "
+                                          "`make portal` runs it beside the portal."),
+              interval: float = typer.Option(2.0, "--interval", min=0.5, help="With --follow: seconds between looks "
+                                             "at the raw store.")):
     """Build the DuckDB warehouse (dbt) from the raw results in MinIO, then print a summary."""
 
+    if follow:
+        try:
+            n = follow_mod.follow(interval=interval, log=lambda m: out.print(m, highlight=False))
+        except KeyboardInterrupt:
+            n = None
+        out.print("stopped following" + (f" after {n} build(s)" if n is not None else ""))
+        return
     wh.build()
     if summary:
         _print_summary(summaries.iperf3_summary())

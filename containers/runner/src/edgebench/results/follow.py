@@ -1,0 +1,122 @@
+"""`edgebench warehouse --follow`: keep the warehouse in step with a running sweep.
+
+Every `interval` seconds the raw root is listed (names, sizes and times only: raw_cache.list_raw). When anything
+changed since the last build, the warehouse is rebuilt incrementally (warehouse.build: only the new or changed raw
+files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). Next to
+the warehouse it writes <warehouse>.live.json: when it last looked and built, and every sweep still in progress in
+the object store (its runs stored / planned, elapsed time and an ETA from the pace so far), which the portal's
+overview shows with a progress bar. A failed build is reported and retried at the next change; the last good
+warehouse stays.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from edgebench.errors import EdgebenchError
+from edgebench.results import raw_cache, sweep_status, warehouse
+from edgebench.results.store import ResultStore
+
+Log = Callable[[str], None]
+
+
+def live_path(warehouse_path: Path) -> Path:
+    return warehouse_path.with_name(warehouse_path.name + ".live.json")
+
+
+def fingerprint(root: str) -> str:
+    """A digest of the raw files' names, sizes and times: it changes when a run is stored, changed or removed."""
+    h = hashlib.sha256()
+    for table, rows in sorted(raw_cache.list_raw(root).items()):
+        h.update(table.encode())
+        for name, size, modified in sorted(rows):
+            h.update(f"{name}\0{size}\0{modified}\n".encode())
+    return h.hexdigest()
+
+
+def _parse_time(text: str | None) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def progress(status: sweep_status.SweepStatus, now: dt.datetime) -> dict[str, Any] | None:
+    """A sweep in progress (planned runs not all stored) as the portal shows it; None when done or unplanned."""
+    t = status.totals()
+    if not t["planned"] or not t["left"]:
+        return None
+    done = t["planned"] - t["left"]
+    started = _parse_time((status.plan or {}).get("written_at"))
+    elapsed = (now - started).total_seconds() if started else None
+    eta = elapsed / done * t["left"] if elapsed and done else None
+    cells_done = sum(1 for c in status.cells if c.left == 0)
+    return {"sweep_id": status.sweep_id, "runs_done": done, "runs_planned": t["planned"], "failed": t["failed"],
+            "unsupported": t["unsupported"], "cells_done": cells_done, "cells": len(status.cells),
+            "elapsed_s": elapsed, "eta_s": eta}
+
+
+def in_progress(store: ResultStore, now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Every sweep of the object store that has a plan and runs still to store."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    out = []
+    for sid in sweep_status.sweep_ids(store):
+        p = progress(sweep_status.sweep_status(store, sid), now)
+        if p:
+            out.append(p)
+    return out
+
+
+def write_live(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def follow(warehouse_path: Path | None = None, raw_root: str | None = None, interval: float = 2.0,
+           log: Log = print, stop: Callable[[], bool] = lambda: False, store: ResultStore | None = None) -> int:
+    """Rebuild the warehouse whenever the raw root changes, until stop() (or Ctrl-C); returns the builds made."""
+    target = Path(warehouse_path or warehouse.default_warehouse_path())
+    root = raw_root or warehouse.default_raw_root()
+    remote = "://" in root
+    store = store or (ResultStore() if remote else None)
+    last, builds, built_at, last_error = None, 0, None, None
+    log(f"following {root}: the warehouse {target} is rebuilt within {interval:g} s of a change (Ctrl-C stops)")
+    while not stop():
+        started = time.monotonic()
+        try:
+            now_fp = fingerprint(root)
+        except Exception as exc:  # the store is down for a moment: say so and keep following
+            now_fp, last_error = last, f"cannot list {root}: {exc}"
+        if now_fp != last:
+            try:
+                t0 = time.monotonic()
+                res = warehouse.build(warehouse_path=target, raw_root=root, quiet=True)
+                builds, built_at, last_error = builds + 1, dt.datetime.now(dt.timezone.utc), None
+                n_read = sum(r[1] for r in res["raw"].values())
+                log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, {n_read} raw file(s) read) in "
+                    f"{time.monotonic() - t0:.1f} s")
+                last = now_fp
+            except warehouse.NoResultsError:
+                last = now_fp
+            except EdgebenchError as exc:
+                last, last_error = now_fp, str(exc).splitlines()[0]
+                log(f"warehouse build failed (the previous warehouse is kept; retried at the next change): "
+                    f"{last_error}")
+        sweeps = []
+        if store is not None:
+            try:
+                sweeps = in_progress(store)
+            except EdgebenchError as exc:
+                last_error = str(exc)
+        write_live(live_path(target), {"updated_at": dt.datetime.now(dt.timezone.utc), "built_at": built_at,
+                                       "interval_s": interval, "raw_root": root, "error": last_error,
+                                       "sweeps": sweeps})
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    return builds

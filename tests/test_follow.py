@@ -1,0 +1,80 @@
+"""`edgebench warehouse --follow` (results/follow.py) and what the portal shows of it: the raw root's fingerprint, a
+sweep's progress and ETA, one follow loop over a local raw root, and the overview's progress bar from the live file."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+from streamlit.testing.v1 import AppTest
+
+import fixture_manifests as fx
+from data.common import eta_text, live_status
+from edgebench.results import follow
+from edgebench.results.sweep_status import CellStatus, SweepStatus
+
+APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def test_the_fingerprint_changes_with_the_runs_only(tmp_path):
+    root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests()[:4])
+    first = follow.fingerprint(str(root))
+    assert follow.fingerprint(str(root)) == first  # nothing changed: no rebuild
+    extra = fx.iperf3_manifests()[4]
+    d = root / fx.key(extra).rsplit("/", 1)[0]
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps(extra))
+    assert follow.fingerprint(str(root)) != first
+
+
+def test_progress_counts_runs_and_learns_the_pace():
+    cells = [CellStatus("c-1", "host:host", planned={"a", "b"}, stored={"a": "ok", "b": "ok"}),
+             CellStatus("c-2", "flannel:vxlan", planned={"c", "d", "e", "f"}, stored={"c": "ok", "d": "failed"})]
+    plan = {"written_at": (NOW - dt.timedelta(minutes=4)).isoformat()}
+    p = follow.progress(SweepStatus("s1", plan, cells, True), NOW)
+    assert (p["runs_done"], p["runs_planned"], p["failed"], p["cells_done"], p["cells"]) == (4, 6, 1, 1, 2)
+    assert p["elapsed_s"] == 240 and p["eta_s"] == 120  # 4 runs in 4 minutes: 2 left, 2 minutes
+    done = [CellStatus("c-1", "host:host", planned={"a"}, stored={"a": "ok"})]
+    assert follow.progress(SweepStatus("s2", plan, done, True), NOW) is None  # finished: not in progress
+    assert eta_text(120) == "ETA 2m00s" and eta_text(3700) == "ETA 1h01m" and eta_text(None) == "ETA unknown"
+
+
+def test_one_follow_loop_builds_once_and_writes_the_live_file(tmp_path):
+    root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests())
+    target = tmp_path / "wh" / "warehouse.duckdb"
+    target.parent.mkdir()
+    looks, lines = [], []
+
+    def stop():  # two looks: the first builds, the second sees nothing new
+        looks.append(1)
+        return len(looks) > 2
+
+    assert follow.follow(target, str(root), interval=0.5, log=lines.append, stop=stop) == 1
+    with duckdb.connect(str(target), read_only=True) as con:
+        n = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
+    assert n == len(fx.iperf3_manifests())
+    assert sum("warehouse rebuilt (full" in line for line in lines) == 1
+    live = json.loads(follow.live_path(target).read_text())
+    assert live["built_at"] and live["error"] is None and live["sweeps"] == []  # a local root: no object store
+
+
+def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeypatch):
+    wh = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(fixture_warehouse, wh)
+    now = dt.datetime.now(dt.timezone.utc)
+    sweep = {"sweep_id": "local-running", "runs_done": 30, "runs_planned": 120, "failed": 1, "unsupported": 0,
+             "cells_done": 1, "cells": 4, "elapsed_s": 300.0, "eta_s": 900.0}
+    follow.write_live(follow.live_path(wh), {"updated_at": now, "built_at": now, "interval_s": 2, "error": None,
+                                             "raw_root": "s3://edgebench", "sweeps": [sweep]})
+    assert live_status(wh)["sweeps"] == [sweep]
+    assert live_status(wh, now=now.timestamp() + 60) is None  # a follower that stopped is not shown
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(wh))
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.run()
+    assert not at.exception
+    (bar,) = [e for e in at.get("progress")]
+    assert "local-running" in bar.proto.text and "30/120 runs" in bar.proto.text and "ETA 15m00s" in bar.proto.text
+    assert any("Data as of" in c.value and "following the store" in c.value for c in at.sidebar.caption)
