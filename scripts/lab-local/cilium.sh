@@ -104,7 +104,7 @@ oci_image() {
   rm -rf "$b"
   rm -f "$out.tmp"
   skopeo --insecure-policy copy --quiet "oci:$LAYOUT:$tag" "docker-archive:$out.tmp:$ref"
-  umoci rm --image "$LAYOUT:$tag"   # the layout only stages: the archive is the artifact
+  umoci rm --image "$LAYOUT:$tag" && umoci gc --layout "$LAYOUT"   # the layout only stages: the archive is the artifact
   mv -f "$out.tmp" "$out"; echo "$key" > "$out.key"
   say "image $ref ($(du -h "$out" | cut -f1), $((SECONDS - t0)) s)"
 }
@@ -143,11 +143,11 @@ fill_operator() {
 
 images() {
   local key
-  key=$( { echo "agent $VERSION"; cat "$ROOTFS/.stamp"; sha256sum "$BIN"/cilium-* "$0" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
+  key=$( { echo "agent $VERSION"; cat "$ROOTFS/.stamp"; sha256sum "$BIN"/cilium-* | cut -d' ' -f1; } | sha256sum | cut -c1-16)
   oci_image cilium "quay.io/cilium/cilium:v$VERSION" "$key" fill_agent \
     --config.env INITSYSTEM=SYSTEMD --config.env HUBBLE_SERVER=unix:///var/run/cilium/hubble.sock \
     --config.workingdir /home/cilium --config.cmd /usr/bin/cilium-dbg
-  key=$( { echo "operator $VERSION"; sha256sum "$BIN/cilium-operator-generic" "$0" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
+  key=$( { echo "operator $VERSION"; sha256sum "$BIN/cilium-operator-generic" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
   oci_image operator-generic "quay.io/cilium/operator-generic:v$VERSION" "$key" fill_operator \
     --config.env GOPS_CONFIG_DIR=/home/gops --config.workingdir / --config.cmd /usr/bin/cilium-operator-generic
 }
