@@ -341,6 +341,7 @@ def test_lab_nodes_are_machines_of_their_own_and_leave_nothing():
                                                text=True, check=check, timeout=120)
     if sh("leftovers", check=False).returncode != 0:
         pytest.skip("a lab is already up on this machine (lab.sh down first)")
+    before_propagation = subprocess.run(["findmnt", "-no", "PROPAGATION", "/"], capture_output=True, text=True).stdout.split()
     try:
         sh("up", "2")
         inv = inventory.load(tmp_path / "lab" / "inventory.yaml")  # the Pi lab's format, loaded by the provider's code
@@ -349,9 +350,12 @@ def test_lab_nodes_are_machines_of_their_own_and_leave_nothing():
         ssh = ["ssh", "-i", str(key), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o",
                "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
         out = subprocess.run([*ssh, f"edgebench@{inv.nodes[1].address}", "hostname; sudo -n sh -c 'echo x > /etc/eb-test;"
-                              " cat /proc/1/comm; cat /proc/self/cgroup | grep memory'"],
+                              " cat /proc/1/comm; cat /proc/self/cgroup | grep memory; findmnt -no PROPAGATION /'"],
                              capture_output=True, text=True, timeout=30, check=True).stdout.split()
         assert out[0] == "lab-w1" and out[1] == "python3" and out[2].endswith(":/")  # own hostname, PID 1, cgroup root
+        assert out[3] == "shared"  # pods' Bidirectional mount propagation (cilium's bpffs); the host's / stays as it was
+        assert subprocess.run(["findmnt", "-no", "PROPAGATION", "/"], capture_output=True, text=True).stdout.split() \
+            == before_propagation
         assert not Path("/etc/eb-test").exists()  # the node's /etc is its own
         assert any(Path(h).joinpath("edgebench-lab", "lab-w1").is_dir() for h in ("/sys/fs/cgroup/memory",
                                                                                   "/sys/fs/cgroup/pids"))
