@@ -42,11 +42,13 @@ def test_progress_counts_runs_and_learns_the_pace():
     assert eta_text(120) == "ETA 2m00s" and eta_text(3700) == "ETA 1h01m" and eta_text(None) == "ETA unknown"
 
 
-def test_one_follow_loop_builds_once_and_writes_the_live_file(tmp_path):
+def test_one_follow_loop_builds_once_and_writes_the_live_file(tmp_path, monkeypatch):
     root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests())
     target = tmp_path / "wh" / "warehouse.duckdb"
     target.parent.mkdir()
-    looks, lines = [], []
+    looks, lines, written = [], [], []
+    write = follow.write_live
+    monkeypatch.setattr(follow, "write_live", lambda path, doc: (written.append(doc), write(path, doc)))
 
     def stop():  # two looks: the first builds, the second sees nothing new
         looks.append(1)
@@ -57,8 +59,9 @@ def test_one_follow_loop_builds_once_and_writes_the_live_file(tmp_path):
         n = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
     assert n == len(fx.iperf3_manifests())
     assert sum("warehouse rebuilt (full" in line for line in lines) == 1
-    live = json.loads(follow.live_path(target).read_text())
-    assert live["built_at"] and live["error"] is None and live["sweeps"] == []  # a local root: no object store
+    assert len(written) == 2 and written[-1]["built_at"] and written[-1]["error"] is None
+    assert written[-1]["sweeps"] == []  # a local root: no object store to read sweeps in progress from
+    assert not follow.live_path(target).exists()  # removed when following stops: no stale progress shown
 
 
 def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeypatch):

@@ -86,8 +86,16 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
     root = raw_root or warehouse.default_raw_root()
     remote = "://" in root
     store = store or (ResultStore() if remote else None)
-    last, builds, built_at, last_error = None, 0, None, None
     log(f"following {root}: the warehouse {target} is rebuilt within {interval:g} s of a change (Ctrl-C stops)")
+    try:
+        return _loop(target, root, interval, log, stop, store)
+    finally:
+        live_path(target).unlink(missing_ok=True)  # nobody follows any more: the portal shows no progress
+
+
+def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[], bool],
+          store: ResultStore | None) -> int:
+    last, builds, built_at, last_error = None, 0, None, None
     while not stop():
         started = time.monotonic()
         try:
