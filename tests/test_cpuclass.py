@@ -77,7 +77,7 @@ def test_wrap_and_catalog():
     # the shell's `exec "$@"` looks in PATH only: the tool is named by the path sh.exe found
     assert argv[:3] == ["sh", "-c", argv[2]] and argv[4:] == ["/c/a/cgroup.procs", "/c/b/cgroup.procs", "--",
                                                                sh.exe("iperf3"), "-s"]
-    assert cpuclass.class_names() == ["pi4", "pi5", "x86-small"]
+    assert cpuclass.class_names() == ["pi3", "pi4", "pi5", "x86-small"]
     assert cpuclass.benchmark_argv(7)[-2:] == ["--time=7", "run"]
     for cls in cpuclass.catalog()["classes"].values():
         assert cls["score"] > 0 and cls["source"] and cls["board_cores"] >= 1

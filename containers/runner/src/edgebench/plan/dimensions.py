@@ -175,7 +175,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
                              "distribution and the CNI mode decide it (every manifest records it as "
                              "service_proxy_mode)"),
     Dimension("cpu_class", "cpu-class", _cpu_class, json_default(["none"]),
-              "CPU classes (a cell dimension, local testbed only): none (this machine's cores), pi4, pi5, x86-small: "
+              "CPU classes (a cell dimension, local testbed only): none (this machine's cores), pi3, pi4, pi5, x86-small: "
               "every process of a node and its pods runs in a cgroup pinned to one core with a CPU quota calibrated "
               "so that the core scores the class's published single-thread benchmark figure (CPU-limited emulation; "
               "catalog/cpu_classes.yaml)",
