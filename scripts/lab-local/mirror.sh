@@ -156,14 +156,18 @@ RestartSec=2
 [Install]
 WantedBy=multi-user.target
 UNIT
+  # the documented drop-in, plus the lab's eviction thresholds (KUBELET_LAB_ARGS): the nodes' kubelets measure this
+  # machine's disk, shared with everything else on it; the default imagefs.available<15% evicted the workload pods
+  # ("The node had condition: [DiskPressure]") at 15.4 % free. Absolute sizes: systemd reads % as a specifier
   cat > "$MIRROR/units/10-kubeadm.conf" <<'UNIT'
 [Service]
 Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
 Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+Environment="KUBELET_LAB_ARGS=--eviction-hard=memory.available<100Mi,nodefs.available<2Gi,imagefs.available<2Gi"
 EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
 EnvironmentFile=-/etc/default/kubelet
 ExecStart=
-ExecStart=/usr/local/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
+ExecStart=/usr/local/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS $KUBELET_LAB_ARGS
 UNIT
 }
 
