@@ -22,17 +22,19 @@ def _leftovers() -> list[str]:
 
 
 @needs_root
-def test_pi4_nodes_are_pinned_limited_and_calibrated():
-    rec = cpuclass.setup(PREFIX, 2, "pi4")
+def test_pi3_nodes_are_pinned_limited_and_calibrated():
+    """pi3, the slowest class: a busy machine's core (a CI run beside a lab measured 1283 events/s) still has the
+    headroom a quota needs."""
+    rec = cpuclass.setup(PREFIX, 2, "pi3")
     try:
-        assert rec["class"] == "pi4" and rec["published_score"] == 1477.83 and rec["cgroup_version"] in (1, 2)
+        assert rec["class"] == "pi3" and rec["published_score"] == 687.45 and rec["cgroup_version"] in (1, 2)
         period = rec["period_us"]
         for node in rec["nodes"]:
             assert node["cpu"] in os.sched_getaffinity(0)
-            # this machine's core is faster than a Pi 4's: a quota below one period, proportional to the ratio
+            # this machine's core is faster than a Pi 3's: a quota below one period, proportional to the ratio
             assert 1000 <= node["quota_us"] < period and node["host_score"] > rec["published_score"]
             # what the limited core delivers is close to the published figure (noisy machine: within 20 %)
-            assert abs(node["achieved_score"] - 1477.83) / 1477.83 < 0.20, node
+            assert abs(node["achieved_score"] - 687.45) / 687.45 < 0.20, node
         # a wrapped process and its children are in the node's cgroups from their first instruction
         dirs = cpuclass.node_dirs(rec, 2)
         out = subprocess.run(cpuclass.wrap(dirs, ["sh", "-c", "cat /proc/self/cgroup"]), capture_output=True,

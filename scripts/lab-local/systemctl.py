@@ -165,6 +165,8 @@ def supervise(unit: str) -> None:
             argv, _ = command(svc["ExecStart"][-1], env)
             log.write(f"edgebench-svc: start {' '.join(argv)}\n".encode())
             child = subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            if stopping:  # the stop arrived while this start was under way: on_term saw the previous child
+                child.terminate()
             (STATE / f"{unit}.pid").write_text(str(child.pid))
             rc = child.wait()
             if stopping:
