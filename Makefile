@@ -199,8 +199,9 @@ e2e-argo-down: ## stop the e2e cluster and remove everything it left (after a cr
 # ---- real CNIs on a local multi-node lab (opt-in) --------------------------------------------------------------------
 # A control plane and 2 workers on this machine (scripts/lab-local/lab.sh: namespaces of one kernel, sshd, a Pi-format
 # inventory), an air-gapped artifact mirror built from the Go module proxy and Debian (mirror.sh), and the sweep run
-# through the ssh substrate: kubeadm over SSH, flannel / kube-router from their mirrored manifests, the default
-# sweep's workloads in real pods; then the same cells on the testbed for `edgebench report --emulation`.
+# through the ssh substrate: kubeadm over SSH, flannel / kube-router from their mirrored manifests, cilium from the
+# mirrored Helm chart, the default sweep's workloads in real pods; then the same cells on the testbed for
+# `edgebench report --emulation`.
 # KEEP=1 keeps the lab up; CNIS='[...]' REPS=N change the sweep. See docs/lab-local.md.
 LAB_PACKAGES := containerd runc containernetworking-plugins umoci skopeo debootstrap gcc libc6-dev conntrack iptables \
                 openssh-server openssh-client sudo util-linux

@@ -28,15 +28,21 @@ LAYOUT=$WORK/oci
 say() { echo "lab-local: cilium: $*" >&2; }
 die() { echo "lab-local: cilium: error: $*" >&2; exit 2; }
 
+module() {   # module FIELD: a field of `go mod download -json` for the module (Dir, Info)
+  (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "github.com/cilium/cilium@v$VERSION") |
+    awk -F'"' -v f="\"$1\"" '$0 ~ f {print $4}'
+}
+
 src() {   # a writable copy of the module (the module cache is read-only; no vendor/: built with -mod=mod)
   [[ -e $SRC/.edgebench-src ]] && return 0
   local mod info
-  mod=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "github.com/cilium/cilium@v$VERSION" | awk -F'"' '/"Dir"/ {print $4}')
+  mod=$(module Dir)
   [[ -d $mod ]] || die "go mod download github.com/cilium/cilium@v$VERSION failed"
   rm -rf "$SRC"; mkdir -p "$(dirname "$SRC")"; cp -a "$mod" "$SRC"; chmod -R u+w "$SRC"
   # Makefile.defs' GIT_VERSION ("<short hash> <date>", the agent parses it) from the proxy's .info of the tag
-  info=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "github.com/cilium/cilium@v$VERSION" | awk -F'"' '/"Info"/ {print $4}')
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["Origin"]["Hash"][:8], d["Time"])' "$info" > "$SRC/GIT_VERSION"
+  info=$(module Info)
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["Origin"]["Hash"][:8], d["Time"])' \
+    "$info" > "$SRC/GIT_VERSION"
   echo "$mod" > "$SRC/.edgebench-src"
 }
 
@@ -48,7 +54,8 @@ bins() {
   local envoy ld w name pkg tags t0
   # images/cilium/Dockerfile's Envoy image tag: its SHA is what the agent checks an external Envoy against
   envoy=$(sed -E -e 's/^ARG CILIUM_ENVOY_IMAGE=([^ ]*)/\1/p;d' < "$SRC/images/cilium/Dockerfile" | sed -E -e 's/[^/]*\/[^:]*:(.*-)?([^:@]*).*/\2/p;d')
-  ld="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$VERSION $(cat "$SRC/GIT_VERSION")' -X github.com/cilium/cilium/pkg/envoy.requiredEnvoyVersionSHA=$envoy"
+  ld="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$VERSION $(cat "$SRC/GIT_VERSION")'"
+  ld+=" -X github.com/cilium/cilium/pkg/envoy.requiredEnvoyVersionSHA=$envoy"
   mkdir -p "$BIN"
   for w in "${want[@]}"; do
     name=${w%%:*} pkg=${w#*:} tags=osusergo

@@ -280,11 +280,18 @@ def mirror_images(patches: list[dict[str, Any]], source: Source) -> list[dict[st
     return out
 
 
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Helm values `over` merged into `base` (mappings key by key, anything else replaced), as `helm -f a -f b` does."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(base[k], v) if isinstance(base.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
 def mirror_helm(plan: Any, source: Source) -> Any:
     """A Helm install plan (cni.render) pointed at the source: `helm repo add` names the mirror's chart repository
     instead of the upstream one, and the chart's catalog `values` (images by tag, as imported; what the source lacks
     turned off) are merged over the plan's values file."""
-    from edgebench.substrates.clusters.cni import _merge  # cni imports nothing of this module
     url, art = source.chart(plan.cni)
     added = False
     for argv in plan.commands:
@@ -293,7 +300,7 @@ def mirror_helm(plan: Any, source: Source) -> Any:
             added = True
     if not added:
         raise SpecError(f"the {plan.cni} install adds no Helm repository to point at the artifact source")
-    values = _merge(yaml.safe_load(plan.files.get("cni-values.yaml") or "{}") or {}, art.get("values") or {})
+    values = _merged(yaml.safe_load(plan.files.get("cni-values.yaml") or "{}") or {}, art.get("values") or {})
     plan.files["cni-values.yaml"] = yaml.safe_dump(values, sort_keys=True)
     return plan
 
