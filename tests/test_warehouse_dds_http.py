@@ -312,10 +312,10 @@ def test_http_difference_interval_at_a_whole_df(verdict_warehouse):
     assert ci == pytest.approx(welch, rel=1e-6)
 
 
-def test_batching_off_runs_are_per_run_rows_and_stay_out_of_the_comparisons(tmp_path):
+def test_batching_is_in_the_grain_of_the_dds_comparisons(tmp_path):
     """dds-batching=off runs (params.batching = "off") reach the per-run marts with batching = 'off'; runs without
-    the field (all stored before it existed) read 'on'; the comparisons pool only batched runs (their grain has no
-    batching column yet)."""
+    the field (all stored before it existed) read 'on'; the comparisons keep the two apart (batching is in their
+    grain), and an unbatched CNI run is compared only with an unbatched host run."""
     import copy
 
     from edgebench.results import warehouse
@@ -336,6 +336,10 @@ def test_batching_off_runs_are_per_run_rows_and_stay_out_of_the_comparisons(tmp_
     warehouse.build(warehouse_path=path, raw_root=str(fx.write_tree(tmp_path / "raw", base + off)), quiet=True)
     per_run = dict(q(path, "select run_id, batching from fct_dds_throughput"))
     assert per_run == {**{m["run_id"]: "on" for m in base}, **{m["run_id"]: "off" for m in off}}
-    (n, mbps), = q(path, "select n_runs, throughput_mbps from cmp_dds_vs_host where cni = 'flannel'")
+    rows = {r[0]: r[1:] for r in q(path, "select batching, n_runs, throughput_mbps, host_n_runs from cmp_dds_vs_host "
+                                         "where cni = 'flannel'")}
     on = [m["metrics"]["throughput_mbps"] for m in base if m["cni"] == "flannel"]
-    assert n == len(on) and mbps == pytest.approx(_mean(on))
+    assert set(rows) == {"on", "off"}
+    assert rows["on"][0] == len(on) and rows["on"][1] == pytest.approx(_mean(on)) and rows["on"][2]
+    assert rows["off"][0] == len(off) and rows["off"][1] == pytest.approx(_mean(on) / 10)
+    assert rows["off"][2] is None  # no unbatched host run: no baseline, never the batched host's

@@ -16,11 +16,12 @@ DDS_FILTERS = {
     **LAB_FILTER,
     "placement": "Placement",
     "security": "Security",
+    "batching": "Batching",
     "distribution": "Distribution",
     **DIMENSION_FILTERS,
 }
 # every DDS run: the cell configuration columns (edgebench/plan/dimensions.py), then the DDS ones
-_DDS_COLUMNS = (f"{', '.join(warehouse_columns())}, placement, security, length_bytes, reliability, transport, "
+_DDS_COLUMNS = (f"{', '.join(warehouse_columns())}, placement, security, batching, length_bytes, reliability, transport, "
                 "subscribers, discovery, repetition, status, error, attempt, sweep_id, run_id, started_at")
 _DDS_RUNS = (f"(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency union all "
              f"select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)")

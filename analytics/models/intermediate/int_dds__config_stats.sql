@@ -13,6 +13,7 @@ select
     -- same class)
     {{ cell_dimension_columns() }},
     dds_mode,
+    batching,  -- Cyclone's message packing (on: ddsperf's own; off: one sample per RTPS message)
     length_bytes,
     reliability,
     transport,

@@ -12,7 +12,7 @@
 -- worse / inconclusive, 'n < 2', 'baseline' (host rows), null without a host baseline.
 -- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
 {%- set match = ['dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement'] %}
-{%- set null_safe_match = ['subscribers', 'rate'] %}
+{%- set null_safe_match = ['subscribers', 'rate', 'batching'] %}
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }},
 
 runs as (
@@ -30,6 +30,7 @@ pairs as (
 select
     {{ cell_dimension_columns('stats.') }},
     stats.dds_mode,
+    stats.batching,
     stats.length_bytes,
     stats.reliability,
     stats.transport,

@@ -210,9 +210,10 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
     http = [{**r, "verdict_text": verdict_text(r, r["response_p50_overhead_pct"], r["response_p50_overhead_ci95_pct"],
                                                r["n_runs"], r["host_n_runs"])} for r in http]
     common = ["substrate", "distribution", "netem_scenario", "tuning_profile"]
-    tables(dds, common + ["reliability", "transport", "placement", "security", "length_bytes"],
+    tables(dds, common + ["reliability", "transport", "placement", "security", "batching", "length_bytes"],
            lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
-                      f" security={k['security']} (substrate={k['substrate']}, netem={k['netem_scenario']}, "
+                      f" security={k['security']}" + (" batching=off" if k["batching"] == "off" else "") +
+                      f" (substrate={k['substrate']}, netem={k['netem_scenario']}, "
                       f"tuning={k['tuning_profile']})"),
            [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
             ("±95% CI", "latency_p90_ci95_us", "{:.1f}"), ("p99 us", "latency_p99_us", "{:.1f}"),

@@ -65,8 +65,8 @@ SUBSTRATE_NOTES = {
 # the grain of each mart a claim can be tested on: the columns that identify one of its rows
 GRAINS: dict[str, tuple[str, ...]] = {
     # the cell configuration columns (plan/dimensions.py), then the workload's own
-    "cmp_dds_vs_host": (*warehouse_columns(), "dds_mode", "length_bytes", "reliability", "transport", "subscribers",
-                        "security", "rate", "placement", "is_host_baseline"),
+    "cmp_dds_vs_host": (*warehouse_columns(), "dds_mode", "batching", "length_bytes", "reliability", "transport",
+                        "subscribers", "security", "rate", "placement", "is_host_baseline"),
     "cmp_iperf3_vs_host": (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s",
                            "iperf3_bitrate", "is_host_baseline"),
     "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
@@ -103,7 +103,7 @@ COUNTERPARTS = {
 
 # the conditions a measured number is labelled with, and the value each takes when it is not worth naming
 CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
-              "placement": "cross-node", "rate": "inf"}
+              "placement": "cross-node", "rate": "inf", "batching": "on"}
 OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
 
 

@@ -71,7 +71,7 @@ def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     host, Table II of seed 000), for the table printed after a sweep."""
     return _query(f"""
         select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
-               length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
+               batching, length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
                latency_p99_us, latency_p90_overhead_pct, latency_p90_overhead_ci95_pct, host_n_runs,
                verdict_margin_pct, verdict_method, runs_to_decide,
                {_verdict("verdict", "cni = 'host'", "host_latency_p90_us")}
