@@ -7,7 +7,8 @@
 #      kubeadm over SSH from the mirror, the CNI from its mirrored manifest, the default sweep's workloads in real
 #      pods, teardown; then the same cells on the namespace testbed (`--local`) for the emulation-vs-real table;
 #   4. build the warehouse; stop everything (lab.sh down checks that nothing is left), also on failure.
-# KEEP=1 leaves the lab up. CNIS, REPS, SKIP_TESTBED=1 change the sweep; RUNNER_TAR=FILE takes that runner image. Stage times: .edgebench/lab-local/report.json.
+# KEEP=1 leaves the lab up. CNIS, REPS, SWEEP_ID, SKIP_TESTBED=1, SWEEP_ARGS (e.g. --cell-by-cell: one cluster per
+# cell instead of one per cell and round) change the sweep; RUNNER_TAR=FILE takes that runner image. Stage times: .edgebench/lab-local/report.json.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -41,7 +42,7 @@ rc=0
 t0=$SECONDS
 EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts "$EB" sweep "$REPO/workflows/sweep.yaml" -p distribution=kubeadm -p "cnis=$CNIS" -p "repetitions=$REPS" \
   -p target=lab-local -p "sweep-id=$SWEEP_ID" --inventory "$LAB/inventory.yaml" --ssh-key "$LAB/id_ed25519" \
-  --artifact-source http://10.77.0.1:8089 || rc=$?
+  --artifact-source http://10.77.0.1:8089 ${SWEEP_ARGS:-} || rc=$?
 T[sweep_lab]=$((SECONDS - t0))
 if [[ ${SKIP_TESTBED:-0} != 1 ]]; then
   step "the same cells on the namespace testbed (emulation)"
