@@ -178,10 +178,11 @@ def test_rbac_least_privilege(builds):
         name = todo.pop()
         reach.add(name)
         todo += sorted(set(re.findall(r"'templateRef': \{'name': '([a-z0-9-]+)'", str(wts[name]))) - reach)
-    assert reach == {"sweep", "cell-phase", "collect-results"}
+    assert reach == {"sweep", "cell-phases", "cell-phase", "collect-results"}
     assert sensor["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflows"], "verbs": ["create", "list"]},
                                {"apiGroups": ["argoproj.io"], "resources": ["workflowtemplates"],
-                                "resourceNames": sorted(reach, key=["sweep", "cell-phase", "collect-results"].index),
+                                "resourceNames": sorted(reach, key=["sweep", "cell-phases", "cell-phase",
+                                                                    "collect-results"].index),
                                 "verbs": ["get"]}]
     # the other Argo Events and probe identities: tests/test_events.py checks their exact rules
     for name in ("edgebench-runner", "edgebench-sensor", "edgebench-version-watch", "edgebench-version-probe"):

@@ -58,7 +58,7 @@ def test_one_template_per_file_named_after_it_with_annotations():
         assert ann["workflows.argoproj.io/description"] and ann["workflows.argoproj.io/version"]
     # one parameterized template for every phase but collect-results (which merges and stores the cell's tree);
     # version-probe records newer CNI versions for the Argo Events rerun path (tests/test_events.py)
-    assert set(TEMPLATES) == {"sweep", "cell-phase", "collect-results", "version-probe"}
+    assert set(TEMPLATES) == {"sweep", "cell-phases", "cell-phase", "collect-results", "version-probe"}
 
 
 def _phase_tasks():
@@ -90,7 +90,7 @@ def test_every_leaf_template_has_a_deadline_and_parameters_have_descriptions():
 
 def test_retries_only_on_idempotent_phases_with_backoff():
     for wt_name, t in all_templates():
-        if wt_name == "sweep":
+        if wt_name in ("sweep", "cell-phases"):
             assert "retryStrategy" not in t, f"{wt_name}/{t['name']} must not retry"
         if wt_name in ("cell-phase", "collect-results"):
             assert t["retryStrategy"]["backoff"]["duration"], wt_name
@@ -281,7 +281,8 @@ def test_default_sweep_run_keys_are_unchanged():
 
 def test_dag_phase_order_equals_the_local_runner():
     local = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}
-    tasks = {t["name"]: t for t in local["cell-phases"]["dag"]["tasks"]}
+    (chain,) = TEMPLATES["cell-phases"]["spec"]["templates"]  # its own WorkflowTemplate (sweep.yaml stays small)
+    tasks = {t["name"]: t for t in chain["dag"]["tasks"]}
     # topological order of the cell DAG, following `depends`
     order, placed = [], set()
     while len(order) < len(tasks):
@@ -292,7 +293,7 @@ def test_dag_phase_order_equals_the_local_runner():
         placed.add(ready[0])
     # the cell template runs that chain as one task whose exit hook is the teardown (under the cell's semaphore)
     (phases_task,) = local["cell"]["dag"]["tasks"]
-    assert phases_task["template"] == "cell-phases"
+    assert phases_task["templateRef"] == {"name": "cell-phases", "template": "main"}
     hook = phases_task["hooks"]["exit"]
     hook_args = {p["name"]: p["value"] for p in hook["arguments"]["parameters"]}
     teardown = hook_args["phase"]
