@@ -170,7 +170,7 @@ down() {
     local left=0
     for h in $(cg_dirs); do
       [[ -d $h/$CG ]] || continue
-      for t in $(find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null); do kill -KILL "$t" 2>/dev/null; left=1; done
+      for t in $(find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null); do kill -KILL "$t" 2>/dev/null || true; left=1; done
     done
     (( left )) || break
     sleep 0.3
