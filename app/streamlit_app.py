@@ -28,4 +28,4 @@ st.navigation([
     st.Page("app_pages/emulation.py", title="Emulation vs real", icon=":material/compare:", url_path="emulation"),
     st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
     st.Page("app_pages/papers.py", title="Papers", icon=":material/menu_book:", url_path="papers"),
-]).run()
+], expanded=True).run()  # every page listed: the sidebar also holds the data age (ui.freshness)
