@@ -111,7 +111,7 @@ def freshness() -> None:
         line = f"Data as of {when:%H:%M:%S} UTC ({age:.0f} s ago)"
         live = live_status(path)
         if live:
-            line += f"; following the store (rebuilt within {live['interval_s']:g} s of new runs)"
+            line += f"; following the store (looked at every {live['interval_s']:g} s, rebuilt when runs land)"
             if live.get("error"):
                 line += f". Last problem: {live['error']}"
         st.caption(line)

@@ -13,6 +13,8 @@ import duckdb
 import pandas as pd
 
 from edgebench.plan.dimensions import DIMENSIONS
+from edgebench.results import follow
+from edgebench.sweep.progress import duration
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +65,7 @@ def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
 def live_status(path: Path, now: float | None = None) -> dict | None:
     """What `edgebench warehouse --follow` last wrote next to the warehouse (results/follow.py: when it looked and
     built, the sweeps in progress), if it is following now (written within three intervals, at least 10 s)."""
-    live = path.with_name(path.name + ".live.json")
+    live = follow.live_path(path)
     try:
         doc = json.loads(live.read_text())
         updated = dt.datetime.fromisoformat(doc["updated_at"]).timestamp()
@@ -74,10 +76,7 @@ def live_status(path: Path, now: float | None = None) -> dict | None:
 
 
 def eta_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "ETA unknown"
-    m, s = divmod(int(seconds), 60)
-    return f"ETA {m // 60}h{m % 60:02d}m" if m >= 60 else f"ETA {m}m{s:02d}s"
+    return "ETA unknown" if seconds is None else f"ETA {duration(seconds)}"  # the CLI's progress line's format
 
 
 def warehouse_path() -> Path:

@@ -86,7 +86,8 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
     root = raw_root or warehouse.default_raw_root()
     remote = "://" in root
     store = store or (ResultStore() if remote else None)
-    log(f"following {root}: the warehouse {target} is rebuilt within {interval:g} s of a change (Ctrl-C stops)")
+    log(f"following {root}: looked at every {interval:g} s; the warehouse {target} is rebuilt when runs were stored "
+        "(Ctrl-C stops)")
     try:
         return _loop(target, root, interval, log, stop, store)
     finally:
