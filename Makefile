@@ -38,7 +38,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down
+        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-mirror-arm64
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -215,6 +215,21 @@ lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh subs
 
 lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1)
 	@scripts/lab-local/lab.sh down
+
+# The same artifact source for arm64 nodes (a Raspberry Pi lab), built on this amd64 machine: Go cross-compiles,
+# Debian's arm64 packages install into roots under qemu-user-static (binfmt_misc), then every arm64 binary of the
+# mirror runs under emulation (mirror.sh prove). Cold about an hour on 2 cores, cached seconds. See docs/lab-local.md.
+LAB_ARM64_PACKAGES := qemu-user-static gcc-aarch64-linux-gnu libc6-dev-arm64-cross file
+lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) nodes, proven under qemu (root; opt-in)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-mirror-arm64 needs root (chroot, image layers)" >&2; exit 1; }
+	@missing=$$(for p in $(LAB_PACKAGES) $(LAB_ARM64_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@scripts/e2e-argo/build.sh --k8s
+	@ARCH=arm64 scripts/lab-local/build.sh
+	@ARCH=arm64 scripts/e2e-argo/images.sh build runner
+	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh build
+	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh prove
 
 # ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
 mgmt-tools: ## install kind, kubectl and the argo CLI (pinned) into $(TOOLS)

@@ -2,7 +2,8 @@
 # Build (once, cached) the binaries of the local lab's artifact source, from the Go module proxy, for one
 # architecture (ARCH=amd64|arm64; Go cross-compiles): etcd, CoreDNS, flanneld, kube-router, the CNI plugins and
 # flannel's CNI plugin. Kubernetes itself (kubeadm, kubelet, kubectl, the control plane, kube-proxy) comes from
-# scripts/e2e-argo/build.sh (amd64) or from this script with ARCH=arm64. Each module is required at its pinned
+# scripts/e2e-argo/build.sh for this machine's architecture; a foreign one's (ARCH=arm64) is cross-compiled here
+# from the same wrapper module. Each module is required at its pinned
 # version by a small wrapper module (dependencies' replace directives stay out of the way), built with
 # CGO_ENABLED=0, and stamped: a rerun builds nothing.
 #   build.sh [--print]      (--print: what is cached, what is missing)
@@ -20,6 +21,7 @@ CNI_PLUGINS_VERSION=v1.1.1    # Debian bookworm's containernetworking-plugins
 FLANNEL_CNI_VERSION=v0.9.1    # the last containernetworking/plugins with meta/flannel (flannel-io/cni-plugin: 403)
 FORTIO_VERSION=v1.66.5        # the HTTP test services (the Makefile's pin), static for a distroless-like image
 K8S_VERSION=${K8S_VERSION:-v1.33.4}
+K8S_FOREIGN=(kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)   # a foreign ARCH only
 CNI_MAIN=(bridge host-device ipvlan loopback macvlan ptp vlan)
 CNI_IPAM=(host-local static dhcp)
 CNI_META=(bandwidth firewall portmap sbr tuning vrf)
@@ -31,6 +33,10 @@ if [[ ${1:-} == --print ]]; then
             "cni-plugins $CNI_PLUGINS_VERSION" "flannel-cni $FLANNEL_CNI_VERSION" "fortio $FORTIO_VERSION"; do
     set -- $nv; have "$1" "$2" && s=cached || s=missing; echo "$ARCH $1 $2 $s"
   done
+  have kubeadm-go1.24 "$K8S_VERSION" && s=cached || s=missing; echo "$ARCH kubeadm $K8S_VERSION $s"
+  if [[ $ARCH != "$(dpkg --print-architecture)" ]]; then
+    for c in "${K8S_FOREIGN[@]}"; do have "k8s-$c" "$K8S_VERSION" && s=cached || s=missing; echo "$ARCH $c $K8S_VERSION $s"; done
+  fi
   exit 0
 fi
 command -v go >/dev/null || { echo "lab-local: go is not installed" >&2; exit 1; }
@@ -121,13 +127,25 @@ fi
 # IP-literal". go1.24.7 is the last toolchain that parses it; it comes from the module proxy (golang.org/toolchain).
 # Only kubeadm is built with it; the other binaries are the e2e build's.
 KUBEADM_GOTOOLCHAIN=go1.24.7
+src=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}/src/k8s-$K8S_VERSION
 if ! have kubeadm-go1.24 "$K8S_VERSION"; then
   t0=$SECONDS
-  src=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}/src/k8s-$K8S_VERSION
   [[ -e $src/go.mod ]] || { echo "lab-local: $src is missing: run scripts/e2e-argo/build.sh --k8s first" >&2; exit 1; }
   (cd "$src" && GOTOOLCHAIN=$KUBEADM_GOTOOLCHAIN GONOSUMDB=golang.org/toolchain GOSUMDB=sum.golang.org \
      go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
      -o "$OUT/kubeadm" k8s.io/kubernetes/cmd/kubeadm)
   built kubeadm-go1.24 "$K8S_VERSION"
+fi
+# A foreign architecture's other Kubernetes binaries (this machine's come from scripts/e2e-argo/build.sh): the same
+# wrapper module, cross-compiled, into $OUT/k8s (where mirror.sh looks for a foreign ARCH's)
+if [[ $ARCH != "$(go env GOHOSTARCH)" ]]; then
+  [[ -e $src/go.mod ]] || { echo "lab-local: $src is missing: run scripts/e2e-argo/build.sh --k8s first" >&2; exit 1; }
+  for c in "${K8S_FOREIGN[@]}"; do
+    have "k8s-$c" "$K8S_VERSION" && continue
+    t0=$SECONDS
+    (cd "$src" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION" \
+       -o "$OUT/k8s/$c" "k8s.io/kubernetes/cmd/$c")
+    built "k8s-$c" "$K8S_VERSION"
+  done
 fi
 echo "lab-local: $ARCH binaries in $OUT"

@@ -26,7 +26,12 @@ ROOTFS=$LABC/rootfs/cilium-agent-$ARCH
 WORK=$LABC/work
 LAYOUT=$WORK/oci
 say() { echo "lab-local: cilium: $*" >&2; }
+warn() { say "$*"; }
 die() { echo "lab-local: cilium: error: $*" >&2; exit 2; }
+SUITE=bookworm HOST_ARCH=$(dpkg --print-architecture)
+# shellcheck source=../e2e-argo/lib/arch.sh
+source "$HERE/../e2e-argo/lib/arch.sh"   # ensure_emulation: a foreign ARCH's agent root gets its apt under qemu
+check_arch "$ARCH"
 
 module() {   # module FIELD: a field of `go mod download -json` for the module (Dir, Info)
   (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "github.com/cilium/cilium@v$VERSION") |
@@ -77,7 +82,8 @@ rootfs() {   # the agent's root: the lab's Debian base + clang-19 and bpftool fr
   local t0=$SECONDS r=$ROOTFS.wip
   rm -rf "$r"; cp -a "$BASE/." "$r/"; rm -f "$r/.stamp"
   cp /etc/resolv.conf "$r/etc/resolv.conf"
-  say "clang-19 and bpftool into the agent's root (apt, a few minutes, once)"
+  ensure_emulation
+  say "clang-19 and bpftool into the agent's root (apt, a few minutes once; under qemu for a foreign ARCH: longer)"
   chroot "$r" /bin/sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -q &&
       apt-get install -y -q --no-install-recommends clang-19 bpftool &&
       apt-get purge -y -q --auto-remove llvm-19 llvm-19-runtime 2>/dev/null; apt-get clean' > "$WORK/cilium-agent-apt.log" 2>&1 \
@@ -183,7 +189,6 @@ chart() {   # the chart repository mirror/charts/cilium: cilium-VERSION.tgz + in
 
 build() {
   [[ $(id -u) == 0 ]] || die "needs root (chroot, image layers keep file ownership)"
-  [[ $ARCH == "$(dpkg --print-architecture)" ]] || { say "only built for this machine's architecture; $ARCH left out"; return 0; }
   for c in umoci skopeo go chroot; do command -v $c >/dev/null || die "$c is not installed"; done
   bins; rootfs; images; chart
 }

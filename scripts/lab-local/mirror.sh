@@ -9,6 +9,7 @@
 #   mirror.sh index            (re)write index.yaml
 #   mirror.sh serve [ADDR]     serve the mirror on http://ADDR:8089 (default 10.77.0.1, the lab's bridge)
 #   mirror.sh serve-stop
+#   mirror.sh prove            every ARCH binary runs here (under qemu for a foreign ARCH), the images say ARCH
 #   mirror.sh --print          what each artifact has, per architecture
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,14 @@ ROOTFS=$LABC/rootfs/base-$ARCH
 WORK=$LABC/work
 LAYOUT=$WORK/oci
 say() { echo "lab-local: mirror: $*" >&2; }
+warn() { say "$*"; }
 die() { echo "lab-local: mirror: error: $*" >&2; exit 2; }
+# the architecture helpers of the image builds: emulation of a foreign ARCH (binfmt_misc + qemu-user-static) and
+# debootstrap in two stages for it
+SUITE=bookworm HOST_ARCH=$(dpkg --print-architecture)
+# shellcheck source=../e2e-argo/lib/arch.sh
+source "$REPO/scripts/e2e-argo/lib/arch.sh"
+check_arch "$ARCH"
 
 k8s_bin() {   # where the Kubernetes binaries of ARCH are
   if [[ $ARCH == "$(dpkg --print-architecture)" ]]; then echo "$E2E/bin"; else echo "$BIN/k8s"; fi
@@ -76,10 +84,10 @@ base_rootfs() {   # a Debian bookworm root with what the network agents exec: ip
   [[ -e $ROOTFS/.stamp ]] && return 0
   local t0=$SECONDS
   mkdir -p "$(dirname "$ROOTFS")"; rm -rf "$ROOTFS.wip"
-  local extra=(); [[ $ARCH != "$(dpkg --print-architecture)" ]] && extra=(--arch "$ARCH")
-  say "debootstrap bookworm ($ARCH) for the network images (a few minutes, once)"
-  debootstrap "${extra[@]}" --variant=minbase --include=iptables,ipset,iproute2,conntrack,ipvsadm,kmod,ca-certificates,nftables \
-    bookworm "$ROOTFS.wip" http://deb.debian.org/debian > "$WORK/debootstrap-$ARCH.log" 2>&1 \
+  say "debootstrap bookworm ($ARCH) for the network images (a few minutes once; a foreign ARCH's second stage runs under qemu)"
+  mkdir -p "$WORK"
+  debootstrap_root "$ROOTFS.wip" http://deb.debian.org/debian "$WORK/debootstrap-$ARCH.log" \
+    iptables,ipset,iproute2,conntrack,ipvsadm,kmod,ca-certificates,nftables \
     || die "debootstrap failed (see $WORK/debootstrap-$ARCH.log)"
   rm -rf "$ROOTFS.wip"/var/cache/apt/archives/*.deb "$ROOTFS.wip"/var/lib/apt/lists/* "$ROOTFS.wip"/usr/share/doc \
          "$ROOTFS.wip"/usr/share/man "$ROOTFS.wip"/usr/share/locale
@@ -239,14 +247,70 @@ serve_stop() {
   kill "$p" 2>/dev/null || true; rm -f "$LABC/mirror-http.pid"
 }
 
+# prove: every binary of ARCH the mirror holds, or puts into an image, runs here (a foreign ARCH under qemu-user),
+# every image archive says ARCH, and the cilium agent's clang compiles a BPF program in its root. Writes
+# $MIRROR/proof-ARCH.txt (one line per check); exit 1 when a check fails.
+prove() {
+  local kb out=$MIRROR/proof-$ARCH.txt fails=0 tmp line
+  kb=$(k8s_bin); tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  ensure_emulation
+  : > "$out.tmp"
+  check() {   # check NAME FILE CMD...: FILE is an ELF of ARCH and CMD prints something and exits 0
+    local name=$1 file=$2; shift 2
+    if [[ ! -e $file ]]; then line="MISSING $name ($file)"; fails=$((fails + 1))
+    elif ! file -L "$file" | grep -q "$(elf_machine "$ARCH")"; then line="WRONG-ARCH $name: $(file -bL "$file" | cut -c1-60)"; fails=$((fails + 1))
+    elif line=$(timeout 120 "$@" 2>&1) && line=${line%%$'\n'*} && [[ -n $line ]]; then line="ok $name: $line"
+    else line="FAILED $name: $* -> ${line:-no output}"; fails=$((fails + 1)); fi
+    echo "$line" | tee -a "$out.tmp" >&2
+  }
+  check kubeadm "$MIRROR/bin/$ARCH/kubeadm" "$MIRROR/bin/$ARCH/kubeadm" version -o short
+  check kubelet "$MIRROR/bin/$ARCH/kubelet" "$MIRROR/bin/$ARCH/kubelet" --version
+  check kubectl "$MIRROR/bin/$ARCH/kubectl" "$MIRROR/bin/$ARCH/kubectl" version --client
+  local c
+  for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do check "$c" "$kb/$c" "$kb/$c" --version; done
+  check etcd "$BIN/etcd" "$BIN/etcd" --version
+  check coredns "$BIN/coredns" "$BIN/coredns" -version
+  check flanneld "$BIN/flanneld" "$BIN/flanneld" --version
+  check flannel-install-conf "$BIN/flannel-install-conf" sh -c "'$BIN/flannel-install-conf' --help 2>&1 || true"
+  check kube-router "$BIN/kube-router" "$BIN/kube-router" --version
+  check fortio "$BIN/fortio" "$BIN/fortio" version
+  check pause "$(pause_bin)" "$(pause_bin)" -v
+  mkdir -p "$tmp/cni"; tar -xzf "$MIRROR/bin/$ARCH/cni-plugins.tgz" -C "$tmp/cni" 2>/dev/null || true
+  check cni-bridge "$tmp/cni/bridge" env CNI_COMMAND=VERSION "$tmp/cni/bridge"
+  check flannel-cni "$BIN/flannel" env CNI_COMMAND=VERSION "$BIN/flannel"
+  check cilium-agent "$BIN/cilium/cilium-agent" "$BIN/cilium/cilium-agent" --version
+  check cilium-operator-generic "$BIN/cilium/cilium-operator-generic" "$BIN/cilium/cilium-operator-generic" --version
+  check cilium-cni "$BIN/cilium/cilium-cni" env CNI_COMMAND=VERSION "$BIN/cilium/cilium-cni"
+  local agent=$LABC/rootfs/cilium-agent-$ARCH
+  if [[ -x $agent/usr/bin/clang-19 ]]; then
+    printf '%s\n' '__attribute__((section("socket"), used)) int prog(void *ctx) { return 0; }' > "$agent/tmp/eb-prove.c"
+    check cilium-agent-clang "$agent/usr/bin/clang-19" sh -c "chroot '$agent' clang -target bpf -O2 -c /tmp/eb-prove.c -o /tmp/eb-prove.o \
+      && file -b '$agent/tmp/eb-prove.o'"
+    rm -f "$agent/tmp/eb-prove.c" "$agent/tmp/eb-prove.o"
+  else
+    line="MISSING cilium-agent-clang ($agent: cilium.sh rootfs)"; fails=$((fails + 1)); echo "$line" | tee -a "$out.tmp" >&2
+  fi
+  local t a
+  for t in "$MIRROR/images/$ARCH"/*.tar; do
+    a=$(skopeo inspect --config "docker-archive:$t" 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("architecture",""))')
+    if [[ $a == "$ARCH" ]]; then line="ok image $(basename "$t" .tar): architecture $a"
+    else line="WRONG-ARCH image $(basename "$t" .tar): architecture ${a:-unreadable}"; fails=$((fails + 1)); fi
+    echo "$line" | tee -a "$out.tmp" >&2
+  done
+  mv -f "$out.tmp" "$out"
+  ((fails == 0)) || { say "$fails check(s) failed for $ARCH: $out"; return 1; }
+  say "every $ARCH artifact runs here$([[ $ARCH != "$HOST_ARCH" ]] && echo " (under qemu-$(qemu_of "$ARCH"))"): $out"
+}
+
 case ${1:-} in
   build) build ;;
+  prove) prove ;;
   index) index ;;
   serve) shift; serve "$@" ;;
   serve-stop) serve_stop ;;
   --print) [[ -e $MIRROR/index.yaml ]] || die "no index at $MIRROR"; "$PY" -c "
 import yaml,sys; d=yaml.safe_load(open('$MIRROR/index.yaml'))
 for n,a in d['artifacts'].items(): print(f\"{n:26} {a.get('version','')!s:12} {','.join(a['arches']) or 'MISSING'}\")" ;;
-  -h|--help|help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "usage: mirror.sh build|index|serve [ADDR]|serve-stop|--print (--help)" >&2; exit 2 ;;
+  -h|--help|help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) echo "usage: mirror.sh build|index|prove|serve [ADDR]|serve-stop|--print (--help)" >&2; exit 2 ;;
 esac
