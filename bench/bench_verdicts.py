@@ -69,13 +69,13 @@ def decisive(sweep, report) -> tuple[int, int, dict[str, int]]:
     for i, cell in enumerate(cells):
         if base.get(i) is None:
             continue
-        for _, c in adaptive.judge(docs.get(cell.cell_id, []), docs.get(cells[base[i]].cell_id, [])):
+        for c in adaptive.judge(docs.get(cell.cell_id, []), docs.get(cells[base[i]].cell_id, [])).values():
             counts[c.verdict] = counts.get(c.verdict, 0) + 1
     total = sum(counts.values())
     return sum(n for v, n in counts.items() if v in DECISIVE), total, counts
 
 
-def simulate(trials: int = 400, lo: int = 3, hi: int = 8, shift: float = 0.20, cv: float = 0.05) -> tuple[float, float]:
+def simulate(trials: int = 2000, lo: int = 3, hi: int = 8, shift: float = 0.20, cv: float = 0.05) -> tuple[float, float]:
     """The auto procedure on simulated paired rounds: (share of 20 % shifts called worse, share of A/A pairs called
     better or worse)."""
     from edgebench.sweep import adaptive
@@ -90,7 +90,7 @@ def simulate(trials: int = 400, lo: int = 3, hi: int = 8, shift: float = 0.20, c
             a.append(1000 * (1 - delta) * drift * rng.gauss(1, cv))
             if n >= lo:
                 c = compare(a, b, higher_is_better=True, rounds_a=list(range(n)), rounds_b=list(range(n)))
-                if adaptive.settled(c):  # the runner's stopping rule
+                if adaptive.settled(c, hi) or adaptive.futile(c, hi):  # the runner's stopping rule
                     return c.verdict
         return c.verdict
 
@@ -121,10 +121,10 @@ def run(quick: bool = False) -> list[Row]:
         Row("verdicts", "wall time, repetitions=auto / fixed 3", auto[2] / fixed[2], "ratio", "<= 1.0",
             auto[2] / fixed[2] <= 1.0, f"auto {auto[2]:.0f} s, fixed 3 {fixed[2]:.0f} s (back to back)"),
         Row("verdicts", "simulated 20 % shift detected at the auto setting", detected, "share", ">= 0.90",
-            detected >= 0.90, "400 paired trials, 5 % spread, 10 % drift between rounds, 3..8 rounds"),
+            detected >= 0.90, "2000 paired trials, 5 % spread, 10 % drift between rounds, 3..8 rounds"),
         Row("verdicts", "simulated A/A: better / worse called on identical sides", false, "share", "<= 0.05",
-            false <= 0.05, "400 paired trials at the auto setting, the runner's stopping rule (sweep/adaptive.py: "
-            "an early stop on a difference needs it with the interval doubled; looking after every round inflates "
+            false <= 0.05, "2000 paired trials at the auto setting (binomial SE about 0.5 %), the runner's stopping rule "
+            "(sweep/adaptive.py: an early stop on a difference needs it with the interval widened by 2 sqrt(max / n), futile ones stop; looking after every round inflates "
             "the per-look 5 %, this row measures what is left)"),
     ]
 

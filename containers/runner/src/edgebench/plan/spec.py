@@ -123,9 +123,9 @@ CORE_PARAMS: tuple[Param, ...] = (
           "`edgebench params` lists every workload and its variants"),
     Param("repetitions", lambda n, v: "auto" if v.strip().lower() == "auto" else integer(n, v, 1), "3",
           "repetitions of every run (each a separate measurement, in interleaved rounds), or auto: at least "
-          "min-repetitions, then each CNI cell stops once every comparison with its host baseline is decided "
-          "(equivalent, better or worse; docs/verdicts.md), at most max-repetitions (local runner; Argo runs the "
-          "maximum)"),
+          "min-repetitions, then each variant of a CNI cell stops once its comparison with the host baseline is "
+          "decided (equivalent, better or worse; docs/verdicts.md) or cannot be within max-repetitions, at most "
+          "max-repetitions (local runner; Argo runs the maximum)"),
     Param("min-repetitions", lambda n, v: integer(n, v, 2), "3", "with repetitions=auto: rounds every cell runs"),
     Param("max-repetitions", lambda n, v: integer(n, v, 2), "10", "with repetitions=auto: rounds at most"),
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),

@@ -113,9 +113,10 @@ def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list
 
 
 def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progress: Progress, log: Log,
-           plan: list, v: int, rnd: int, active: set[int], stopped: dict) -> None:
-    """repetitions=auto, after round `rnd` (the visit plan[v] ended it): stop the cells whose comparisons are all
-    decided (sweep/adaptive.py), drop their later visits from the plan, and record why in sweeps/<id>/stops.json."""
+           plan: list, v: int, rnd: int, active: dict[int, set], variant_of: dict[str, tuple], stopped: dict) -> None:
+    """repetitions=auto, after round `rnd` (the visit plan[v] ended it): stop the variants whose comparisons are
+    decided, or cannot be within max-repetitions (sweep/adaptive.py), drop their runs from the later visits, and
+    record why in sweeps/<id>/stops.json."""
     docs: dict[str, list[dict]] = {}
     for doc in report.results:
         docs.setdefault(doc.get("cell_id"), []).append(doc)
@@ -123,16 +124,29 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
                                sweep.values["max-repetitions"])
     if not decisions:
         return
-    for j, reason in decisions.items():
-        active.discard(j)
-        stopped[cells[j].cell_id] = {"label": cells[j].label, "after_round": rnd, "reason": reason}
-        log(f"{cells[j].label}: stops after round {rnd}: {reason}")
-    dropped = [(j, t) for j, t in plan[v + 1:] if j not in active]
-    plan[v + 1:] = [(j, t) for j, t in plan[v + 1:] if j in active]
-    progress.skip(sum(len(t) for _, t in dropped))
-    report.counts["not needed"] = report.counts.get("not needed", 0) + sum(len(t) for _, t in dropped)
-    for j in {j for j, _ in dropped}:
-        progress.cell_done()
+    for j, by_variant in decisions.items():
+        active[j] -= set(by_variant)
+        rec = stopped.setdefault(cells[j].cell_id, {"label": cells[j].label, "variants": {}})
+        for var, reason in sorted(by_variant.items()):
+            rec["variants"][adaptive.label(var)] = {"after_round": rnd, "reason": reason}
+            log(f"{cells[j].label}: {adaptive.label(var)} stops after round {rnd}: {reason}")
+        if not active[j]:
+            rec["after_round"] = rnd
+            rec["reason"] = f"every variant stopped ({len(rec['variants'])}) by round {rnd}"
+    later, dropped, gone = [], 0, set()
+    for j, todo in plan[v + 1:]:
+        keep = {rid for rid in todo if variant_of[rid] in active[j]}
+        dropped += len(todo) - len(keep)
+        if keep:
+            later.append((j, keep))
+        else:
+            gone.add(j)
+    plan[v + 1:] = later
+    progress.skip(dropped)
+    report.counts["not needed"] = report.counts.get("not needed", 0) + dropped
+    for j in gone:
+        if all(k != j for k, _ in later):
+            progress.cell_done()
     store.put_json(f"sweeps/{sweep.sweep_id}/stops.json", {"sweep_id": sweep.sweep_id, "stops": stopped})
 
 
@@ -155,7 +169,9 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
     plan = visits(sweep, cells, todos, interleave)
     adaptive_on = bool(sweep.values.get("adaptive")) and interleave
     rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(sweep, c)}
-    active, stopped = set(range(len(cells))), {}
+    variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(sweep, c)}
+    active = {i: {adaptive.variant(r) for r in runs_for(sweep, c)} for i, c in enumerate(cells)}
+    stopped: dict = {}
     kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
     n_rounds = sweep.values["repetitions"]
     try:
@@ -193,7 +209,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             if all(j != i for j, _ in plan[v + 1:]):
                 progress.cell_done()
             if adaptive_on and last_of_round:
-                _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, stopped)
+                _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, variant_of, stopped)
             v += 1
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too
