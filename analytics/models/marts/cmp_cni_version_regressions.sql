@@ -2,8 +2,12 @@
 -- newest version against the previous one, on every configuration x metric measured at both
 -- (int_cni_versions__run_metrics: ok + valid runs with a version). Per side: n runs, mean, stddev.
 --   diff = new - previous (in the metric's unit; positive = higher with the new version), with the 95% interval of
---   the difference by Welch: t(0.975, floor(df)) * sqrt(s_new^2/n_new + s_prev^2/n_prev), df by Welch-Satterthwaite
---   (floored: never a narrower interval); diff_pct and its interval relative to the previous mean.
+--   the difference, paired by round where the two versions ran interleaved (a paired rerun, `edgebench watch
+--   --paired` / `cni-versions`: each new-version run joined with the previous version's run of the same sweep and
+--   round, in round-blocked sweeps, int_sweeps__round_blocks; paired when every run of both sides has its pair, 2 or
+--   more): t(n - 1) * sd(paired differences) / sqrt(n), the drift between rounds cancels. Otherwise by Welch:
+--   t(0.975, floor(df)) * sqrt(s_new^2/n_new + s_prev^2/n_prev), df by Welch-Satterthwaite (floored: never a
+--   narrower interval). verdict_method says which. diff_pct and its interval relative to the previous mean.
 --   verdict: the project's one rule (macros/verdict.sql; the margin by the metric's unit, better = in the metric's
 --   good direction, is_higher_better): equivalent / better / worse / inconclusive, 'n < 2' when either side has
 --   fewer than 2 runs (no interval); runs_to_decide for an inconclusive one.
@@ -129,10 +133,34 @@ paired as (
 
 ),
 
+round_pairs as (
+
+    -- each new-version run with the previous version's run of the same sweep and round (interleaved reruns)
+    select
+        {% for k in card + config + ['metric'] %}cur.{{ k }}, {% endfor %}
+        count(*)                                                          as n_pairs,
+        stddev_samp(cur.value - prev.value)                               as pair_sd
+    from ranked as cur
+    inner join ranked as prev
+        on  cur.sweep_id = prev.sweep_id and cur.repetition = prev.repetition
+        {% for k in card + config + ['metric'] -%}
+        and cur.{{ k }} is not distinct from prev.{{ k }}
+        {% endfor -%}
+    inner join {{ ref('int_sweeps__round_blocks') }} as blocks
+        on blocks.sweep_id = cur.sweep_id and blocks.is_round_blocked
+    where cur.version_rank = 1 and prev.version_rank = 2
+    group by all
+
+),
+
 welch as (
 
     select
-        *,
+        paired.*,
+        round_pairs.n_pairs,
+        round_pairs.pair_sd,
+        coalesce(round_pairs.n_pairs, 0) >= 2 and round_pairs.n_pairs = paired.new_n_runs
+            and round_pairs.n_pairs = paired.previous_n_runs              as is_paired,
         case when previous_n_runs >= 2 and new_n_runs >= 2 then
             case when previous_se2 + new_se2 > 0
                  then (previous_se2 + new_se2) ^ 2
@@ -141,6 +169,10 @@ welch as (
             end
         end                                                               as welch_df
     from paired
+    left join round_pairs
+        on {% for k in card + config + ['metric'] -%}
+           {{ '\n        and ' if not loop.first }}paired.{{ k }} is not distinct from round_pairs.{{ k }}
+           {%- endfor %}
 
 ),
 
@@ -148,7 +180,8 @@ intervals as (
 
     select
         *,
-        {{ t_critical_95('floor(welch_df + 1e-9)') }} * sqrt(previous_se2 + new_se2) as diff_ci95
+        case when is_paired then {{ paired_ci95('n_pairs', 'pair_sd') }}
+             else {{ t_critical_95('floor(welch_df + 1e-9)') }} * sqrt(previous_se2 + new_se2) end as diff_ci95
     from welch
 
 ),
@@ -160,7 +193,7 @@ verdicts as (
         {{ verdict('diff', 'diff_ci95', 'new_n_runs', 'previous_n_runs', 'previous_mean', 'is_higher_better',
                    unit_family('unit')) }}                              as verdict,
         {{ verdict_margin_pct(unit_family('unit')) }}::double            as verdict_margin_pct,
-        'welch'                                                           as verdict_method
+        case when is_paired then 'paired' else 'welch' end               as verdict_method
     from intervals
 
 )
@@ -205,6 +238,7 @@ select
     verdicts.verdict,
     verdicts.verdict_margin_pct,
     verdicts.verdict_method,
+    verdicts.n_pairs,
     {{ runs_to_decide('verdicts.verdict', 'verdicts.diff', 'verdicts.diff_ci95',
                       'least(verdicts.new_n_runs, verdicts.previous_n_runs)', 'verdicts.previous_mean',
                       unit_family('verdicts.unit')) }}                    as runs_to_decide,
