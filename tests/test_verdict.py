@@ -171,7 +171,8 @@ CASES = {
     "cmp_cni_version_regressions": (
         lambda r: True,
         lambda r: _python(r["diff"], r["new_n_runs"], r["new_stddev"], r["previous_n_runs"], r["previous_stddev"],
-                          r["previous_mean"], r["is_higher_better"], V.family_of_unit(r["unit"])),
+                          r["previous_mean"], r["is_higher_better"], V.family_of_unit(r["unit"]),
+                          pair=_pair(r, "pair_sd")),
         "verdict", "runs_to_decide"),
     "cmp_resources_efficiency": (
         lambda r: r["cni"] != "host" and r["host_cpu_per_unit_pct"] is not None,

@@ -239,6 +239,7 @@ select
     verdicts.verdict_margin_pct,
     verdicts.verdict_method,
     verdicts.n_pairs,
+    verdicts.pair_sd,
     {{ runs_to_decide('verdicts.verdict', 'verdicts.diff', 'verdicts.diff_ci95',
                       'least(verdicts.new_n_runs, verdicts.previous_n_runs)', 'verdicts.previous_mean',
                       unit_family('verdicts.unit')) }}                    as runs_to_decide,
