@@ -466,6 +466,13 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     at.switch_page(PAPERS_PAGE).run()
     assert not at.exception and not at.error
     assert at.selectbox(key="paper_id").value == "000"
+    # the reproduction scorecard on top: a row per paper and substrate, and what would decide the undecided claims
+    card = at.table[0].value
+    assert {p for p, _ in card.index} == {f"seed {p}" for p in ("000", "001", "002", "003", "004")}
+    assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 40 / 3")
+    undecided = frame(at, "to decide")
+    assert len(undecided) == card["cannot tell"].sum() and undecided["to decide"].str.contains("preset|edgebench "
+                                                                                            "sweep|argo submit").all()
     assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert any("not the paper's hardware" in w.value for w in at.warning)
     table_1, table_2 = (d.value for d in at.dataframe if "published %" in d.value.columns)

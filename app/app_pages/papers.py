@@ -3,7 +3,7 @@ import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
 from data.papers import (PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame,
-                         run_hint)
+                         run_hint, scorecard_frame, undecided_frame)
 import ui
 
 st.title("Papers")
@@ -13,6 +13,16 @@ st.caption("The five papers edgebench was designed from, reproduced: each number
            "different substrates are never pooled.")
 
 ui.require_warehouse()
+st.subheader("Reproduction scorecard")
+card = ui.query(scorecard_frame)
+st.table(card.drop(columns=["to decide"]).set_index(["paper", "substrate"]))
+st.caption("Claims per outcome on each substrate (never pooled), judged by the one verdict rule; decided = agrees or "
+           "disagrees of the testable ones; numbers = printed by the paper / measured by edgebench in the same unit "
+           "and normalization / measured on this substrate. " + RULE_HELP)
+with st.expander("What would decide each claim we cannot tell"):
+    st.dataframe(undecided_frame(card), hide_index=True,
+                 column_config={"to decide": st.column_config.TextColumn(width="large")})
+
 paper = st.selectbox("Paper", PAPER_IDS, format_func=paper_title, key="paper_id")
 rep = ui.query(paper_report, paper=paper)
 st.markdown(f"*{rep['about']}*")
@@ -64,9 +74,10 @@ for col, outcome in zip(st.columns(4), ("agrees", "disagrees", "cannot tell", "n
     col.metric(outcome, int(tally.get(outcome, 0)))
 st.dataframe(claims, hide_index=True, column_config={
     "statement": st.column_config.TextColumn(width="large"), "evidence": st.column_config.TextColumn(width="large")})
-st.caption("A comparison agrees when the two sides' 95% intervals are apart in the claimed order, disagrees when they "
-           "are apart in the other order, and cannot tell when they overlap or a side has fewer than 2 runs; `~` "
-           "claims agree when the whole interval of the difference lies within the claim's tolerance. `each`: every "
+st.caption("Each comparison is judged by the one verdict rule on left - right (Welch's 95% interval against the "
+           "margin): agrees when left is better or worse beyond the margin as claimed, disagrees when the other way "
+           "or equivalent, cannot tell when inconclusive or a side has fewer than 2 runs; `~` claims agree when the "
+           "whole interval of the difference lies within the claim's tolerance. `each`: every "
            "comparison in every group (a claim disagrees when any does); `overall`: the means over the groups. "
            "Not testable: edgebench cannot measure a side (bare metal vs container, hardware it does not emulate).")
 

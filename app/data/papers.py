@@ -5,6 +5,7 @@ import pandas as pd
 
 from data.common import REPO
 from edgebench.results import papers as _papers
+from edgebench.results import scorecard as _scorecard
 
 PAPER_IDS = list(_papers.PAPERS)
 
@@ -19,14 +20,38 @@ def run_hint(paper: str) -> str:
     return _papers.run_hint(paper, REPO)
 
 
-def paper_report(con, paper: str) -> dict:
-    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/papers.py)."""
+def _fetcher(con):
     def fetch(sql: str, params: list) -> list[dict]:
         cur = con.execute(sql, params)
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
+    return fetch
 
-    return _papers.paper_report(fetch, paper)
+
+def paper_report(con, paper: str) -> dict:
+    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/papers.py)."""
+    return _papers.paper_report(_fetcher(con), paper)
+
+
+def scorecard_frame(con) -> pd.DataFrame:
+    """The reproduction scorecard (results/scorecard.py): a row per paper and substrate; 'to decide' holds the
+    claims we cannot tell with what would decide each."""
+    rows = _scorecard.scorecard(_fetcher(con), REPO)
+    return pd.DataFrame([{
+        "paper": f"seed {r['paper']}", "substrate": r["substrate"] or "nothing measured",
+        "agrees": r["agrees"], "disagrees": r["disagrees"], "cannot tell": r["cannot tell"],
+        "not testable": r["not testable"],
+        "decided": "-" if r["decided_share"] is None else f"{r['decided']}/{r['testable']} ({r['decided_share']:.0%})",
+        "numbers printed / comparable / measured":
+            f"{r['numbers_printed']} / {r['numbers_comparable']} / {r['numbers_measured']}",
+        "to decide": r["cannot_tell"]} for r in rows])
+
+
+def undecided_frame(card: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim we cannot tell, per paper and substrate, with what would decide it."""
+    return pd.DataFrame([{"paper": row["paper"], "substrate": row["substrate"], "claim": u["claim_id"],
+                          "to decide": u["to_decide"], "why": u["why"]}
+                         for _, row in card.iterrows() for u in row["to decide"]])
 
 
 def numbers_frame(rep: dict) -> pd.DataFrame:

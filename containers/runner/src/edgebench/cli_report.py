@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
-from edgebench.results import changepoints, papers
+from edgebench.results import changepoints, papers, scorecard
 from edgebench.results import summaries
 from edgebench.results import warehouse as wh
 from edgebench.results.verdict import RULE_HELP, describe
@@ -34,7 +34,9 @@ def report(
         None, "--paper", metavar="ID",
         help="Instead of the regression cards: seed paper ID (000-004) reproduced. Each number the paper prints that "
              "edgebench measures the same way, beside ours (95% CI, n, verdict vs host), and each of its claims: "
-             "agrees / disagrees / cannot tell, per substrate."),
+             "agrees / disagrees / cannot tell, per substrate. `--paper all`: the reproduction scorecard of every "
+             "paper (claims per outcome and substrate, printed numbers with a counterpart, what would decide each "
+             "claim we cannot tell)."),
     emulation: bool = typer.Option(
         False, "--emulation",
         help="Instead of the regression cards: the testbed's emulation against the real CNIs (cmp_emulation_vs_real): "
@@ -58,7 +60,7 @@ def report(
     whatever the verdicts or outcomes (2 when there is no warehouse or the paper ID is unknown)."""
 
     try:
-        if paper is not None:
+        if paper is not None and paper.strip().lower() != "all":
             paper = papers.paper_id(paper)
             if cni:
                 raise papers.PaperError("--cni filters regression cards; it cannot be combined with --paper")
@@ -90,6 +92,13 @@ def report(
                     for e in entries], indent=2, default=str))
             else:
                 print_history(entries)
+            return
+        if paper is not None and paper.strip().lower() == "all":
+            rows = scorecard.scorecard(lambda sql, params: summaries._query_params(sql, params, path))
+            if as_json:
+                typer.echo(json.dumps(rows, indent=2, default=_json_default))
+            else:
+                print_scorecard(rows)
             return
         if paper is not None:
             rep = papers.paper_report(lambda sql, params: summaries._query_params(sql, params, path), paper)
@@ -267,6 +276,28 @@ def _json_default(v):
 
 
 METRIC_WORDS = {"throughput_mbps": "throughput", "latency_p90_us": "p90 latency"}
+def print_scorecard(rows: list[dict]) -> None:
+    """The reproduction scorecard: one row per paper and substrate, then what would decide each claim we cannot
+    tell."""
+    t = Table(title="Reproduction scorecard (claims judged by the one verdict rule, per substrate; never pooled)",
+              title_justify="left")
+    for col in ("paper", "substrate", "agrees", "disagrees", "cannot tell", "not testable", "decided",
+                "numbers: printed / comparable / measured"):
+        t.add_column(col, justify="left" if col in ("paper", "substrate") else "right")
+    for r in rows:
+        share = "-" if r["decided_share"] is None else f"{r['decided']}/{r['testable']} ({r['decided_share']:.0%})"
+        t.add_row(f"seed {r['paper']}", r["substrate"] or "nothing measured", str(r["agrees"]), str(r["disagrees"]),
+                  str(r["cannot tell"]), str(r["not testable"]), share,
+                  f"{r['numbers_printed']} / {r['numbers_comparable']} / {r['numbers_measured']}")
+    out.print(t)
+    out.print("  decided: agrees or disagrees, of the claims edgebench can test. numbers: what the paper prints / how "
+              "many edgebench measures in the same unit and normalization / how many of those this substrate has "
+              "measured. `edgebench report --paper ID` shows one paper's numbers and claims.", highlight=False)
+    for r in rows:
+        for u in r["cannot_tell"]:
+            out.print(f"  seed {r['paper']} {r['substrate'] or '-'} {u['claim_id']}: {u['to_decide']}", highlight=False)
+
+
 OUTCOME_STYLE = {"agrees": "green", "disagrees": "bold red", "cannot tell": "yellow", "not testable": "dim"}
 
 
@@ -311,5 +342,7 @@ def print_paper(rep: dict) -> None:
     out.print(t)
     tally = rep["claim_outcomes"]
     out.print(f"  {len(rep['claims'])} claim row(s): " + ", ".join(f"{v} {k}" for k, v in tally.items()) + ". "
-              "A comparison agrees when the two 95% intervals are apart in the claimed order, disagrees when they are "
-              "apart in the other, else cannot tell (overlap, or fewer than 2 runs).", highlight=False)
+              "Each comparison is judged by the one verdict rule on left - right (Welch's 95% interval, the margin): "
+              "agrees when left is better or worse beyond the margin as claimed (within the tolerance for ~), "
+              "disagrees when the other way or equivalent, cannot tell when inconclusive or a side has fewer than 2 "
+              "runs.", highlight=False)

@@ -1,0 +1,112 @@
+"""The reproduction scorecard: per seed paper and substrate, how many of its claims our data agrees with, disagrees
+with, cannot tell, or cannot test, and how many of its printed numbers have a counterpart we measure; each "cannot
+tell" names what would decide it (the preset to run, or about how many more runs per side).
+
+It summarises results/papers.py's report (the claims judged by the one verdict rule, results/verdict.py) and adds
+nothing of its own to the judgement. Shown on top of the portal's Papers page and by `edgebench report --paper all`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from edgebench.results import papers, verdict
+from edgebench.results.claim_compare import metric_family
+
+
+def preset_for(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local") -> str | None:
+    """The preset that measures a claim on a substrate (the testbed's .testbed.yaml for local, or when the substrate
+    is not known yet; a cluster preset otherwise): the one whose name's last word (multicast, security, kubeadm, ...)
+    is a value of the claim's subjects, else a word of its statement, else the paper's first of that kind, else one
+    of the other kind."""
+    found = papers.presets(paper, root)
+    kind, other = ("testbed", "cluster") if substrate in ("local", None) else ("cluster", "testbed")
+    options = found[kind] or found[other]
+    if not options:
+        return None
+    values = [v for k in ("left_subject", "right_subject") if papers._threshold(str(claim.get(k) or "")) is None
+              for vs in papers.parse_subject(str(claim.get(k) or "")).values() for v in vs]
+    def named(text: str) -> list[str]:
+        words = set(re.findall(r"[a-z0-9]+", text.lower()))
+        return [p for p in options if Path(p).name.split(".")[0].rsplit("-", 1)[-1] in words]
+    # the subjects' values name the condition more surely than the statement's words ("every unicast CNI")
+    return (named(" ".join(values)) or named(str(claim.get("claim") or "")) or options)[0]
+
+
+def _command(preset: str | None) -> str:
+    if preset is None:
+        return "no preset measures it yet"
+    return f"`edgebench sweep {preset} --local`" if preset.endswith(".testbed.yaml") else f"`argo submit {preset}`"
+
+
+def runs_to_decide(row: dict) -> int | None:
+    """About how many more runs per side would decide an inconclusive claim comparison (its sides' means and
+    half-widths, as the one rule's runs_to_decide estimates it); None when it cannot be estimated or exceeds
+    verdict.MAX_RUNS_TO_DECIDE."""
+    left, right = row.get("left") or {}, row.get("right") or {}
+    if left.get("mean") is None or right.get("mean") is None or left.get("ci95") is None:
+        return None
+    ci = math.sqrt(left["ci95"] ** 2 + (right.get("ci95") or 0.0) ** 2)
+    per_row = [s["n_runs"] / s["n_rows"] for s in (left, right) if s.get("n_rows")]
+    n = max(2, int(min(per_row))) if per_row else 2
+    return verdict.runs_to_decide("inconclusive", left["mean"] - right["mean"], ci, n, right["mean"],
+                                  verdict.margin_pct(metric_family(row.get("metric") or "")))
+
+
+def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> str:
+    """What would decide a claim our data cannot tell: which preset, how many runs."""
+    run = _command(preset_for(claim, paper, root, row.get("substrate")))
+    detail = row.get("detail") or ""
+    if row.get("substrate") is None or detail.startswith("nothing measured"):
+        return f"measure it: {run}"
+    if "no measured row matches" in detail or "never measured under the same conditions" in detail:
+        return f"measure both sides under the claim's conditions: {run}"
+    if "fewer than 2 runs" in detail or (row.get("left") or {}).get("ci95") is None:
+        return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
+    k = runs_to_decide(row)
+    if k is None:
+        return f"more runs than can be estimated (over {verdict.MAX_RUNS_TO_DECIDE} per side) at this spread: {run}"
+    return f"about {k} more run(s) per side: {run} with -p repetitions=auto -p max-repetitions={k + 3}"
+
+
+def _number_key(n: dict) -> tuple:
+    return tuple(n.get(k) for k in ("table_ref", "figure_ref", "label", "metric", "cni", "cni_mode", "payload_bytes"))
+
+
+def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -> list[dict]:
+    """One row per substrate the paper has results on (one row with substrate None when it has none)."""
+    paper = papers.paper_id(paper)
+    rep = papers.paper_report(fetch, paper)
+    claims = {c["claim_id"]: c for c in fetch("select * from published_claims where paper = ? order by claim_id",
+                                              [paper])}
+    printed = {_number_key(n) for n in rep["numbers"]} | {_number_key(n) for n in rep["published_only"]}
+    comparable = {_number_key(n) for n in rep["numbers"]}
+    out = []
+    for sub in rep["substrates"] or [None]:
+        tally = dict.fromkeys(papers.OUTCOMES, 0)
+        undecided = []
+        for cid, claim in claims.items():
+            rows = [r for r in rep["claims"] if r["claim_id"] == cid]
+            row = next((r for r in rows if r["substrate"] == sub), None)
+            if row is None:
+                row = next((r for r in rows if r["outcome"] == "not testable"), None) or {
+                    "claim_id": cid, "outcome": "cannot tell", "substrate": None, "metric": claim.get("metric"),
+                    "detail": f"nothing measured in {claim.get('mart')} on this substrate"}
+            tally[row["outcome"]] += 1
+            if row["outcome"] == "cannot tell":
+                undecided.append({"claim_id": cid, "claim": claim.get("claim"), "why": row.get("detail"),
+                                  "to_decide": to_decide(row, claim, paper, root)})
+        testable = len(claims) - tally["not testable"]
+        decided = tally["agrees"] + tally["disagrees"]
+        measured = {_number_key(n) for n in rep["numbers"] if n.get("substrate") == sub and n.get("ours") is not None}
+        out.append({"paper": paper, "substrate": sub, "claims": len(claims), **tally, "testable": testable,
+                    "decided": decided, "decided_share": decided / testable if testable else None,
+                    "numbers_printed": len(printed), "numbers_comparable": len(comparable),
+                    "numbers_measured": len(measured), "cannot_tell": undecided})
+    return out
+
+
+def scorecard(fetch: papers.Fetch, root: Path | None = None) -> list[dict]:
+    """Every seed paper's scorecard rows, in paper order."""
+    return [row for paper in papers.PAPERS for row in paper_scorecard(fetch, paper, root)]
