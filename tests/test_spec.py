@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,43 @@ def test_the_baseline_intercluster_value_keeps_sweep_ids():
     same = spec.from_parameters({"substrate": "local", "intercluster": '[ "none" ]'}, source="t")
     other = spec.from_parameters({"substrate": "local", "intercluster": '["none","skupper"]'}, source="t")
     assert base.sweep_id == same.sweep_id != other.sweep_id
+
+
+# ---- the papers' run lengths (run-lengths=paper) ---------------------------------------------------------------
+
+def test_run_lengths_paper_takes_the_papers_lengths_and_names_another_sweep():
+    from pathlib import Path
+
+    preset = Path(__file__).resolve().parents[1] / "workflows/presets/seed-003-tuned-profiles.testbed.yaml"
+    short = spec.load(preset, {}, substrate="local")
+    full = spec.load(preset, {"run-lengths": "paper"}, substrate="local")
+    assert (short.values["duration"], short.values["repetitions"]) == (3, 2)
+    assert (full.values["duration"], full.values["dds-duration"], full.values["repetitions"]) == (10, 10, 5)
+    assert short.sweep_id != full.sweep_id
+    # the recorded lengths alone change no sweep id: a preset keeps the id it had before it carried them
+    bare = spec.from_parameters({k: v for k, v in short.raw.items() if k != "paper-run-lengths"}, source="t")
+    assert bare.sweep_id == short.sweep_id
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"run-lengths": "paper"}, "run-lengths=paper needs paper-run-lengths"),
+    ({"run-lengths": "long"}, "parameter 'run-lengths' must be one of preset, paper; got 'long'"),
+    ({"paper-run-lengths": '{"cnis": "x"}'}, "may set only run lengths"),
+    ({"paper-run-lengths": "[1]"}, "must be a JSON object of run lengths"),
+    ({"paper-run-lengths": '{"duration": true}'}, "every value must be a string or an integer"),
+])
+def test_run_lengths_bad_input(raw, message):
+    with pytest.raises(spec.SpecError, match=re.escape(message)):
+        spec.from_parameters({"cnis": '["host"]', **raw}, source="t")
+
+
+def test_every_testbed_preset_records_its_papers_lengths():
+    from pathlib import Path
+
+    for preset in sorted((Path(__file__).resolve().parents[1] / "workflows/presets").glob("*.testbed.yaml")):
+        s = spec.load(preset, {}, substrate="local")
+        lengths = s.values["paper-run-lengths"]
+        assert lengths, preset.name
+        # the testbed runs shorter or fewer than the paper, never longer, and its header says how to run the paper's
+        assert all(int(s.raw[k]) < int(v) for k, v in lengths.items()), preset.name
+        assert "-p run-lengths=paper" in preset.read_text(), preset.name

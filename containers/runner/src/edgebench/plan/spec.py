@@ -54,6 +54,26 @@ def _sweep_id(name: str, value: str) -> str:
 
 
 TRIGGER_KEYS = ("cni", "new", "previous", "source", "at")
+# the parameters a paper's run lengths may set (run-lengths=paper): how long and how often, never what is measured
+LENGTH_PARAMS = ("duration", "dds-duration", "http-requests", "repetitions", "min-repetitions", "max-repetitions")
+
+
+def _run_lengths(name: str, value: str) -> dict[str, str]:
+    """paper-run-lengths: a JSON object {parameter: value} of LENGTH_PARAMS, values as strings or integers."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        raise SpecError(f"parameter {name!r} must be a JSON object of run lengths, e.g. "
+                        f'{{"dds-duration": "120", "repetitions": "3"}}; got {value!r}') from None
+    if not isinstance(data, dict):
+        raise SpecError(f"parameter {name!r} must be a JSON object of run lengths; got {value!r}")
+    bad = sorted(k for k in data if k not in LENGTH_PARAMS)
+    if bad:
+        raise SpecError(f"parameter {name!r} may set only run lengths ({', '.join(LENGTH_PARAMS)}); got "
+                        f"{', '.join(map(repr, bad))}")
+    if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in data.values()):
+        raise SpecError(f"parameter {name!r}: every value must be a string or an integer; got {value!r}")
+    return {k: str(v) for k, v in data.items()}
 
 
 def _trigger(name: str, value: str) -> dict[str, Any]:
@@ -137,6 +157,14 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "(a triggered rerun: <substrate>-<cni>-<new version>-<hash>, the same for every delivery of the trigger)"),
     Param("target", _target, "lab",
           "target cluster / node inventory (key in the edgebench-semaphores ConfigMap: one cell at a time per target)"),
+    Param("run-lengths", lambda n, v: choice(n, v, ("preset", "paper")), "preset",
+          "preset: the run durations and repetitions this file sets (a paper preset for the testbed runs shorter than "
+          "its paper and says so in its header); paper: the paper's own, from paper-run-lengths, which then replace "
+          "the file's", neutral_at_default=True),
+    Param("paper-run-lengths", _run_lengths, "{}",
+          "a paper preset's run lengths as the paper measured them: JSON object of duration, dds-duration, "
+          "http-requests, repetitions (e.g. {\"dds-duration\": \"120\"}); applied with run-lengths=paper, "
+          "otherwise only recorded", neutral_at_default=True),
     Param("trigger", _trigger, "{}",
           "what triggered this sweep as a rerun (`edgebench watch`, the Argo Events sensor): JSON object {cni, new, "
           "previous, source, at}; cnis then names only modes of that CNI, and every run's manifest records the "
@@ -168,7 +196,8 @@ class Sweep:
         # run does not change the id (so adding a workload keeps every existing sweep's keys)
         used = {tool for tool, _ in self.values["workloads"]}
         counted = CORE_NAMES | {p.name for w in used for p in PLANS[w].params}
-        ids = {k: v for k, v in self.raw.items() if k != "sweep-id" and k in counted
+        # paper-run-lengths changes nothing measured by itself (with run-lengths=paper the lengths it sets do)
+        ids = {k: v for k, v in self.raw.items() if k not in ("sweep-id", "paper-run-lengths") and k in counted
                and not (k in NEUTRAL_AT_DEFAULT and PARAMS[k].parse(k, v) == PARAMS[k].parse(k, DEFAULTS[k]))}
         trig = self.values.get("trigger")
         if trig:  # a rerun is named by what it measures (CNI, new version), not by when or from where it was asked
@@ -287,6 +316,12 @@ def from_parameters(raw: dict[str, str], source: str = "parameters") -> Sweep:
     unknown = sorted(set(raw) - set(PARAMS))
     if unknown:
         raise SpecError(f"{source}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    if PARAMS["run-lengths"].parse("run-lengths", raw["run-lengths"]) == "paper":
+        lengths = PARAMS["paper-run-lengths"].parse("paper-run-lengths", raw["paper-run-lengths"])
+        if not lengths:
+            raise SpecError(f"{source}: run-lengths=paper needs paper-run-lengths (the paper presets in "
+                            "workflows/presets/ set it); this sweep has none")
+        raw = {**raw, **lengths}  # the paper's lengths replace the file's, and so name another sweep
     if "cnis" not in raw:
         raise SpecError(f"{source}: parameter 'cnis' is required")
     values = {name: PARAMS[name].parse(name, raw[name]) for name in PARAMS if name in raw}
