@@ -7,6 +7,7 @@ import time
 from typing import Callable
 
 import duckdb
+import pandas as pd
 import streamlit as st
 
 from edgebench.plan.dimensions import DIMENSIONS
@@ -120,8 +121,11 @@ def freshness() -> None:
         watch()
 
 
+@st.fragment(run_every=2)
 def sweeps_in_progress() -> None:
-    """The sweeps still running (from the follower's last look at the object store), each with a progress bar."""
+    """The sweeps still running (from the follower's last look at the object store), each with a progress bar, and
+    the runs stored since the follower started with their headline figures, before the rebuild takes them in (looked
+    at every 2 s)."""
     live = live_status(warehouse_path())
     for sw in (live or {}).get("sweeps") or []:
         share = sw["runs_done"] / sw["runs_planned"] if sw["runs_planned"] else 0.0
@@ -129,3 +133,12 @@ def sweeps_in_progress() -> None:
             f"**{sw['sweep_id']}** running: {sw['runs_done']}/{sw['runs_planned']} runs, cells "
             f"{sw['cells_done']}/{sw['cells']}, {sw['failed']} failed, {sw['unsupported']} unsupported; "
             f"{eta_text(sw.get('eta_s'))}"))
+    rows = (live or {}).get("just_in") or []
+    if rows:
+        st.caption("Just stored: each run's own figure as soon as it is stored; its comparisons (n, 95% CI, "
+                   "verdict) appear on the pages once the warehouse rebuild takes it in.")
+        st.dataframe(pd.DataFrame([{"sweep": r["sweep_id"], "cell": r["cell"], "workload": r["workload"],
+                                    "variant": r["variant"], "round": r["repetition"], "status": r["status"],
+                                    "headline": r["headline"],
+                                    "in warehouse": "yes" if r.get("in_warehouse") else "not yet"}
+                                   for r in rows]), hide_index=True)

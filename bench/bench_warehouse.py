@@ -118,9 +118,11 @@ def _agrees(rows: list, wh: Path) -> tuple[bool, str]:
     return plain == mart, f"{len(plain)} rows vs mart {len(mart)}"
 
 
-def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float | None, str]:
-    """`edgebench warehouse --follow` (results/follow.py) warm on the store: 10 runs are added, and the time until
-    the warehouse it swaps in holds them is measured (what a portal page shows at its next rerun)."""
+def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float | None, float | None, str]:
+    """`edgebench warehouse --follow` (results/follow.py) warm on the store: 10 runs are added, and two times are
+    measured from then: until the live file the portal's overview reads lists all 10 (their headline figures, the
+    `just_in` feed), and until the warehouse it swaps in holds them (their comparisons, at a page's next rerun)."""
+    import json
     import threading
 
     import duckdb
@@ -131,6 +133,12 @@ def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float 
         with duckdb.connect(str(wh), read_only=True) as con:
             return con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
 
+    def listed() -> int:
+        try:
+            return len(json.loads(follow.live_path(wh).read_text()).get("just_in") or [])
+        except (OSError, ValueError):
+            return 0
+
     lines: list[str] = []
     done = threading.Event()
     thread = threading.Thread(target=follow.follow, kwargs=dict(warehouse_path=wh, raw_root=str(raw), interval=1.0,
@@ -140,15 +148,21 @@ def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float 
         end = time.monotonic() + timeout
         while not any("warehouse rebuilt" in line for line in lines) and time.monotonic() < end:
             time.sleep(0.2)  # the follower's first look builds (it cannot know what the warehouse holds)
+        time.sleep(1.5)  # and looks once more, so that what is there now is not "just in"
         before = count()
         gen_store.add_runs(raw, 10)
         t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
+        feed = warehouse = None
+        while time.monotonic() - t0 < timeout and warehouse is None:
+            if feed is None and listed() >= 10:
+                feed = time.monotonic() - t0
             if count() > before:
-                latency = time.monotonic() - t0
-                return latency, (f"interval 1 s; {lines[-1] if lines else ''}; {before:,} runs before")
-            time.sleep(0.1)
-        return None, f"the new runs did not arrive within {timeout:.0f} s"
+                warehouse = time.monotonic() - t0
+                feed = feed if feed is not None else warehouse
+            time.sleep(0.05)
+        detail = (f"interval 1 s; {lines[-1] if lines else ''}; {before:,} runs before" if warehouse is not None
+                  else f"the new runs did not arrive within {timeout:.0f} s")
+        return feed, warehouse, detail
     finally:
         done.set()
         thread.join(timeout=120)
@@ -179,7 +193,7 @@ def run(quick: bool) -> list[Row]:
         second = warehouse.build(warehouse_path=wh, raw_root=root, quiet=True)
         inc_s = time.perf_counter() - t0
         size_mb = wh.stat().st_size / 2 ** 20
-        live_s, live_detail = _follow_latency(tmp / "raw", wh)
+        feed_s, live_s, live_detail = _follow_latency(tmp / "raw", wh)
     finally:
         if old_cache is None:
             os.environ.pop("XDG_CACHE_HOME", None)
@@ -193,11 +207,15 @@ def run(quick: bool) -> list[Row]:
              "first": first, "second": second, "added": added, "warehouse_mb": round(size_mb, 1),
              "plain_query_agrees_with_mart": agrees}
     extra["follow_latency_s"] = live_s
+    extra["feed_latency_s"] = feed_s
     ratio = build_s / plain_s if plain_s else None
     inc = inc_s / build_s if build_s else None
     return [
-        Row("warehouse", "runs stored -> in the warehouse the portal reads, warm follower (10 runs)", live_s, "s",
-            "<= 5 s", None if live_s is None else live_s <= 5, live_detail),
+        Row("warehouse", "runs stored -> visible in the portal (the overview's just-stored feed, 10 runs)", feed_s, "s",
+            "<= 5 s", None if feed_s is None else feed_s <= 5,
+            "the follower lists each new run with its headline figure before it rebuilds; " + live_detail),
+        Row("warehouse", "runs stored -> in the warehouse the pages read (their comparisons), warm follower", live_s,
+            "s", "<= 5 s", None if live_s is None else live_s <= 5, live_detail),
         Row("warehouse", f"edgebench warehouse, full build ({scale})", build_s, "s", "< 60 s", build_s < 60,
             f"dbt build incl. data tests and unit tests ({'run' if first['unit_tests'] else 'skipped'}), raw read into the cache; store generated in {gen_s:.1f} s; "
             f"warehouse {size_mb:.0f} MiB", extra),

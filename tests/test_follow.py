@@ -64,6 +64,35 @@ def test_one_follow_loop_builds_once_and_writes_the_live_file(tmp_path, monkeypa
     assert not follow.live_path(target).exists()  # removed when following stops: no stale progress shown
 
 
+def test_a_stored_run_is_listed_before_the_rebuild_and_marked_once_built(tmp_path, monkeypatch):
+    manifests = fx.iperf3_manifests()
+    root = fx.write_tree(tmp_path / "raw", manifests[:4])
+    target = tmp_path / "wh" / "warehouse.duckdb"
+    target.parent.mkdir()
+    looks, written = [], []
+    write = follow.write_live
+    monkeypatch.setattr(follow, "write_live", lambda path, doc: (written.append(json.loads(json.dumps(
+        doc, default=str))), write(path, doc)))
+    extra = manifests[4]
+
+    def stop():  # look 1 builds what was there (not "just in"); before look 2 a run is stored
+        looks.append(1)
+        if len(looks) == 2:
+            d = root / fx.key(extra).rsplit("/", 1)[0]
+            d.mkdir(parents=True)
+            (d / "manifest.json").write_text(json.dumps(extra))
+        return len(looks) > 2
+
+    assert follow.follow(target, str(root), interval=0.2, log=lambda _: None, stop=stop) == 2
+    assert written[0]["just_in"] == []  # the runs of the first look are not new
+    before, after = written[1], written[2]  # look 2: listed before its rebuild, then marked as built
+    (row,) = before["just_in"]
+    assert (row["run_id"], row["cell"], row["workload"], row["status"]) == (
+        extra["run_id"], f"{extra['cni']}:{extra['cni_mode']}", "iperf3", extra["status"])
+    assert row["headline"] and row["in_warehouse"] is False and before["built_at"] == written[0]["built_at"]
+    assert after["just_in"][0]["in_warehouse"] is True and after["built_at"] != before["built_at"]
+
+
 def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeypatch):
     wh = tmp_path / "warehouse.duckdb"
     shutil.copyfile(fixture_warehouse, wh)
@@ -71,7 +100,13 @@ def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeyp
     sweep = {"sweep_id": "local-running", "runs_done": 30, "runs_planned": 120, "failed": 1, "unsupported": 0,
              "cells_done": 1, "cells": 4, "elapsed_s": 300.0, "eta_s": 900.0}
     follow.write_live(follow.live_path(wh), {"updated_at": now, "built_at": now, "interval_s": 2, "error": None,
-                                             "raw_root": "s3://edgebench", "sweeps": [sweep]})
+                                             "raw_root": "s3://edgebench", "sweeps": [sweep],
+                                             "just_in": [{"sweep_id": "local-running", "run_id": "r-1",
+                                                          "cell": "flannel:vxlan", "substrate": "local",
+                                                          "workload": "iperf3", "variant": "tcp pod-to-pod",
+                                                          "repetition": 2, "status": "ok",
+                                                          "headline": "8546 Mbit/s", "finished_at": None,
+                                                          "seen_at": now, "in_warehouse": False}]})
     assert live_status(wh)["sweeps"] == [sweep]
     assert live_status(wh, now=now.timestamp() + 60) is None  # a follower that stopped is not shown
     monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(wh))
@@ -80,4 +115,6 @@ def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeyp
     assert not at.exception
     (bar,) = [e for e in at.get("progress")]
     assert "local-running" in bar.proto.text and "30/120 runs" in bar.proto.text and "ETA 15m00s" in bar.proto.text
+    feed = next(d.value for d in at.dataframe if "headline" in d.value.columns)
+    assert feed.iloc[0]["headline"] == "8546 Mbit/s" and feed.iloc[0]["in warehouse"] == "not yet"
     assert any("Data as of" in c.value and "following the store" in c.value for c in at.sidebar.caption)

@@ -7,6 +7,11 @@ the warehouse it writes <warehouse>.live.json: when it last looked and built, an
 the object store (its runs stored / planned, elapsed time and an ETA from the pace so far), which the portal's
 overview shows with a progress bar. A failed build is reported and retried at the next change; the last good
 warehouse stays.
+
+Runs are visible before the rebuild: the live file also lists the newest runs stored since the follower started
+(`just_in`: each run's cell, workload variant, status and headline figure, read from its manifest as soon as the
+listing shows it, and whether the warehouse holds it yet). It is written before the rebuild starts, so the portal
+shows a stored run within one look (`interval`), and its comparisons once the rebuild is swapped in.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from edgebench import workloads
 from edgebench.errors import EdgebenchError
 from edgebench.results import raw_cache, sweep_status, warehouse
-from edgebench.results.store import ResultStore
+from edgebench.results.store import ResultStore, S3Config
 
 Log = Callable[[str], None]
 
@@ -30,14 +36,48 @@ def live_path(warehouse_path: Path) -> Path:
     return warehouse_path.with_name(warehouse_path.name + ".live.json")
 
 
-def fingerprint(root: str) -> str:
+JUST_IN = 30  # the newest stored runs the live file lists
+
+
+def fingerprint(root: str, listing: dict | None = None) -> str:
     """A digest of the raw files' names, sizes and times: it changes when a run is stored, changed or removed."""
     h = hashlib.sha256()
-    for table, rows in sorted(raw_cache.list_raw(root).items()):
+    for table, rows in sorted((listing if listing is not None else raw_cache.list_raw(root)).items()):
         h.update(table.encode())
         for name, size, modified in sorted(rows):
             h.update(f"{name}\0{size}\0{modified}\n".encode())
     return h.hexdigest()
+
+
+def _read(name: str) -> dict[str, Any]:
+    """A raw object as list_raw names it (s3://bucket/key or a local path), parsed as JSON."""
+    if name.startswith("s3://"):
+        bucket, _, key = name[len("s3://"):].partition("/")
+        resp = S3Config.from_env().client().get_object(bucket, key)
+        try:
+            return json.loads(resp.read())
+        finally:
+            resp.close()
+            resp.release_conn()
+    return json.loads(Path(name).read_text())
+
+
+def just_in_row(doc: dict[str, Any], seen_at: dt.datetime) -> dict[str, Any]:
+    """What the portal lists of a run just stored: where, what, and its headline figure (or why it has none)."""
+    w = workloads.REGISTRY.get(doc.get("workload"))
+    ok = doc.get("status") == "ok"
+    try:
+        head = w.headline(doc.get("metrics") or {}) if (w and ok) else (doc.get("error") or doc.get("status") or "")
+    except (KeyError, TypeError, ValueError):
+        head = "(no headline figure)"
+    what = " ".join(str(x) for x in (doc.get("protocol"), doc.get("path"), doc.get("placement")) if x)
+    if doc.get("length_bytes") is not None:
+        what += f" {doc['length_bytes']} B"
+    return {"sweep_id": doc.get("sweep_id"), "run_id": doc.get("run_id"),
+            "cell": f"{doc.get('cni')}:{doc.get('cni_mode')}", "substrate": doc.get("substrate"),
+            "workload": doc.get("workload"), "variant": what.strip(), "repetition": doc.get("repetition"),
+            "status": doc.get("status"), "headline": str(head)[:200], "finished_at": doc.get("finished_at"),
+            "seen_at": seen_at, "in_warehouse": False}
 
 
 def _parse_time(text: str | None) -> dt.datetime | None:
@@ -97,12 +137,36 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
 def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[], bool],
           store: ResultStore | None) -> int:
     last, builds, built_at, last_error = None, 0, None, None
+    seen: set[str] | None = None  # the manifests listed so far; those of the first look are not "just in"
+    just_in: list[dict[str, Any]] = []
+
+    def live(sweeps: list) -> None:
+        write_live(live_path(target), {"updated_at": dt.datetime.now(dt.timezone.utc), "built_at": built_at,
+                                       "interval_s": interval, "raw_root": root, "error": last_error,
+                                       "sweeps": sweeps, "just_in": just_in})
+
+    sweeps: list = []
     while not stop():
         started = time.monotonic()
         try:
-            now_fp = fingerprint(root)
+            listing = raw_cache.list_raw(root)
+            now_fp = fingerprint(root, listing)
         except Exception as exc:  # the store is down for a moment: say so and keep following
-            now_fp, last_error = last, f"cannot list {root}: {exc}"
+            listing, now_fp, last_error = None, last, f"cannot list {root}: {exc}"
+        if listing is not None:
+            manifests = sorted(listing.get("run_manifests", []), key=lambda r: r[2])
+            names = {r[0] for r in manifests}
+            new = [] if seen is None else [r[0] for r in manifests if r[0] not in seen]
+            seen = names
+            now = dt.datetime.now(dt.timezone.utc)
+            for name in new[-JUST_IN:]:
+                try:
+                    just_in.insert(0, just_in_row(_read(name), now))
+                except Exception as exc:  # a manifest that cannot be read now is read by the rebuild anyway
+                    log(f"cannot read {name} yet: {exc}")
+            del just_in[JUST_IN:]
+            if new:
+                live(sweeps)  # the new runs are visible now, before the rebuild
         if now_fp != last:
             try:
                 t0 = time.monotonic()
@@ -112,20 +176,19 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
                 log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, {n_read} raw file(s) read) in "
                     f"{time.monotonic() - t0:.1f} s")
                 last = now_fp
+                for row in just_in:
+                    row["in_warehouse"] = True  # every run listed before the build started is in it
             except warehouse.NoResultsError:
                 last = now_fp
             except EdgebenchError as exc:
                 last, last_error = now_fp, str(exc).splitlines()[0]
                 log(f"warehouse build failed (the previous warehouse is kept; retried at the next change): "
                     f"{last_error}")
-        sweeps = []
         if store is not None:
             try:
                 sweeps = in_progress(store)
             except EdgebenchError as exc:
                 last_error = str(exc)
-        write_live(live_path(target), {"updated_at": dt.datetime.now(dt.timezone.utc), "built_at": built_at,
-                                       "interval_s": interval, "raw_root": root, "error": last_error,
-                                       "sweeps": sweeps})
+        live(sweeps)
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
     return builds
