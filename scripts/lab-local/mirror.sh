@@ -84,11 +84,16 @@ base_rootfs() {   # a Debian bookworm root with what the network agents exec: ip
   [[ -e $ROOTFS/.stamp ]] && return 0
   local t0=$SECONDS
   mkdir -p "$(dirname "$ROOTFS")"; rm -rf "$ROOTFS.wip"
-  say "debootstrap bookworm ($ARCH) for the network images (a few minutes once; a foreign ARCH's second stage runs under qemu)"
+  say "debootstrap bookworm ($ARCH) for the network images (a few minutes once; a foreign ARCH's second stage and apt run under qemu)"
   mkdir -p "$WORK"
   debootstrap_root "$ROOTFS.wip" http://deb.debian.org/debian "$WORK/debootstrap-$ARCH.log" \
-    iptables,ipset,iproute2,conntrack,ipvsadm,kmod,ca-certificates,nftables \
     || die "debootstrap failed (see $WORK/debootstrap-$ARCH.log)"
+  cp /etc/resolv.conf "$ROOTFS.wip/etc/resolv.conf"
+  chroot "$ROOTFS.wip" /bin/sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -q &&
+      apt-get install -y -q --no-install-recommends iptables ipset iproute2 conntrack ipvsadm kmod ca-certificates nftables &&
+      apt-get clean' >> "$WORK/debootstrap-$ARCH.log" 2>&1 \
+    || die "apt in the network images' root failed (see $WORK/debootstrap-$ARCH.log)"
+  rm -f "$ROOTFS.wip/etc/resolv.conf"
   rm -rf "$ROOTFS.wip"/var/cache/apt/archives/*.deb "$ROOTFS.wip"/var/lib/apt/lists/* "$ROOTFS.wip"/usr/share/doc \
          "$ROOTFS.wip"/usr/share/man "$ROOTFS.wip"/usr/share/locale
   rm -rf "$ROOTFS"; mv "$ROOTFS.wip" "$ROOTFS"; date -u +%FT%TZ > "$ROOTFS/.stamp"

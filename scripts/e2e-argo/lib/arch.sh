@@ -81,18 +81,16 @@ unmount_below() {
   done
 }
 
-# debootstrap_root ROOT MIRROR LOG [INCLUDE]: debootstrap --variant=minbase of SUITE for ARCH into ROOT (INCLUDE: a
-# comma-separated package list added to it). A foreign ARCH in two stages: the first (download, unpack) here, the
-# second (dpkg --configure) in the chroot under qemu.
+# debootstrap_root ROOT MIRROR LOG: debootstrap --variant=minbase of SUITE for ARCH into ROOT. A foreign ARCH in
+# two stages: the first (download, unpack) here, the second (dpkg --configure) in the chroot under qemu.
 debootstrap_root() {
-  local root=$1 mirror=$2 log=$3 t0=$SECONDS rc=0 inc=()
-  [[ -n ${4:-} ]] && inc=(--include="$4")
+  local root=$1 mirror=$2 log=$3 t0=$SECONDS rc=0
   if [[ $ARCH == "$HOST_ARCH" ]]; then
-    debootstrap --variant=minbase "${inc[@]}" --arch="$ARCH" "$SUITE" "$root" "$mirror" >"$log" 2>&1
+    debootstrap --variant=minbase --arch="$ARCH" "$SUITE" "$root" "$mirror" >"$log" 2>&1
     return
   fi
   ensure_emulation
-  debootstrap --foreign --variant=minbase "${inc[@]}" --arch="$ARCH" "$SUITE" "$root" "$mirror" >"$log" 2>&1 || return 1
+  debootstrap --foreign --variant=minbase --arch="$ARCH" "$SUITE" "$root" "$mirror" >"$log" 2>&1 || return 1
   if ! chroot "$root" /bin/true >>"$log" 2>&1; then
     warn "the $ARCH root does not run here: chroot $root /bin/true fails (binfmt_misc: $BINFMT_DIR/qemu-$(qemu_of "$ARCH"))"
     return 1
