@@ -189,8 +189,8 @@ build() {
   for c in umoci skopeo debootstrap go; do command -v $c >/dev/null || die "$c is not installed"; done
   local kb; kb=$(k8s_bin)
   local miss=() b
-  for b in "$kb"/{kubeadm,kubelet,kubectl,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy} \
-           "$BIN"/{etcd,coredns,flanneld,kube-router,flannel,fortio,cni/bridge}; do
+  for b in "$kb"/{kubelet,kubectl,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy} \
+           "$BIN"/{kubeadm,etcd,coredns,flanneld,kube-router,flannel,fortio,cni/bridge}; do   # kubeadm: build.sh's (go1.24)
     [[ -x $b ]] || miss+=("$b")
   done
   ((${#miss[@]} == 0)) || say "warning: not built yet, left out of the mirror (the index will say so): ${miss[*]} (scripts/e2e-argo/build.sh --k8s; ARCH=$ARCH scripts/lab-local/build.sh)"
