@@ -59,3 +59,13 @@ def test_fidelity_pairs_from_the_command_line_need_two_at_least():
     for bad in ("1", "0", "-4", "x", "2.5"):
         with pytest.raises(argparse.ArgumentTypeError, match="at least 2"):
             bench_fidelity._pair_count(bad)
+
+
+def test_the_engine_part_says_why_it_measured_nothing_without_the_e2e_cluster(tmp_path, monkeypatch):
+    import bench_engine
+
+    monkeypatch.setattr(bench_engine, "KUBECONFIG", tmp_path / "absent.kubeconfig")
+    (row,) = bench_engine.run()
+    assert row.part == "engine" and row.value is None and row.ok is None
+    assert row.detail.startswith("not measured: the e2e cluster is not up (make e2e-argo KEEP=1")
+    assert row.target == "<= 1.10"
