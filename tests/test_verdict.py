@@ -204,16 +204,19 @@ def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
 
 
 def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):
-    marts = {(r["substrate"], r["netem_scenario"], r["tuning_profile"], r["protocol"], r["path"], r["placement"],
-              r["length_bytes"], r["cni"], r["cni_mode"]): r["verdict"]
-             for r in _rows(fixture_warehouse, "cmp_iperf3_vs_host")}
+    # the summary's rows are the mart's grain (every cell dimension, the variant with its duration and bitrate):
+    # one row per configuration and CNI mode, never one configuration's runs joined to another's figures
+    keys = summaries._SUMMARY_KEYS
+    assert {"lab", "cpu_class", "duration_s", "iperf3_bitrate", "cni", "cni_mode"} <= set(keys)
+    marts = {tuple(r[k] for k in keys): r for r in _rows(fixture_warehouse, "cmp_iperf3_vs_host")}
     rows = summaries.iperf3_summary(fixture_warehouse)
+    assert len({tuple(s[k] for k in keys) for s in rows}) == len(rows)
     compared = 0
     for s in rows:
-        key = (s["substrate"], s["netem_scenario"], s["tuning_profile"], s["protocol"], s["path"], s["placement"],
-               s["length_bytes"], s["cni"], s["cni_mode"])
-        if key in marts and marts[key] is not None:
-            assert s["verdict"] == marts[key]
+        m = marts.get(tuple(s[k] for k in keys))
+        if m is not None and m["verdict"] is not None:
+            assert (s["verdict"], s["throughput_mbps"]) == (m["verdict"], m["throughput_mbps"])
+            assert s["n_ok"] == m["n_runs"]  # the runs counted are the ones behind the figure
             compared += 1
     dds = {(r["substrate"], r["netem_scenario"], r["length_bytes"], r["reliability"], r["transport"], r["security"],
             r["placement"], r["cni"], r["cni_mode"]): r["verdict"]

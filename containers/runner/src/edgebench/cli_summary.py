@@ -64,19 +64,25 @@ def _print_summary(rows: list[dict]) -> None:
         return "-" if v is None else fmt.format(v)
 
     groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        key = (r["substrate"], r["distribution"], r["netem_scenario"], r["tuning_profile"], r["protocol"], r["path"],
-               r["placement"], r["length_bytes"])
-        groups.setdefault(key, []).append(r)
-    for (substrate, dist, netem, tuning, proto, path, placement, length), group in groups.items():
-        t = Table(title=f"iperf3 {proto} {path} {placement}, {length} B "
-                        f"(substrate={substrate}, distribution={dist}, netem={netem}, tuning={tuning})",
+    keys = ("substrate", "lab", "distribution", "netem_scenario", "tuning_profile", "cpu_class", "protocol", "path",
+            "placement", "length_bytes", "duration_s", "iperf3_bitrate")
+    for r in rows:  # one table per configuration of the mart's grain: a CNI mode has one row in it
+        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    for key, group in groups.items():
+        c = dict(zip(keys, key))
+        extra = "".join(f", {label}={c[k]}" for k, label in (("lab", "lab"), ("cpu_class", "cpu-class"),
+                                                             ("iperf3_bitrate", "bitrate"))
+                        if c.get(k) not in (None, "none", "testbed"))
+        t = Table(title=f"iperf3 {c['protocol']} {c['path']} {c['placement']}, {c['length_bytes']} B, "
+                        f"{c['duration_s']} s runs (substrate={c['substrate']}, distribution={c['distribution']}, "
+                        f"netem={c['netem_scenario']}, tuning={c['tuning_profile']}{extra})",
                   title_justify="left")
         for col, right in (("CNI:mode", False), ("runs", True), ("Mbit/s", True), ("±95% CI", True),
                            ("overhead vs host %", True), ("verdict", False), ("note", False)):
             t.add_column(col, justify="right" if right else "left", no_wrap=col not in ("note", "verdict"))
         for r in group:
-            runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "")
+            runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "") + (
+                f" (+{r['n_invalid']} invalid)" if r.get("n_invalid") else "")
             note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ""
             diff = None if r["overhead_pct"] is None else -r["overhead_pct"]
             t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from edgebench import versions
+from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
 from edgebench.results import ranking
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
@@ -18,8 +19,9 @@ except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
 
-_SUMMARY_KEYS = ("substrate", "distribution", "netem_scenario", "tuning_profile", "protocol", "path", "placement",
-                 "length_bytes", "cni", "cni_mode")
+# the grain of cmp_iperf3_vs_host: every cell dimension, then the variant (duration and bitrate included: runs of
+# another length are another configuration, never one row)
+_SUMMARY_KEYS = (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate")
 
 # Run counts by status from fct_iperf3_runs, figures and the verdict from the cmp_iperf3_vs_host mart (no second
 # computation: the verdict is the warehouse's, by the one rule of macros/verdict.sql)
@@ -33,7 +35,8 @@ def _verdict(verdict: str, is_host: str, host_value: str) -> str:
 _SUMMARY_SQL = f"""
 with status as (
     select {', '.join(_SUMMARY_KEYS)},
-           count(*) filter (where status = 'ok')          as n_ok,
+           count(*) filter (where status = 'ok' and is_valid)     as n_ok,   -- the runs behind the figures
+           count(*) filter (where status = 'ok' and not is_valid) as n_invalid,  -- kept out of every comparison
            count(*) filter (where status = 'failed')      as n_failed,
            count(*) filter (where status = 'unsupported') as n_unsupported,
            any_value(error) filter (where status <> 'ok') as error
@@ -44,9 +47,11 @@ select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mb
        o.host_n_runs, o.throughput_diff_ci95_mbps / o.host_throughput_mbps * 100 as overhead_ci95_pct,
        o.verdict_margin_pct, o.verdict_method, o.runs_to_decide,
        {_verdict("o.verdict", "status.cni = 'host'", "o.host_throughput_mbps")}
-from status left join cmp_iperf3_vs_host as o using ({', '.join(_SUMMARY_KEYS)})
-order by substrate, distribution, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
-         cni = 'host' desc, cni, cni_mode
+from status left join cmp_iperf3_vs_host as o
+    on {' and '.join(f"status.{k} is not distinct from o.{k}" for k in _SUMMARY_KEYS)}
+order by status.substrate, status.lab, status.distribution, status.netem_scenario, status.tuning_profile,
+         status.cpu_class, status.protocol, status.path, status.placement, status.length_bytes, status.duration_s,
+         status.iperf3_bitrate, status.cni = 'host' desc, status.cni, status.cni_mode
 """
 
 
