@@ -42,7 +42,7 @@ def test_build_from_minio(s3_env, tmp_path):
                                   where substrate='local' and cni='flannel' and protocol='tcp'""").fetchone()[0]
     assert overhead == pytest.approx(fx.OVERHEAD_LOCAL_TCP_FLANNEL)
     summary = summaries.iperf3_summary(tmp_path / "wh.duckdb")
-    assert sum(r["n_ok"] + r["n_failed"] + r["n_unsupported"] for r in summary) == fx.N_IPERF3_RUNS
+    assert sum(r["n_ok"] + r["n_invalid"] + r["n_failed"] + r["n_unsupported"] for r in summary) == fx.N_IPERF3_RUNS
 
 
 def test_wrong_credentials_fail_clearly(s3_env, monkeypatch, tmp_path):
