@@ -215,18 +215,24 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
                                               r["n_runs"], r["host_n_runs"])} for r in dds]
     http = [{**r, "verdict_text": verdict_text(r, r["response_p50_overhead_pct"], r["response_p50_overhead_ci95_pct"],
                                                r["n_runs"], r["host_n_runs"])} for r in http]
-    common = ["substrate", "distribution", "netem_scenario", "tuning_profile"]
-    tables(dds, common + ["reliability", "transport", "placement", "security", "batching", "length_bytes"],
+    # every column of the marts' grain that varies is in the group key, and in the title unless at its default
+    common = ["substrate", "lab", "distribution", "netem_scenario", "tuning_profile", "cpu_class"]
+
+    def conditions(k: dict) -> str:
+        extra = "".join(f", {label}={k[c]}" for c, label in (("lab", "lab"), ("cpu_class", "cpu-class"),
+                                                             ("rate", "rate"))
+                        if k.get(c) not in (None, "none", "testbed", "inf", 0))
+        return f"(substrate={k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']}{extra})"
+
+    tables(dds, common + ["reliability", "transport", "placement", "security", "batching", "rate", "length_bytes"],
            lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
                       f" security={k['security']}" + (" batching=off" if k["batching"] == "off" else "") +
-                      f" (substrate={k['substrate']}, netem={k['netem_scenario']}, "
-                      f"tuning={k['tuning_profile']})"),
+                      f" {conditions(k)}"),
            [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
             ("±95% CI", "latency_p90_ci95_us", "{:.1f}"), ("p99 us", "latency_p99_us", "{:.1f}"),
             ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}"), ("verdict (p90)", "verdict_text", "{}")])
     tables(http, common + ["service", "path", "placement", "length_bytes"],
-           lambda k: (f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} (substrate="
-                      f"{k['substrate']}, netem={k['netem_scenario']}, tuning={k['tuning_profile']})"),
+           lambda k: f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} {conditions(k)}",
            [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
             ("p50 ms", "response_p50_ms", "{:.3f}"), ("±95% CI", "response_p50_ci95_ms", "{:.3f}"),
             ("p90 ms", "response_p90_ms", "{:.3f}"), ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}"),

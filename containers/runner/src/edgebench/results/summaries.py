@@ -75,8 +75,8 @@ def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """DDS latency per configuration and CNI mode from cmp_dds_vs_host (p50/p90/p99 and the p90 overhead vs
     host, Table II of seed 000), for the table printed after a sweep."""
     return _query(f"""
-        select substrate, distribution, netem_scenario, tuning_profile, reliability, transport, placement, security,
-               batching, length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
+        select substrate, lab, distribution, netem_scenario, tuning_profile, cpu_class, reliability, transport,
+               placement, security, batching, rate, length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
                latency_p99_us, latency_p90_overhead_pct, latency_p90_overhead_ci95_pct, host_n_runs,
                verdict_margin_pct, verdict_method, runs_to_decide,
                {_verdict("verdict", "cni = 'host'", "host_latency_p90_us")}
@@ -87,8 +87,8 @@ def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
 def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """HTTP response times per configuration and CNI mode from cmp_http_vs_host."""
     return _query("""
-        select substrate, distribution, netem_scenario, tuning_profile, service, path, placement, length_bytes,
-               cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
+        select substrate, lab, distribution, netem_scenario, tuning_profile, cpu_class, service, path, placement,
+               length_bytes, cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
                response_p50_overhead_pct, response_p50_diff_ci95_ms / host_response_p50_ms * 100
                as response_p50_overhead_ci95_pct, host_n_runs, verdict_margin_pct, verdict_method,
                response_p50_runs_to_decide as runs_to_decide,
