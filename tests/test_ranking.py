@@ -45,6 +45,22 @@ def test_the_answer_carries_the_marts_verdicts_ranked(fixture_warehouse):
     assert e["sentence"].startswith("On the local testbed")
 
 
+def test_runs_of_another_duration_are_another_configuration_and_a_mode_is_ranked_once():
+    def row(mode, duration, verdict, n):
+        cni, cni_mode = mode.split(":")
+        return {"substrate": "local", "lab": "testbed", "distribution": "none", "cni": cni, "cni_mode": cni_mode,
+                **ranking._neutral(), "path": "pod-to-pod", "placement": "cross-node", "length_bytes": 131072,
+                "duration_s": duration, "iperf3_bitrate": None, "value": 1.0, "n_runs": n, "host_n_runs": n,
+                "diff_pct": -30.0, "ci_pct": 10.0, "verdict": verdict, "verdict_margin_pct": 5.0,
+                "runs_to_decide": None}
+
+    rows = [row("flannel:vxlan", 1, "worse", 8), row("flannel:host-gw", 1, "worse", 8),
+            row("flannel:vxlan", 3, "worse", 9), row("flannel:host-gw", 3, "inconclusive", 3)]
+    (e,) = ranking.headline(lambda sql, params: [dict(r) for r in rows], ranking.HEADLINES[0])
+    assert sorted(r["mode"] for r in e["rows"]) == ["flannel:host-gw", "flannel:vxlan"]  # each once
+    assert {r["duration_s"] for r in e["rows"]} == {1} and "1 s runs" in e["sentence"]  # as many judged: the one with more runs
+
+
 def test_sentence_groups_modes_by_verdict():
     rows = [{"mode": "a:x", "verdict": "equivalent", "diff_pct": 1.0, "verdict_margin_pct": 5.0},
             {"mode": "b:y", "verdict": "worse", "diff_pct": 25.0, "verdict_margin_pct": 5.0},

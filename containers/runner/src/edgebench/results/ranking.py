@@ -7,7 +7,8 @@ same rows.
 Each headline reads one vs-host mart and its verdict column (no second computation). The configuration shown per
 substrate and headline is the one measured under the neutral conditions (every cell dimension at its default: no
 link condition, default tuning, the machine's own cores, ...) with the most CNI modes judged; ties go to the
-smaller payload. Pure functions over `fetch(sql, params) -> list[dict]`, as results.papers.
+smaller payload, then the one with more runs. A configuration is the mart's whole grain (runs of another duration
+or bitrate are another one), so a CNI mode appears once in a ranking. Pure functions over `fetch(sql, params) -> list[dict]`, as results.papers.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class Headline:
 
 HEADLINES = (
     Headline("iperf3", "iperf3 TCP throughput", "cmp_iperf3_vs_host", "protocol = 'tcp'",
-             ("path", "placement", "length_bytes"), "throughput_mbps", "Mbit/s",
+             ("path", "placement", "length_bytes", "duration_s", "iperf3_bitrate"), "throughput_mbps", "Mbit/s",
              "-overhead_pct", "throughput_diff_ci95_mbps / host_throughput_mbps * 100"),
     Headline("dds-latency", "DDS latency p90", "cmp_dds_vs_host",
              "dds_mode = 'latency' and transport = 'unicast' and security = 'none' and batching = 'on'",
@@ -93,7 +94,8 @@ def headline(fetch: Fetch, h: Headline) -> list[dict]:
             off = sum(1 for c, v in neutral.items() if str(rows[0][c]) != str(v))
             judged = sum(1 for r in rows if r["verdict"] != "n < 2")
             size = rows[0].get("length_bytes")
-            return (off, -judged, size if size is not None else 0, item[0])
+            runs = sum(r["n_runs"] or 0 for r in rows)
+            return (off, -judged, size if size is not None else 0, -runs, item[0])
         _, rows = min(groups.items(), key=score)
         # better: the largest gain first; worse: the smallest loss first
         rows = sorted(rows, key=lambda r: (_RANK.get(r["verdict"], 9),
@@ -123,6 +125,10 @@ def _config_text(config: dict, conditions: dict) -> str:
     for c in ("service", "path", "placement", "reliability"):
         if config.get(c) is not None:
             parts.append(str(config[c]))
+    if config.get("duration_s") is not None:
+        parts.append(f"{config['duration_s']} s runs")
+    if config.get("iperf3_bitrate") is not None:
+        parts.append(f"at {config['iperf3_bitrate']}")
     parts += [f"{k}={v}" for k, v in conditions.items()]
     return " ".join(parts)
 
