@@ -100,3 +100,58 @@ def test_dry_run_says_the_range():
                                        "-p", "repetitions=auto", "-p", "max-repetitions=6"])
     assert res.exit_code == 0, res.output
     assert "between 18 and 36 runs (repetitions=auto: 3 to 6 rounds" in " ".join(res.output.split())
+
+
+# ---- a resumed auto sweep -------------------------------------------------------------------------------------
+
+class _Store:
+    def __init__(self, stops=None):
+        self.objects = {} if stops is None else {"stops": stops}
+        self.put = {}
+
+    def get_json(self, key):
+        return {"stops": self.objects["stops"]} if key.endswith("stops.json") and "stops" in self.objects else None
+
+    def put_json(self, key, doc):
+        self.put[key] = doc
+
+
+def test_a_resumed_sweep_judges_the_runs_stored_before_it():
+    from edgebench.plan.cells import runs_for
+    from edgebench.sweep import runner
+    from edgebench.sweep.progress import Progress
+
+    s = _sweep(**{"min-repetitions": "3"})
+    cells, _ = expand_checked(s)
+    host, vxlan, _ = cells
+    tcp = adaptive._variant(_docs(host, [1])[0])
+    h, x = _docs(host, [1000, 1010, 990]), _docs(vxlan, [700, 705, 698])
+    prior, now = h[:2] + x[:2], [h[2], x[2]]  # rounds 1 and 2 stored by an earlier session, round 3 now
+    report = runner.SweepReport(s.sweep_id, results=now)
+    active = {i: {tcp} for i in range(3)}
+    variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(s, c)}
+    later = [(i, {r.run_id for r in runs_for(s, c) if r.repetition == 4}) for i, c in enumerate(cells)]
+    plan = [(1, set())] + later
+    store = _Store()
+    runner._adapt(s, cells, store, report, Progress(3, 12, log=lambda _: None), lambda _: None, plan, 0, 3,
+                  active, variant_of, {}, prior)
+    assert tcp not in active[1]  # decided on rounds 1-3 (n = 3), not on round 3 alone
+    assert all(i != 1 for i, _ in plan[1:])  # its round 4 is not measured
+    rec = store.put[f"sweeps/{s.sweep_id}/stops.json"]["stops"][vxlan.cell_id]
+    assert rec["variants"][adaptive.label(tcp)]["reason"].startswith("decided after 3 rounds: worse (paired, n=3)")
+
+
+def test_what_an_earlier_session_stopped_stays_stopped():
+    from edgebench.sweep import runner
+
+    s = _sweep()
+    cells, _ = expand_checked(s)
+    tcp = adaptive._variant(_docs(cells[0], [1])[0])
+    earlier = {cells[1].cell_id: {"label": cells[1].label, "variants": {
+        adaptive.label(tcp): {"after_round": 2, "reason": "decided after 2 rounds: worse"}}}}
+    active = {i: {tcp} for i in range(3)}
+    lines = []
+    assert runner._resume_stops(s, cells, _Store(earlier), active, lines.append) == earlier
+    assert active == {0: {tcp}, 1: set(), 2: {tcp}}
+    assert lines == [f"{cells[1].label}: 1 variant(s) stopped by an earlier session of this sweep stay stopped"]
+    assert runner._resume_stops(s, cells, _Store(), {0: {tcp}}, lines.append) == {}  # first session: nothing

@@ -130,20 +130,36 @@ class ResultStore:
         return sent
 
     # reading ---------------------------------------------------------------------------------------
-    def run_statuses(self, sweep_id: str) -> dict[str, dict[str, Any]]:
-        """run_id -> {status, attempt} of every manifest already stored for this sweep."""
+    def run_manifests(self, sweep_id: str) -> dict[str, dict[str, Any]]:
+        """run_id -> the manifest of every run already stored for this sweep."""
         out = {}
         for obj in self.client.list_objects(self.cfg.bucket, prefix=f"runs/{sweep_id}/", recursive=True):
             if obj.object_name.endswith("/manifest.json"):
-                run_id = obj.object_name.split("/")[-2]
-                resp = self.client.get_object(self.cfg.bucket, obj.object_name)
-                try:
-                    doc = json.loads(resp.read())
-                    out[run_id] = {"status": doc.get("status", "unknown"), "attempt": int(doc.get("attempt", 1))}
-                finally:
-                    resp.close()
-                    resp.release_conn()
+                doc = self.get_json(obj.object_name)
+                if doc is not None:
+                    out[obj.object_name.split("/")[-2]] = doc
         return out
+
+    def run_statuses(self, sweep_id: str) -> dict[str, dict[str, Any]]:
+        """run_id -> {status, attempt} of every manifest already stored for this sweep."""
+        return {rid: {"status": doc.get("status", "unknown"), "attempt": int(doc.get("attempt", 1))}
+                for rid, doc in self.run_manifests(sweep_id).items()}
+
+    def get_json(self, key: str) -> dict[str, Any] | None:
+        """A stored JSON object, or None when there is none under that key."""
+        from minio.error import S3Error  # as client(): only what talks to the store needs the MinIO client
+
+        try:
+            resp = self.client.get_object(self.cfg.bucket, key)
+        except S3Error as exc:
+            if exc.code in ("NoSuchKey", "NoSuchObject"):
+                return None
+            raise
+        try:
+            return json.loads(resp.read())
+        finally:
+            resp.close()
+            resp.release_conn()
 
     def keys(self, prefix: str = "") -> list[str]:
         return sorted(o.object_name for o in self.client.list_objects(self.cfg.bucket, prefix=prefix, recursive=True))

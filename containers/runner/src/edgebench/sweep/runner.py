@@ -60,7 +60,9 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     for cell, reason in skipped:
         log(f"skipped {cell.label}: {reason}")
     report = SweepReport(sweep.sweep_id)
-    previous = {} if rerun else store.run_statuses(sweep.sweep_id)
+    stored = {} if rerun else store.run_manifests(sweep.sweep_id)
+    previous = {rid: {"status": d.get("status", "unknown"), "attempt": int(d.get("attempt", 1))}
+                for rid, d in stored.items()}
     store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", plan_record(sweep, cells, now()))  # `edgebench status`
     total = sum(len(runs_for(sweep, c)) for c in cells)
     progress = Progress(len(cells), total, log=log, stream=live, tty=live is not None)
@@ -85,7 +87,8 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
             log(f"{head}: {doc['error']} (recorded; same for other runs of this cell with this reason)")
 
     try:
-        _run_cells(sweep, cells, store, testbed, previous, report, progress, sink, log, interleave)
+        _run_cells(sweep, cells, store, testbed, previous, report, progress, sink, log, interleave,
+                   prior=[d for d in stored.values() if d.get("status") == "ok"])
     except BaseException:  # interrupted or broken: still send what was measured, but report the original error
         with contextlib.suppress(Exception):
             uploader.close()
@@ -113,12 +116,13 @@ def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list
 
 
 def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progress: Progress, log: Log,
-           plan: list, v: int, rnd: int, active: dict[int, set], variant_of: dict[str, tuple], stopped: dict) -> None:
+           plan: list, v: int, rnd: int, active: dict[int, set], variant_of: dict[str, tuple], stopped: dict,
+           prior: list[dict]) -> None:
     """repetitions=auto, after round `rnd` (the visit plan[v] ended it): stop the variants whose comparisons are
     decided, or cannot be within max-repetitions (sweep/adaptive.py), drop their runs from the later visits, and
-    record why in sweeps/<id>/stops.json."""
+    record why in sweeps/<id>/stops.json. A resumed sweep judges the runs stored before it too (`prior`)."""
     docs: dict[str, list[dict]] = {}
-    for doc in report.results:
+    for doc in [*prior, *report.results]:
         docs.setdefault(doc.get("cell_id"), []).append(doc)
     decisions = adaptive.stops(cells, docs, active, rnd, sweep.values["min-repetitions"],
                                sweep.values["max-repetitions"])
@@ -150,8 +154,24 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
     store.put_json(f"sweeps/{sweep.sweep_id}/stops.json", {"sweep_id": sweep.sweep_id, "stops": stopped})
 
 
+def _resume_stops(sweep: Sweep, cells, store: ResultStore, active: dict[int, set], log: Log) -> dict:
+    """repetitions=auto, resumed: the variants an earlier session of this sweep stopped stay stopped (their later
+    runs are not measured now either); returns the earlier stops.json's record to go on from."""
+    earlier = (store.get_json(f"sweeps/{sweep.sweep_id}/stops.json") or {}).get("stops") or {}
+    index = {c.cell_id: i for i, c in enumerate(cells)}
+    for cell_id, rec in earlier.items():
+        i = index.get(cell_id)
+        if i is None:
+            continue
+        done = {v for v in active[i] if adaptive.label(v) in (rec.get("variants") or {})}
+        if done:
+            active[i] -= done
+            log(f"{cells[i].label}: {len(done)} variant(s) stopped by an earlier session of this sweep stay stopped")
+    return earlier
+
+
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
-               progress: Progress, sink, log: Log, interleave: bool = True) -> None:
+               progress: Progress, sink, log: Log, interleave: bool = True, prior: list[dict] | None = None) -> None:
     """The cells in visits() order. Consecutive visits of the same build (Provider.build_key: local testbed, same
     datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
     earlier visit resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
@@ -171,7 +191,15 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
     rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(sweep, c)}
     variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(sweep, c)}
     active = {i: {adaptive.variant(r) for r in runs_for(sweep, c)} for i, c in enumerate(cells)}
-    stopped: dict = {}
+    stopped: dict = _resume_stops(sweep, cells, store, active, log) if adaptive_on and prior else {}
+    if stopped:  # what an earlier session stopped is not measured now
+        keep = [(i, {rid for rid in todo if variant_of[rid] in active[i]}) for i, todo in plan]
+        not_needed = sum(len(t) for _, t in plan) - sum(len(t) for _, t in keep)
+        for i in {i for i, _ in plan} - {i for i, t in keep if t}:
+            progress.cell_done()  # nothing of it is left to measure
+        plan[:] = [(i, t) for i, t in keep if t]
+        progress.skip(not_needed)
+        report.counts["not needed"] = report.counts.get("not needed", 0) + not_needed
     kept = None  # (provider, phases.handover) of the cluster the previous visit reset for the next one
     n_rounds = sweep.values["repetitions"]
     try:
@@ -209,7 +237,8 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             if all(j != i for j, _ in plan[v + 1:]):
                 progress.cell_done()
             if adaptive_on and last_of_round:
-                _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, variant_of, stopped)
+                _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, variant_of, stopped,
+                       prior or [])
             v += 1
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too
