@@ -189,7 +189,7 @@ def test_sensor_is_consistent(base):
         res = wf["source"]["resource"]
         assert res["kind"] == "Workflow" and res["spec"]["workflowTemplateRef"] == {"name": "sweep"}
         listed = [p["name"] for p in res["spec"]["arguments"]["parameters"]]
-        assert listed == ["cnis", "trigger"] and set(listed) <= set(sweep_params)
+        assert listed == ["cnis", "trigger", "cni-versions"] and set(listed) <= set(sweep_params)
         for p in wf["parameters"]:
             assert p["src"]["dependencyName"] == t["template"]["conditions"]
             index = int(re.fullmatch(r"spec\.arguments\.parameters\.(\d+)\.value", p["dest"]).group(1))
@@ -269,6 +269,8 @@ def render(sensor: dict, dependency: str, data: dict) -> dict[str, dict]:
         wf = copy.deepcopy(t["template"]["argoWorkflow"]["source"]["resource"])
         for p in t["template"]["argoWorkflow"]["parameters"]:
             value = gjson_get(data, p["src"]["dataKey"])
+            if value is _MISSING and "value" in p["src"]:
+                value = p["src"]["value"]  # the source's default, used only when the dataKey is absent
             assert value is not _MISSING, p  # argo-events: an error (the trigger fails), here: a test failure
             sjson_set(wf, p["dest"], param_string(value))
         out[t["template"]["name"]] = wf
@@ -325,7 +327,8 @@ def sweep_of(workflow: dict) -> spec.Sweep:
 def test_probe_record_patches_the_base_configmap_into_a_valid_one(base):
     (record,) = probe_records()
     assert record["metadata"]["name"] == "edgebench-cni-version-calico"
-    assert set(record["data"]) == {"cni", "version", "cnis", "trigger"} and record["data"]["version"] == BUMPED
+    assert set(record["data"]) == {"cni", "version", "cnis", "trigger", "cni-versions"}
+    assert record["data"]["version"] == BUMPED and json.loads(record["data"]["cni-versions"]) == ["v3.31.7", BUMPED]
     mv.validate(resource_event(base, record)["body"])
     # once recorded (the ConfigMap mount the probe reads), the same release is not recorded again
     assert probe_records(known={"calico": BUMPED}) == []
@@ -341,6 +344,8 @@ def test_probe_event_becomes_a_sweep_of_only_the_changed_modes(base):
                                        "source": "https://docs.tigera.io/calico/charts/index.yaml",
                                        "at": "2026-07-14T06:17:00Z"}
     assert sweep.values["substrate"] == "ssh" and sweep.sweep_id.startswith("ssh-calico-v3-31-8-")
+    # a paired rerun: every mode at the previous and the new version, interleaved by round in this one sweep
+    assert sweep.values["cni-versions"] == ["v3.31.7", BUMPED]
 
 
 def test_ci_event_becomes_a_sweep_of_only_the_changed_modes():
@@ -349,6 +354,9 @@ def test_ci_event_becomes_a_sweep_of_only_the_changed_modes():
     sweep = sweep_of(wfs["rerun-ci-version"])
     assert [cm.key for cm in sweep.values["cnis"]] == ["calico:bgp", "calico:vxlan"]
     assert sweep.values["trigger"]["new"] == BUMPED and sweep.values["trigger"]["source"] == "ci"
+    assert sweep.values["cni-versions"] == ["default"]  # the payload says no pair: the new version alone
+    paired = render(_sensor(), "ci-version-bump", ci_event({**CI_BODY, "cni-versions": ["v3.31.7", BUMPED]}))
+    assert sweep_of(paired["rerun-ci-version"]).values["cni-versions"] == ["v3.31.7", BUMPED]
 
 
 def test_expand_matrix_of_the_rerun_keeps_the_trigger_id(base):

@@ -346,8 +346,13 @@ CONFIGMAP_LABEL = "edgebench.io/cni-version-record"
 def configmap_record(st: CniStatus, trigger: dict[str, Any]) -> dict[str, Any]:
     """The ConfigMap that records a newer version on a management cluster (kustomize/base/versions/): the Argo probe
     merge-patches it, the resource EventSource sees the update, the Sensor submits the sweep with `cnis` and
-    `trigger` taken from its data. Only data is patched; the label that the EventSource selects on is in base."""
+    `trigger` taken from its data, and `cni-versions` [previous, new]: a paired rerun, both versions interleaved by
+    round in one sweep (docs/reruns.md; ["default"], the new one alone, when there is no previous version). Only data
+    is patched; the label that the EventSource selects on is in base."""
+    prev = trigger.get("previous")
+    paired = [prev, trigger["new"]] if prev and prev != trigger["new"] else ["default"]
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP_PREFIX + st.cni},
             "data": {"cni": st.cni, "version": trigger["new"],
                      "cnis": json.dumps(st.modes, separators=(",", ":")),
-                     "trigger": json.dumps(trigger, separators=(",", ":"), sort_keys=True)}}
+                     "trigger": json.dumps(trigger, separators=(",", ":"), sort_keys=True),
+                     "cni-versions": json.dumps(paired, separators=(",", ":"))}}
