@@ -305,11 +305,20 @@ def events(kube: Kube, timeout: float, report: dict) -> list[str]:
         entry.update(sweep_id=sweep_id, runs_expected=len(planned))
         if stored != planned:
             errors.append(f"the rerun stored runs {sorted(stored)}, the planner gives {sorted(planned)}")
+        # a paired rerun (cni-versions [previous, new] from the probe's record) runs each mode at both versions
+        paired = [new_version if v == "default" else v for v in json.loads(params.get("cni-versions") or '["default"]')]
+        entry["cni_versions"] = paired
+        if paired != [old_version, new_version]:
+            errors.append(f"the rerun's cni-versions are {paired}, expected the paired [{old_version}, {new_version}]")
+        requested = set()
         for key, m in mine.items():
             env_ = m.get("environment", {})
-            if env_.get("cni_version_requested") != new_version:
+            requested.add(env_.get("cni_version_requested"))
+            if env_.get("cni_version_requested") not in paired:
                 errors.append(f"{key}manifest.json: environment.cni_version_requested is "
-                              f"{env_.get('cni_version_requested')!r}, expected {new_version}")
+                              f"{env_.get('cni_version_requested')!r}, expected one of {paired}")
+        if requested != set(paired):
+            errors.append(f"the rerun's runs request {sorted(map(str, requested))}, expected each of {paired}")
         return errors
     finally:
         httpd.shutdown()
