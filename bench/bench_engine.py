@@ -6,8 +6,8 @@ locally (`edgebench sweep --local`, into the e2e cluster's MinIO), through the r
 cluster (the Workflow `argo submit workflows/sweep.yaml` creates; every cell phase is a pod of the runner image),
 then locally again. Both substrates are the network-namespace testbed, so what differs is the engine: pod starts,
 artifact and parameter passing, the controller's reconcile loop. Rows: Argo / local wall time (target <= 1.10),
-and the time per cell and per run of each. Where the ratio is above target the detail says where Argo's time goes
-(from the workflow's node times: pod phases vs the time between them).
+and the time per cell and per run of each. The detail gives the pods' summed node durations against the workflow's
+wall time.
 
 Skips (value None, with the reason) when the e2e cluster is not up.
 """
@@ -36,12 +36,13 @@ def _iso(text: str) -> float:
 
 
 def _where_argo_time_goes(wf: dict) -> str:
-    """Pod nodes' summed run time vs the workflow's wall time: the rest is scheduling, pod start and reconcile."""
+    """Pod nodes' summed durations vs the workflow's wall time (Argo counts a node from its creation: the sums include
+    waiting for the target's semaphore and the pod's start)."""
     st = wf["status"]
     wall = _iso(st["finishedAt"]) - _iso(st["startedAt"])
     pods = [n for n in st.get("nodes", {}).values() if n.get("type") == "Pod" and n.get("finishedAt")]
     busy = sum(_iso(n["finishedAt"]) - _iso(n["startedAt"]) for n in pods)
-    return (f"{len(pods)} pods, {busy:.0f} s of pod time in {wall:.0f} s of workflow time "
+    return (f"{len(pods)} pods, their node durations sum to {busy:.0f} s in {wall:.0f} s of workflow time "
             f"({busy / len(pods):.1f} s per pod on average)" if pods else "no pod times")
 
 
