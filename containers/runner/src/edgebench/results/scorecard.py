@@ -62,7 +62,9 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
         return f"measure it: {run}"
     if "no measured row matches" in detail or "never measured under the same conditions" in detail:
         return f"measure both sides under the claim's conditions: {run}"
-    if "fewer than 2 runs" in detail or (row.get("left") or {}).get("ci95") is None:
+    # "a side has fewer than 2 runs" (scope overall), or a side without an interval; an `each` claim's detail names
+    # both reasons generically ("inconclusive by the one rule, or fewer than 2 runs"): its sides' intervals decide
+    if "a side has fewer than 2 runs" in detail or (row.get("left") or {}).get("ci95") is None:
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
     k = runs_to_decide(row)
     if k is None:
