@@ -6,23 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
 from edgebench.results import papers, scorecard
+from test_papers import _fetch  # the fixture warehouse as papers' fetch(sql, params)
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _fetch(path):
-    def fetch(sql, params):
-        with duckdb.connect(str(path), read_only=True) as con:
-            cur = con.execute(sql, params)
-            cols = [d[0] for d in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
-    return fetch
 
 
 def test_the_scorecard_counts_what_the_paper_report_judged(fixture_warehouse):

@@ -64,9 +64,9 @@ def _print_summary(rows: list[dict]) -> None:
         return "-" if v is None else fmt.format(v)
 
     groups: dict[tuple, list[dict]] = {}
-    keys = ("substrate", "lab", "distribution", "netem_scenario", "tuning_profile", "cpu_class", "protocol", "path",
-            "placement", "length_bytes", "duration_s", "iperf3_bitrate")
-    for r in rows:  # one table per configuration of the mart's grain: a CNI mode has one row in it
+    # one table per configuration of the summary's grain (the mart's) without the network: a CNI mode has one row
+    keys = tuple(k for k in summaries._SUMMARY_KEYS if k not in ("cni", "cni_mode", "datapath"))
+    for r in rows:
         groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
     for key, group in groups.items():
         c = dict(zip(keys, key))

@@ -59,6 +59,12 @@ class S3Config:
         return Minio(url.netloc, access_key=self.access_key, secret_key=self.secret_key, secure=url.scheme == "https")
 
 
+def statuses(manifests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """run_id -> {status, attempt} of stored manifests (ResultStore.run_manifests)."""
+    return {rid: {"status": doc.get("status", "unknown"), "attempt": int(doc.get("attempt", 1))}
+            for rid, doc in manifests.items()}
+
+
 class StoreError(EdgebenchError):
     pass
 
@@ -142,8 +148,7 @@ class ResultStore:
 
     def run_statuses(self, sweep_id: str) -> dict[str, dict[str, Any]]:
         """run_id -> {status, attempt} of every manifest already stored for this sweep."""
-        return {rid: {"status": doc.get("status", "unknown"), "attempt": int(doc.get("attempt", 1))}
-                for rid, doc in self.run_manifests(sweep_id).items()}
+        return statuses(self.run_manifests(sweep_id))
 
     def get_json(self, key: str) -> dict[str, Any] | None:
         """A stored JSON object, or None when there is none under that key."""

@@ -20,7 +20,7 @@ from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
-from edgebench.results.store import BackgroundUploader, ResultStore, state_dir
+from edgebench.results.store import BackgroundUploader, ResultStore, state_dir, statuses
 from edgebench.results.sweep_status import plan_record
 from edgebench.substrates.local.testbed import Testbed, require_root
 
@@ -61,8 +61,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
         log(f"skipped {cell.label}: {reason}")
     report = SweepReport(sweep.sweep_id)
     stored = {} if rerun else store.run_manifests(sweep.sweep_id)
-    previous = {rid: {"status": d.get("status", "unknown"), "attempt": int(d.get("attempt", 1))}
-                for rid, d in stored.items()}
+    previous = statuses(stored)
     store.put_json(f"sweeps/{sweep.sweep_id}/sweep.json", plan_record(sweep, cells, now()))  # `edgebench status`
     total = sum(len(runs_for(sweep, c)) for c in cells)
     progress = Progress(len(cells), total, log=log, stream=live, tty=live is not None)
