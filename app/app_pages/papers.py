@@ -2,13 +2,14 @@ import altair as alt
 import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
-from data.papers import (PAPER_IDS, claims_frame, numbers_frame, paper_report, paper_title, published_only_frame,
-                         run_hint, scorecard_frame, undecided_frame)
+from data.papers import (PAPER_IDS, claims_frame, numbers_frame, other_numbers_frame, paper_report, paper_title,
+                         published_only_frame, run_hint, scorecard_frame, undecided_frame)
 import ui
 
 st.title("Papers")
 st.caption("The five papers edgebench was designed from, reproduced: each number a paper prints that edgebench "
-           "measures in the same unit and normalization (overhead % vs the host network), beside ours with its 95% "
+           "measures in the same unit and normalization (overhead % vs the host network, multicast against unicast, one "
+           "tool against another, efficiency % of the host, a distribution against kubeadm), beside ours with its 95% "
            "CI, and each of the paper's findings tested on our data: agrees, disagrees or cannot tell. Results of "
            "different substrates are never pooled.")
 
@@ -39,9 +40,9 @@ else:
 numbers = numbers_frame(rep)
 if not numbers.empty:
     shown = numbers[numbers["substrate"].isin([substrate, "not measured"])] if substrate else numbers
-    for metric, title in (("throughput_mbps", "Table I: DDS throughput overhead vs host (%)"),
-                          ("latency_p90_us", "Table II: DDS 90th-percentile latency overhead vs host (%)")):
-        part = shown[shown["metric"] == metric]
+    for source, title in (("Table I", "Table I: DDS throughput overhead vs host (%)"),
+                          ("Table II", "Table II: DDS 90th-percentile latency overhead vs host (%)")):
+        part = shown[shown["source"] == source].drop(columns=["published", "ours are", "unit"])
         if part.empty:
             continue
         st.subheader(title)
@@ -66,6 +67,15 @@ if not numbers.empty:
     st.caption("Overhead % vs host: throughput (host - CNI) / host, latency (CNI - host) / host; positive = worse "
                "than host. 95% CI: Welch's interval of the CNI - host difference over the host mean. vs host: the "
                "CNI against the host by that interval. " + RULE_HELP)
+    others = shown[~shown["source"].isin(["Table I", "Table II"])]
+    if not others.empty:
+        st.subheader("The paper's other numbers beside ours")
+        st.dataframe(other_numbers_frame(others), hide_index=True, column_config={
+            "ours": st.column_config.NumberColumn(format="%.2f"),
+            "± 95% CI": st.column_config.NumberColumn(format="%.2f")})
+        st.caption("ours are: what our figure is, in the paper's normalization (a pair: left against the baseline "
+                   "named, same conditions otherwise). 95% CI: Welch's interval of the difference over the baseline "
+                   "mean. verdict: the one rule on that comparison. " + RULE_HELP)
 
 st.subheader("Claims")
 claims = claims_frame(rep, substrate)

@@ -56,21 +56,33 @@ def undecided_frame(card: pd.DataFrame) -> pd.DataFrame:
 
 def numbers_frame(rep: dict) -> pd.DataFrame:
     """The matched numbers as a table: the published value and ours with the half-width of its 95% interval, n and
-    verdict."""
+    the verdict of the comparison ours describes (results/counterparts.py)."""
     rows = [{
-        "source": f"{r['table_ref']}",
-        "subject": f"{r['label']} ({r['cni']}:{r['cni_mode']})",
+        "source": r["source"],
+        "subject": r["label"] + (f" ({m})" if (m := ":".join(x for x in (r["cni"], r["cni_mode"]) if x)) else ""),
         "payload (B)": r["payload_bytes"],
         "published %": r["value"],
+        "published": r["published"],
         "substrate": r["substrate"] or "not measured",
         "ours %": r["ours"],
-        "± 95% CI": r["ours_ci95"],  # half-width, percentage points; empty with fewer than 2 runs on a side
+        "± 95% CI": r["ours_ci95"],  # half-width, in the paper's unit; empty with fewer than 2 runs on a side
         "n (CNI/host)": f"{r['n_runs'] or 0}/{r['host_n_runs'] or 0}",
         "vs host": r["verdict"] or "",
+        "ours are": r["ours_are"] + (f" ({r['against']})" if r.get("against") else ""),
         "conditions": r["conditions"],
         "metric": r["metric"],
+        "unit": r["unit"],
     } for r in rep["numbers"]]
     return pd.DataFrame(rows)
+
+
+def other_numbers_frame(numbers: pd.DataFrame) -> pd.DataFrame:
+    """The counterparts outside seed 000's Tables I and II, in the paper's unit (%, ratio): the published value as
+    printed (a range, ~, <) beside ours."""
+    return numbers.rename(columns={"ours %": "ours", "n (CNI/host)": "n / baseline n", "vs host": "verdict"}).drop(
+        columns=["published %", "metric"])[["source", "subject", "payload (B)", "published", "substrate", "ours",
+                                             "± 95% CI", "unit", "n / baseline n", "verdict", "ours are",
+                                             "conditions"]]
 
 
 def claims_frame(rep: dict, substrate: str | None = None) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
+from edgebench.results import counterparts
 from edgebench.results.claim_compare import compare, metric_family  # noqa: F401  (the claims' comparison)
 from edgebench.results.store import repo_root
 
@@ -87,19 +88,6 @@ FREED_TOGETHER = (
     frozenset({"intercluster", "intercluster_tool", "intercluster_mode", "intercluster_implementation",
                "is_emulated", "intercluster_model", "is_baseline"}),
 )
-
-# published tables whose every cell edgebench measures in the same unit and normalization: (paper, table) ->
-# (mart, value column, its half-width column, fixed filters); rows join on cni, cni_mode and payload. Conditions the
-# paper does not fix for us (tuning, netem, distribution, placement) are not filtered: every measured condition is
-# its own row, labelled.
-COUNTERPARTS = {
-    ("000", "Table I"): ("cmp_dds_vs_host", "throughput_overhead_pct", "throughput_overhead_ci95_pct",
-                         {"dds_mode": "throughput", "reliability": "reliable", "transport": "unicast",
-                          "subscribers": 1, "security": "none"}),
-    ("000", "Table II"): ("cmp_dds_vs_host", "latency_p90_overhead_pct", "latency_p90_overhead_ci95_pct",
-                          {"dds_mode": "latency", "reliability": "reliable", "transport": "unicast",
-                           "subscribers": 1, "security": "none"}),
-}
 
 # the conditions a measured number is labelled with, and the value each takes when it is not worth naming
 CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
@@ -292,7 +280,7 @@ def _fmt(side: dict) -> str:
 
 
 def _table(fetch: Fetch, name: str) -> list[dict]:
-    return fetch(f"select * from {name}", [])  # name from GRAINS / COUNTERPARTS / the seeds, never user input
+    return fetch(f"select * from {name}", [])  # name from GRAINS / counterparts.SPECS / the seeds, never user input
 
 
 def substrates(rows: list[dict]) -> list[str]:
@@ -318,49 +306,78 @@ def claims_report(fetch: Fetch, paper: str) -> list[dict]:
 
 
 def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
-    """(matched, published_only): each published number edgebench measures beside our value per substrate, and the
-    paper's other numbers with the reason they have no counterpart."""
-    published = fetch("select * from published_results where paper = ? order by table_ref nulls last, label, "
-                      "payload_bytes", [paper])
+    """(matched, published_only): each published number edgebench measures the same way (results/counterparts.py)
+    beside our figure per substrate and condition, and the paper's other numbers with the reason they have none."""
+    published = counterparts.fold_ranges(fetch(
+        "select * from published_results where paper = ? order by table_ref nulls last, figure_ref nulls last, "
+        "label, payload_bytes", [paper]))
     matched, only = [], []
     mart_rows: dict[str, list[dict]] = {}
     for p in published:
-        spec = COUNTERPARTS.get((p["paper"], p.get("table_ref") or ""))
+        spec = counterparts.spec_for(p)
         if spec is None:
             only.append({**_published(p), "reason": _why_unmatched(p)})
             continue
-        mart, col, ci_col, fixed = spec
-        rows = mart_rows.setdefault(mart, _table(fetch, mart))
-        hits = [r for r in rows
-                if all(_norm(r.get(k)) == _norm(v) for k, v in fixed.items())
-                and (r.get("cni"), r.get("cni_mode")) == (p["cni"], p["cni_mode"])
-                and _norm(r.get("length_bytes")) == _norm(p["payload_bytes"])]
+        rows = mart_rows.setdefault(spec.mart, _table(fetch, spec.mart))
+        freed = frozenset()
+        if spec.vary:
+            freed = frozenset({spec.vary}).union(*(g for g in FREED_TOGETHER if spec.vary in g))
+        hits = counterparts.measured(spec, p, rows, GRAINS.get(spec.mart, ()), freed)
+        base = {**_published(p), "ours_are": spec.ours}
         if not hits:
-            matched.append({**_published(p), "substrate": None, "ours": None, "ours_ci95": None, "n_runs": 0,
-                            "host_n_runs": 0, "verdict": None, "conditions": "not measured yet"})
-        for r in sorted(hits, key=lambda r: (r["substrate"], *(_norm(r.get(k)) for k in CONDITIONS))):
-            matched.append({**_published(p), "substrate": r["substrate"], "ours": r.get(col), "ours_ci95": r.get(ci_col),
-                            "n_runs": r.get("n_runs"), "host_n_runs": r.get("host_n_runs"), "verdict": r.get("verdict"),
-                            "conditions": _conditions(r)})
+            why = "not measured yet" + (f": {spec.why_not}" if spec.why_not else "")
+            matched.append({**base, "substrate": None, "ours": None, "ours_ci95": None, "n_runs": 0,
+                            "host_n_runs": 0, "verdict": None, "against": None, "conditions": why})
+        for h in sorted(hits, key=lambda h: (h["substrate"] or "", _conditions(h["row"], spec, p),
+                                             h["against"] or "")):
+            matched.append({**base, **{k: v for k, v in h.items() if k != "row"},
+                            "conditions": _conditions(h["row"], spec, p)})
     return matched, only
 
 
-def _conditions(r: dict) -> str:
-    """The row's conditions that are not the defaults ("tuning_profile=rti-dds netem_scenario=edg5"), or "defaults"."""
+# columns a published number may leave open: each measured value of them is its own row, named in its conditions
+OPEN_COLUMNS = ("cni", "cni_mode", "length_bytes", "reliability", "subscribers", "service", "netem_scenario",
+                "tuning_profile", "distribution")
+
+
+def _conditions(r: dict, spec: counterparts.Spec | None = None, p: dict | None = None) -> str:
+    """The row's conditions that are not the defaults ("tuning_profile=rti-dds netem_scenario=edg5"), the ones the
+    published number leaves open (its payload, a CNI's mode, ...), or "defaults"."""
     named = [f"{k}={_norm(r[k])}" for k, default in CONDITIONS.items()
              if r.get(k) is not None and _norm(r[k]) != default]
+    if spec is not None and p is not None:
+        fixed_by_paper = {"cni": p.get("cni") and "cni" in spec.join,
+                          "cni_mode": p.get("cni_mode") and "cni_mode" in spec.join,
+                          "length_bytes": p.get("payload_bytes") not in (None, "") and "payload_bytes" in spec.join,
+                          "distribution": p.get("distribution") and "distribution" in spec.join,
+                          "tuning_profile": p.get("tuning_profile") and "tuning_profile" in spec.join}
+        for k in OPEN_COLUMNS:
+            if k in r and r[k] is not None and k not in spec.fixed and not fixed_by_paper.get(k) \
+                    and _norm(r[k]) != CONDITIONS.get(k) and k != spec.vary and not any(x.startswith(f"{k}=") for x in named):
+                named.append(f"{k}={_norm(r[k])}")
     return " ".join(named) or "defaults"
 
 
 def _published(p: dict) -> dict:
-    return {k: p.get(k) for k in ("table_ref", "figure_ref", "label", "metric", "unit", "cni", "cni_mode",
-                                  "payload_bytes", "value", "qualifier", "normalization", "condition", "quote")}
+    out = {k: p.get(k) for k in ("paper", "table_ref", "figure_ref", "label", "metric", "unit", "cni", "cni_mode",
+                                 "payload_bytes", "distribution", "tuning_profile", "intercluster", "value",
+                                 "value_high", "qualifier", "baseline", "normalization", "condition", "quote")}
+    return {**out, "published": counterparts.published_text(p), "source": p.get("table_ref") or p.get("figure_ref")
+            or "text"}
 
 
 def _why_unmatched(p: dict) -> str:
-    if p.get("normalization") == "absolute":
+    norm = (p.get("normalization") or "").lower()
+    if norm == "absolute":
         return "an absolute value on the paper's hardware and network; only relative values carry over"
-    if not p.get("cni") or p.get("payload_bytes") is None:
+    if "(absolute)" in norm:
+        return (f"an absolute difference ({p.get('unit')}) on the paper's hardware; only relative values carry "
+                "over")
+    if "bare metal" in (p.get("baseline") or ""):
+        return "bare metal against a host-network container: edgebench has no bare-metal variant of the host yet"
+    if (p.get("baseline") or "").startswith("link rate"):
+        return "relative to the link rate: the testbed's links have no rate of their own"
+    if not p.get("cni") and p.get("payload_bytes") is None and not p.get("label"):
         return "a statement over several subjects or sizes; tested through the paper's claims where edgebench can"
     return "relative to a baseline edgebench has no mart for (" + (p.get("baseline") or "?") + ")"
 

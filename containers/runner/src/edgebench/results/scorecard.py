@@ -73,7 +73,8 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
 
 
 def _number_key(n: dict) -> tuple:
-    return tuple(n.get(k) for k in ("table_ref", "figure_ref", "label", "metric", "cni", "cni_mode", "payload_bytes"))
+    return tuple(n.get(k) for k in ("table_ref", "figure_ref", "label", "metric", "unit", "cni", "cni_mode",
+                                    "payload_bytes", "distribution", "tuning_profile", "qualifier", "value"))
 
 
 def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -> list[dict]:
