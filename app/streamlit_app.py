@@ -16,8 +16,9 @@ st.set_page_config(page_title="edgebench", page_icon=":material/hub:", layout="w
 ui.freshness()  # the sidebar's data age; a swapped-in warehouse reruns the page
 st.navigation([
     st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    # one entry per page, in registry order: workloads may share one (iperf3 and sockperf: CNI datapaths)
     *[st.Page(f"app_pages/{w.page}.py", title=w.page_title, icon=w.page_icon, url_path=w.page)
-      for w in REGISTRY.values()],
+      for i, w in enumerate(REGISTRY.values()) if w.page not in [v.page for v in list(REGISTRY.values())[:i]]],
     st.Page("app_pages/link_conditions.py", title="Link conditions", icon=":material/network_check:",
             url_path="link_conditions"),
     st.Page("app_pages/tuning.py", title="Tuning efficiency", icon=":material/tune:", url_path="tuning"),

@@ -20,7 +20,7 @@ BAKE = CONTAINERS / "docker-bake.hcl"
 NAMED_TAG_ONLY = ("gcr.io/distroless/",)
 # Command -> what provides it in the runner image: ("apt", package) or ("bin", file in /usr/local/bin).
 TOOL_PROVIDERS = {
-    "iperf3": ("apt", "iperf3"), "ddsperf": ("apt", "cyclonedds-tools"), "ssh": ("apt", "openssh-client"),
+    "iperf3": ("apt", "iperf3"), "sockperf": ("apt", "sockperf"), "ddsperf": ("apt", "cyclonedds-tools"), "ssh": ("apt", "openssh-client"),
     "scp": ("apt", "openssh-client"), "ip": ("apt", "iproute2"), "bridge": ("apt", "iproute2"),
     "ss": ("apt", "iproute2"), "tc": ("apt", "iproute2"), "nft": ("apt", "nftables"),
     "ping": ("apt", "iputils-ping"), "sysctl": ("apt", "procps"), "curl": ("apt", "curl"),

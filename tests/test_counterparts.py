@@ -150,3 +150,20 @@ def test_seed_002_fig_3_on_the_fixtures(fixture_warehouse):
     assert all(n["published"] == "3 %" and n["ours_are"] == "throughput overhead % vs host" for n in flannel)
     # the absolute microsecond differences keep their reason
     assert any("absolute difference" in o["reason"] for o in rep["published_only"])
+
+
+def test_profile_against_profile_reads_the_baseline_profile():
+    p = _pub(paper="003", figure_ref="Fig. 27", label="Antrea, Flannel, Cilium, Calico", metric="latency", cni=None,
+             cni_mode=None, tuning_profile="accelerator-performance", value=15, qualifier="range low",
+             baseline="tuning default_settings", normalization="reduction % vs baseline")
+    spec = C.spec_for(p)
+    assert spec.vary == "tuning_profile" and C._baseline_values(p["baseline"]) == ["default_settings"]
+    row = {"substrate": "ssh", "cni": "flannel", "cni_mode": "vxlan", "workload": "sockperf", "protocol": "udp",
+           "is_host_baseline": False, "length_bytes": 64, "tuning_mtu": 1450, "n_runs": 5}
+    rows = [{**row, "tuning_profile": "accelerator-performance", "latency_p50_us": 30.0, "latency_p50_ci95_us": 1.0},
+            {**row, "tuning_profile": "default_settings", "latency_p50_us": 40.0, "latency_p50_ci95_us": 1.0},
+            {**row, "tuning_profile": "default_settings", "protocol": "tcp", "latency_p50_us": 10.0,
+             "latency_p50_ci95_us": 1.0}]
+    (h,) = C.measured(spec, p, rows, papers.GRAINS["cmp_tuning_vs_host"], frozenset({"tuning_profile"}))
+    assert h["ours"] == pytest.approx(25.0) and h["against"] == "tuning_profile=default_settings"
+    assert h["verdict"] == "better"  # lower latency than the default profile, beyond the margin

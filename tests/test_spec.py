@@ -218,8 +218,8 @@ def test_run_lengths_paper_takes_the_papers_lengths_and_names_another_sweep():
     preset = Path(__file__).resolve().parents[1] / "workflows/presets/seed-003-tuned-profiles.testbed.yaml"
     short = spec.load(preset, {}, substrate="local")
     full = spec.load(preset, {"run-lengths": "paper"}, substrate="local")
-    assert (short.values["duration"], short.values["repetitions"]) == (3, 2)
-    assert (full.values["duration"], full.values["dds-duration"], full.values["repetitions"]) == (10, 10, 5)
+    assert (short.values["duration"], short.values["sockperf-duration"], short.values["repetitions"]) == (2, 2, 3)
+    assert (full.values["duration"], full.values["sockperf-duration"], full.values["repetitions"]) == (10, 10, 5)
     assert short.sweep_id != full.sweep_id
     # the recorded lengths alone change no sweep id: a preset keeps the id it had before it carried them
     bare = spec.from_parameters({k: v for k, v in short.raw.items() if k != "paper-run-lengths"}, source="t")

@@ -266,7 +266,7 @@ def test_the_cell_dimensions_are_named_in_one_macro(fixture_warehouse):
                                                 "where table_name like 'cmp_%' and table_name not in "
                                                 "('cmp_distributions', 'cmp_cni_version_regressions', "
                                                 "'cmp_emulation_vs_real')")]
-    assert len(marts) == 9  # cmp_resources_efficiency the ninth
+    assert len(marts) == 10  # cmp_sockperf_vs_host the tenth
     for mart in marts:
         cols = [r[0] for r in q(fixture_warehouse, "select column_name from information_schema.columns "
                                                    "where table_name = ? order by ordinal_position", mart)]

@@ -14,7 +14,7 @@ NAMES = list(workloads.REGISTRY)
 
 
 def test_registry_finds_the_workloads_in_phase_order():
-    assert NAMES[:3] == ["iperf3", "dds", "http"]
+    assert NAMES[:4] == ["iperf3", "dds", "http", "sockperf"]
     assert "run-workloads" in phases.PHASES  # one phase runs every registered workload, in this order
 
 
@@ -47,3 +47,52 @@ def test_a_parameter_of_a_workload_not_run_does_not_change_the_sweep_id():
     b = spec.from_parameters({**base, "dds-payloads": '["128"]'})
     c = spec.from_parameters({**base, "iperf3-lengths": '["64K"]'})
     assert a.sweep_id == b.sweep_id != c.sweep_id
+
+
+def test_dds_ping_timeout_other_than_ddsperfs_is_recorded_unsupported():
+    """seed 000 Fig. 6's 200 ms ping timeout: ddsperf's is fixed at 1 s, so the run says so and measures nothing;
+    the default (1000) adds nothing to a run's params, so the ids of every earlier DDS run stay."""
+    from edgebench.plan import spec as S
+    from edgebench.plan.workload_plans import PLANS
+
+    s = S.from_parameters({"substrate": "local", "cnis": '["host"]', "workloads": '["dds:latency","dds:throughput"]',
+                           "dds-payloads": '["64"]', "dds-reliability": '["best-effort"]',
+                           "dds-ping-timeouts": '["1000","200"]'}, source="t")
+    from edgebench.plan.dimensions import cells
+
+    cell = cells(s.sweep_id, "local", "none", s.values)[0]
+    lat = PLANS["dds"].expand(s.values, cell, 1, "latency")
+    tput = PLANS["dds"].expand(s.values, cell, 1, "throughput")
+    assert [r.params.get("ping_timeout_ms") for r in lat] == [None, 200]
+    assert all("ping_timeout_ms" not in r.params for r in tput)  # throughput runs have no pings
+    assert "ping-timeout=200ms" in PLANS["dds"].describe(lat[1])
+
+    class Provider:
+        def client(self, placement):
+            return object()
+
+        def peers(self, placement):
+            return [object()]
+
+        def multicast_reason(self, placement):
+            return None
+
+    class Ctx:
+        provider = Provider()
+
+    raw, metrics, error, _ = workloads.get("dds").measure(Ctx(), lat[1])
+    assert (raw, metrics) == ({}, None)
+    assert error.startswith("unsupported: a 200 ms ping timeout: ddsperf waits a fixed 1000 ms")
+    with pytest.raises(Exception, match="dds-ping-timeouts"):
+        S.from_parameters({"dds-ping-timeouts": '["0"]'}, source="t")
+
+
+def test_ddsperf_ping_timeouts_are_counted_from_its_running_total():
+    """ddsperf prints "ping timed out" at most once a second, with the total so far: the total counts, not the
+    lines."""
+    from edgebench.drivers.ddsperf_scan import _scan
+
+    text = ("[1234] 1.000 ping timed out (total 1 times) ... sending new ping\n"
+            "[1234] 2.000 ping timed out (total 7 times) ... sending new ping\n")
+    assert _scan(text).ping_timeouts == 7
+    assert _scan("[1234] 1.000 ping timed out ... sending new ping\n").ping_timeouts == 1

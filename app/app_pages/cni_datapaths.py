@@ -1,7 +1,8 @@
 import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
-from data.cni_datapaths import filter_values, overhead, overhead_table, problem_runs, substrates, throughput_chart
+from data.cni_datapaths import (filter_values, overhead, overhead_table, problem_runs, request_response, substrates,
+                                throughput_chart)
 from data.common import FILTERS
 import ui
 
@@ -27,6 +28,22 @@ else:
         "overhead_pct": st.column_config.NumberColumn("overhead %", format="%.1f"),
         "verdict": st.column_config.TextColumn("verdict vs host", help=RULE_HELP),
     })
+
+rr = ui.query(request_response, substrate=substrate, **filters)
+if not rr.empty:
+    st.subheader("Request/response latency vs host (sockperf)")
+    st.dataframe(rr, hide_index=True, column_config={
+        "latency_p50_us": st.column_config.NumberColumn("p50 µs", format="%.1f"),
+        "latency_p50_ci95_us": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
+        "latency_p99_us": st.column_config.NumberColumn("p99 µs", format="%.1f"),
+        "host_latency_p50_us": st.column_config.NumberColumn("host p50 µs", format="%.1f"),
+        "latency_p50_overhead_pct": st.column_config.NumberColumn("overhead %", format="%.1f"),
+        "latency_p50_overhead_ci95_pct": st.column_config.NumberColumn("± 95% CI %", format="%.1f"),
+        "verdict": st.column_config.TextColumn("verdict vs host", help=RULE_HELP),
+    })
+    st.caption("sockperf ping-pong: one message in flight, latency = half the round trip (as ddsperf's), the mean "
+               "over runs of each run's p50. overhead % = (CNI - host) / host x 100: positive means slower than "
+               "host. The iperf3 filters above (protocol, path, length) do not apply here.")
 
 st.subheader("Failed and unsupported runs")
 problems = ui.query(problem_runs, substrate=substrate, **filters)

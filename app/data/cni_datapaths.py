@@ -79,3 +79,18 @@ def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
         layers.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color="#d62728")
                       .encode(y="host_throughput_mbps:Q", tooltip=["label:N", "host_throughput_mbps:Q"]))
     return alt.layer(*layers).properties(height=380, title="iperf3 throughput (mean, 95% CI), host baseline dashed")
+
+
+_WORKLOAD_COLUMNS = ("protocol", "path", "placement", "length_bytes")
+
+
+def request_response(con, substrate: str, **filters) -> pd.DataFrame:
+    """cmp_sockperf_vs_host rows (request/response latency, half round trips) for one substrate and the page's cell
+    conditions (its iperf3 protocol, path, placement and length do not apply), host first per configuration."""
+    where, params = _where(substrate, {k: v for k, v in filters.items() if k not in _WORKLOAD_COLUMNS})
+    return con.execute(f"""
+        select cni || ' / ' || cni_mode as variant, protocol, path, placement, length_bytes, n_runs,
+               latency_p50_us, latency_p50_ci95_us, latency_p99_us, host_latency_p50_us, host_n_runs,
+               latency_p50_overhead_pct, latency_p50_overhead_ci95_pct, verdict
+        from cmp_sockperf_vs_host where {where}
+        order by protocol, path, placement, length_bytes, is_host_baseline desc, latency_p50_us""", params).df()

@@ -1,11 +1,12 @@
 -- Means per configuration for the tuning-efficiency comparison, over status = 'ok' AND is_valid runs only
--- (host included): iperf3 throughput, DDS throughput-mode throughput and DDS latency-mode p50. tuning_mtu is the
+-- (host included): iperf3 throughput, DDS throughput-mode throughput, and the p50 of DDS latency mode and of sockperf
+-- request/response runs. tuning_mtu is the
 -- pod MTU in force: tuning.mtu, or the top-level mtu for manifests without a tuning object. DDS parameters are
 -- null for iperf3 rows (they are part of the grain for DDS rows).
 with runs as (
 
     select * from {{ ref('int_runs__deduplicated') }}
-    where status = 'ok' and is_valid and workload in ('iperf3', 'dds')
+    where status = 'ok' and is_valid and workload in ('iperf3', 'dds', 'sockperf')
       and coalesce(batching, 'on') = 'on'  -- DDS batching=off runs stay out of comparisons (see int_dds__config_stats)
       and intercluster = 'none'  -- one cluster: runs across an inter-cluster tool are compared in cmp_intercluster_vs_none
       and coalesce(service_proxy, 'default') = 'default'  -- testbed cells per service proxy are compared in cmp_service_proxies

@@ -2,7 +2,7 @@
 -- same tuning profile, MTU and packet size, and otherwise identical conditions (substrate, distribution, netem,
 -- workload, protocol, path, placement, length, DDS parameters). Only status = 'ok' AND is_valid runs.
 --   throughput_efficiency_pct = cni / host * 100   (iperf3; DDS throughput mode)
---   latency_efficiency_pct    = host / cni * 100   (DDS latency mode, on the p50)
+--   latency_efficiency_pct    = host / cni * 100   (DDS latency mode and sockperf request/response, on the p50)
 -- 100 = as good as the host, lower = worse. *_efficiency_ci95_pct: half-width of the 95% interval in percentage
 -- points, Welch's interval of cni - host over the denominator's mean (its own uncertainty not propagated), null when
 -- a side has fewer than 2 runs; *_ci95_* of the means: Student t over the runs. MTU: a CNI's pod MTU is the link MTU minus its encapsulation, so the

@@ -275,7 +275,15 @@ def _json_default(v):
     return v.isoformat() if hasattr(v, "isoformat") else str(v)
 
 
-METRIC_WORDS = {"throughput_mbps": "throughput", "latency_p90_us": "p90 latency"}
+METRIC_WORDS = {"throughput_mbps": "throughput", "latency_p90_us": "p90 latency", "latency_p50_us": "p50 latency",
+                "response_time_ms": "response time", "response_p50_ms": "p50 response time",
+                "throughput_efficiency_pct": "efficiency", "memory_used_mb": "memory", "cpu_pct": "CPU"}
+
+
+def _digits(r: dict) -> int:
+    """Decimals of a counterpart: two for a ratio, one for a percentage."""
+    return 2 if r.get("unit") == "ratio" else 1
+
 def print_scorecard(rows: list[dict]) -> None:
     """The reproduction scorecard: one row per paper and substrate, then what would decide each claim we cannot
     tell."""
@@ -312,22 +320,26 @@ def print_paper(rep: dict) -> None:
     if rep["numbers"]:
         t = Table(title="Published numbers beside ours (same unit and normalization)", title_justify="left")
         for col, right in (("source", False), ("subject", False), ("payload", True), ("published", True),
-                           ("substrate", False), ("ours [95% CI]", True), ("n / host n", True), ("vs host", False),
-                           ("conditions", False)):
+                           ("substrate", False), ("ours [95% CI]", True), ("n / baseline n", True),
+                           ("verdict", False), ("ours are", False), ("conditions", False)):
             t.add_column(col, justify="right" if right else "left")
         for r in rep["numbers"]:
-            ours = "-" if r["ours"] is None else f"{r['ours']:.1f}" + (
-                f" [{r['ours'] - r['ours_ci95']:.1f}, {r['ours'] + r['ours_ci95']:.1f}]" if r["ours_ci95"] is not None
-                else " (n < 2)")
-            t.add_row(f"{r['table_ref']} ({METRIC_WORDS.get(r['metric'], r['metric'])})",
-                      f"{r['label']} ({r['cni']}:{r['cni_mode']})",
-                      f"{r['payload_bytes']} B", f"{r['value']:g} {r['unit']}", r["substrate"] or "-",
-                      ours if r["ours"] is None else f"{ours} {r['unit']}",
-                      f"{r['n_runs'] or 0}/{r['host_n_runs'] or 0}", r["verdict"] or "-", r["conditions"])
+            ours = "-" if r["ours"] is None else f"{r['ours']:.{_digits(r)}f}" + (
+                f" [{r['ours'] - r['ours_ci95']:.{_digits(r)}f}, {r['ours'] + r['ours_ci95']:.{_digits(r)}f}]"
+                if r["ours_ci95"] is not None else " (n < 2)")
+            mode = ":".join(x for x in (r["cni"], r["cni_mode"]) if x)
+            t.add_row(f"{r['source']} ({METRIC_WORDS.get(r['metric'], r['metric'])})",
+                      r["label"] + (f" ({mode})" if mode else ""),
+                      "-" if r["payload_bytes"] is None else f"{r['payload_bytes']} B", r["published"],
+                      r["substrate"] or "-", ours if r["ours"] is None else f"{ours} {r['unit']}",
+                      f"{r['n_runs'] or 0}/{r['host_n_runs'] or 0}", r["verdict"] or "-",
+                      r["ours_are"] + (f" ({r['against']})" if r.get("against") else ""), r["conditions"])
         out.print(t)
-        out.print("  overhead % vs host: throughput (host - cni) / host, latency (cni - host) / host; positive = worse "
-                  "than host. CI: Welch's 95% interval of the difference over the host mean. verdict: the CNI against "
-                  "the host by that interval.", highlight=False)
+        out.print("  ours are: what our figure is (overhead % vs host: throughput (host - cni) / host, latency (cni - "
+                  "host) / host, positive = worse than host; a pair: left against the baseline named). CI: Welch's "
+                  "95% interval of the difference over the baseline mean. verdict: the one rule on that comparison "
+                  "(the CNI against the host, multicast against unicast, one tool against the other).",
+                  highlight=False)
     if rep["published_only"]:
         out.print(f"  {len(rep['published_only'])} other published number(s) have no counterpart measured the same way "
                   "(absolute values on the paper's hardware, statements over several subjects); --json lists them "

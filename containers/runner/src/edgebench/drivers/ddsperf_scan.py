@@ -131,8 +131,9 @@ def _scan(text: str) -> _Scan:
         if len(parts) < 3:
             continue
         tok, rest = parts[1], parts[2]
-        if "ping timed out" in line:
-            sc.ping_timeouts += 1
+        if "ping timed out" in line:  # printed at most once a second, with the running total
+            total = re.search(r"total (\d+) times", line)
+            sc.ping_timeouts = max(sc.ping_timeouts + 1, int(total.group(1)) if total else 0)
         if not re.match(r"^([-+.\d]|nan|inf)", tok, re.I):
             continue  # "[pid] participant ...", "[pid] error: ...", "[pid] ping timed out ..."
         where = f"line {n}"

@@ -55,7 +55,8 @@ def _sweep_id(name: str, value: str) -> str:
 
 TRIGGER_KEYS = ("cni", "new", "previous", "source", "at")
 # the parameters a paper's run lengths may set (run-lengths=paper): how long and how often, never what is measured
-LENGTH_PARAMS = ("duration", "dds-duration", "http-requests", "repetitions", "min-repetitions", "max-repetitions")
+LENGTH_PARAMS = ("duration", "dds-duration", "sockperf-duration", "http-requests", "repetitions", "min-repetitions",
+                 "max-repetitions")
 
 
 def _run_lengths(name: str, value: str) -> dict[str, str]:
@@ -163,7 +164,7 @@ LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Ar
           "the file's", neutral_at_default=True),
     Param("paper-run-lengths", _run_lengths, "{}",
           "a paper preset's run lengths as the paper measured them: JSON object of duration, dds-duration, "
-          "http-requests, repetitions (e.g. {\"dds-duration\": \"120\"}); applied with run-lengths=paper, "
+          "sockperf-duration, http-requests, repetitions (e.g. {\"dds-duration\": \"120\"}); applied with run-lengths=paper, "
           "otherwise only recorded", neutral_at_default=True),
     Param("trigger", _trigger, "{}",
           "what triggered this sweep as a rerun (`edgebench watch`, the Argo Events sensor): JSON object {cni, new, "

@@ -55,6 +55,34 @@ class Iperf3Plan(WorkloadPlan):
                 for path, placement in values["iperf3-paths"] for length in lengths]
 
 
+class SockperfPlan(WorkloadPlan):
+    """TCP/UDP request/response latency with sockperf ping-pong (seed 003's latency figures): one client, one
+    server, one message in flight, per path and message size."""
+
+    name = "sockperf"
+    order = 35
+    variants = ("tcp", "udp")
+    params = (
+        Param("sockperf-lengths", lambda n, v: sizes(n, v, 14, 65000), json_default(["64"]),
+              "request/response message sizes in bytes (sockperf -m, at least its 14-byte header; seed 003: 64, "
+              "512, 1472, 9000, 15000)"),
+        Param("sockperf-paths", paths, json_default(["pod-to-pod:cross-node"]),
+              "path:placement entries for request/response runs"),
+        Param("sockperf-duration", lambda n, v: integer(n, v, 2), "3",
+              "seconds per request/response run, at least 2 (sockperf drops a warm-up and the edges of the run "
+              "from its statistics)"),
+    )
+
+    def expand(self, values: dict[str, Any], cell: Cell, repetition: int, variant: str) -> list[Run]:
+        return [Run(cell, self.name, variant, path, placement, length, values["sockperf-duration"], repetition, {})
+                for path, placement in values["sockperf-paths"] for length in values["sockperf-lengths"]]
+
+
+# ddsperf waits a fixed 1 s for the pongs of a ping before it sends the next one (Cyclone DDS ddsperf.c,
+# maybe_send_new_ping: DDS_SECS (1)); it has no option to change it
+DDSPERF_PING_TIMEOUT_MS = 1000
+
+
 class DdsPlan(WorkloadPlan):
     """DDS pub/sub with Cyclone DDS ddsperf (seeds 000 and 002): latency = ping/pong (RTT/2), throughput = pub/sub."""
 
@@ -80,27 +108,35 @@ class DdsPlan(WorkloadPlan):
               "batching disabled)", neutral_at_default=True),
         Param("dds-duration", lambda n, v: integer(n, v, 2), "3",
               "seconds per DDS run, at least 2 (ddsperf prints no statistics for a 1 s run)"),
+        Param("dds-ping-timeouts", lambda n, v: integers(n, v, 1, 60000), json_default(["1000"]),
+              "latency runs: how long the pinger waits for a lost pong before the next ping, ms (seed 000 Fig. 6: "
+              "200 with best-effort). ddsperf's is fixed at 1000, so any other value is recorded unsupported",
+              neutral_at_default=True),
     )
 
     def expand(self, values: dict[str, Any], cell: Cell, repetition: int, variant: str) -> list[Run]:
         v = values
         # "batching" is in a run's params only when off: runs with ddsperf's own batching keep the ids (hashes of
         # the params) and manifests they had before the parameter existed
+        # the same for a ping timeout other than ddsperf's own 1000 ms (latency runs only)
         return [
             Run(cell, self.name, "udp", "pod-to-pod", placement, payload, v["dds-duration"], repetition,
                 {"mode": variant, "reliability": reliability, "transport": transport, "subscribers": subs,
-                 "security": security, "rate": "inf", **({"batching": batching} if batching != "on" else {})})
+                 "security": security, "rate": "inf", **({"batching": batching} if batching != "on" else {}),
+                 **({"ping_timeout_ms": timeout} if timeout != DDSPERF_PING_TIMEOUT_MS else {})})
             for placement in v["dds-placements"] for payload in v["dds-payloads"]
             for reliability in v["dds-reliability"] for transport in v["dds-transports"]
             for security in v["dds-security"] for batching in v["dds-batching"]
             for subs in (v["dds-subscribers"] if variant == "throughput" else [1])
+            for timeout in (v["dds-ping-timeouts"] if variant == "latency" else [DDSPERF_PING_TIMEOUT_MS])
         ]
 
     def describe(self, run: Run) -> str:
         p = run.params
         return f" {p['reliability']} {p['transport']}" + (
             f" subs={p['subscribers']}" if p["mode"] == "throughput" else "") + (
-            f" batching={p['batching']}" if "batching" in p else "")
+            f" batching={p['batching']}" if "batching" in p else "") + (
+            f" ping-timeout={p['ping_timeout_ms']}ms" if "ping_timeout_ms" in p else "")
 
 
 class HttpPlan(WorkloadPlan):
@@ -162,7 +198,7 @@ class LoadedLatencyPlan(WorkloadPlan):
 
 # every workload's plan, in the order of their run-* phases (and of their parameters in the Argo files)
 PLANS: dict[str, WorkloadPlan] = {p.name: p for p in sorted(
-    (Iperf3Plan(), DdsPlan(), HttpPlan(), LoadedLatencyPlan()), key=lambda p: (p.order, p.name))}
+    (Iperf3Plan(), SockperfPlan(), DdsPlan(), HttpPlan(), LoadedLatencyPlan()), key=lambda p: (p.order, p.name))}
 DESCRIBE.update({name: plan.describe for name, plan in PLANS.items()})
 
 

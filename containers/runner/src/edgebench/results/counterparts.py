@@ -126,6 +126,19 @@ SPECS: dict[tuple[str, str, str, str], Spec] = {
         {"workload": "iperf3", "protocol": "udp", "is_host_baseline": False},
         hundred_minus("throughput_efficiency_pct", "throughput_efficiency_ci95_pct"), verdict_col=None,
         higher_is_better=False, cnis=_FOUR),
+    # seed 003: one tuned profile's request/response latency against another's, same CNI, protocol and size
+    ("003", "Fig. 12", "latency", "%"): Spec(
+        "cmp_tuning_vs_host", "TCP p50 latency increase % vs the other profile",
+        {"workload": "sockperf", "protocol": "tcp", "is_host_baseline": False}, vary="tuning_profile",
+        mean="latency_p50_us", ci="latency_p50_ci95_us", form="increase", cnis=_FOUR),
+    ("003", "Fig. 27", "latency", "%"): Spec(
+        "cmp_tuning_vs_host", "UDP p50 latency reduction % vs the other profile",
+        {"workload": "sockperf", "protocol": "udp", "is_host_baseline": False}, vary="tuning_profile",
+        mean="latency_p50_us", ci="latency_p50_ci95_us", form="reduction", cnis=_FOUR),
+    ("003", "Fig. 28", "latency", "%"): Spec(
+        "cmp_tuning_vs_host", "UDP p50 latency increase % vs the other profile",
+        {"workload": "sockperf", "protocol": "udp", "is_host_baseline": False}, vary="tuning_profile",
+        mean="latency_p50_us", ci="latency_p50_ci95_us", form="increase", cnis=_FOUR),
     # seed 004: a distribution against kubeadm for the same CNI mode (real clusters only)
     ("004", "Fig. 2", "memory_used_mb", "%"): Spec(
         "cmp_distributions", "CNI memory (RSS during the run) % vs kubeadm",
@@ -181,12 +194,17 @@ def _row_filter(spec: Spec, p: dict) -> Callable[[dict], bool]:
     for col in ("distribution", "tuning_profile"):
         if p.get(col) and col in spec.join:
             conds[col] = {p[col]}
+    conds.pop(spec.vary, None)  # a pair's sides differ in it
     return lambda r: all(_norm(r.get(c)) in w for c, w in conds.items())
 
 
-def _tools(text: str | None) -> list[str]:
-    """'intercluster clusterlink and submariner:libreswan' -> ['clusterlink', 'submariner:libreswan']."""
-    t = (text or "").strip().removeprefix("intercluster").strip()
+def _baseline_values(text: str | None) -> list[str]:
+    """A pair's right side from the published baseline: 'intercluster clusterlink and submariner:libreswan' ->
+    ['clusterlink', 'submariner:libreswan'], 'tuning default_settings' -> ['default_settings']."""
+    t = (text or "").strip()
+    first, _, rest = t.partition(" ")
+    if first in ("intercluster", "tuning", "transport"):
+        t = rest.strip()
     return [x.strip() for x in t.replace(",", " and ").split(" and ") if x.strip()]
 
 
@@ -219,7 +237,7 @@ def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], free
                         "host_n_runs": n_base, "verdict": v, "against": None, "row": r})
         return out
     lefts = list(spec.left) or [p.get(spec.vary) or ""]
-    rights = list(spec.right) or _tools(p.get("baseline"))
+    rights = list(spec.right) or _baseline_values(p.get("baseline"))
     sides = [r for r in rows if keep(r) and (not spec.substrates or r.get("substrate") in spec.substrates)]
     key_cols = [c for c in grain if c not in freed]
     out = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgebench.plan.dimensions import Run
+from edgebench.plan.workload_plans import DDSPERF_PING_TIMEOUT_MS
 from edgebench.drivers import dds_security
 from edgebench.drivers import ddsperf as driver
 from edgebench.workloads.base import Measurement, Workload
@@ -30,6 +31,10 @@ class Dds(Workload):
         params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
         if p["transport"] == "multicast" and no_multicast:
             return {}, None, f"unsupported: multicast transport: {no_multicast}", params
+        if p.get("ping_timeout_ms", DDSPERF_PING_TIMEOUT_MS) != DDSPERF_PING_TIMEOUT_MS:
+            return {}, None, (f"unsupported: a {p['ping_timeout_ms']} ms ping timeout: ddsperf waits a fixed "
+                              f"{DDSPERF_PING_TIMEOUT_MS} ms for a lost pong before the next ping (Cyclone DDS "
+                              "ddsperf.c, maybe_send_new_ping) and has no option to change it"), params
         if p["security"] != "none":
             why = dds_security.security_support()
             if why:
