@@ -211,6 +211,10 @@ def test_paper_000_report_on_the_fixtures(fixture_warehouse):
     assert c10["left"]["mean"] == pytest.approx(be) and c10["right"]["mean"] == pytest.approx(rel)
     assert c10["outcome"] in ("agrees", "disagrees", "cannot tell")
     assert sum(rep["claim_outcomes"].values()) == len(rep["claims"])
+    # every outcome says what it rests on, and the two agree
+    assert all(c["reason"] in papers.REASONS for c in rep["claims"])
+    assert all((c["reason"] == "decided") == (c["outcome"] in ("agrees", "disagrees")) for c in rep["claims"])
+    assert outcomes["000-09"]["reason"] == "side missing" and outcomes["000-12"]["reason"] == "not testable"
 
 
 def test_paper_report_before_anything_was_measured(fixture_warehouse):

@@ -64,8 +64,23 @@ def test_an_inconclusive_claim_says_about_how_many_runs_would_decide_it():
                                "000", REPO)
     assert text.startswith("about 16 more run(s) per side: `edgebench sweep workflows/presets/seed-000-dds-cni")
     assert "max-repetitions=19" in text
-    few = {**row, "left": {**row["left"], "ci95": None}, "detail": "a side has fewer than 2 runs"}
+    few = {**row, "left": {**row["left"], "ci95": None}, "detail": "a side has fewer than 2 runs",
+           "reason": "few runs"}
     assert scorecard.to_decide(few, {"claim": "x"}, "000", REPO).startswith("2 or more runs per side")
+
+
+def test_a_claim_with_a_side_never_measured_names_its_sides_and_the_full_grid():
+    """The testbed grid may lack a claim's conditions (seed 001's 100 KB payloads): the hint names the sides and
+    filters to measure and the paper's cluster preset, which has them."""
+    claim = {"claim": "Skupper is slowest at 100 KB", "left_subject": "intercluster_tool=skupper",
+             "right_subject": "intercluster_tool=clusterlink", "filters": '{"length_bytes": [100000], "service": '
+                                                                          '"payload-echo"}'}
+    row = {"substrate": "local", "reason": "side missing", "detail": "no measured row matches ..."}
+    text = scorecard.to_decide(row, claim, "001", REPO)
+    assert text.startswith("measure both sides (intercluster_tool=skupper against intercluster_tool=clusterlink, "
+                           "where length_bytes=100000, service=payload-echo) under the same conditions: "
+                           "`edgebench sweep workflows/presets/seed-001-intercluster.testbed.yaml --local`")
+    assert text.endswith("(or the paper's full grid: `argo submit workflows/presets/seed-001-intercluster.yaml`)")
 
 
 def test_report_paper_all(fixture_warehouse):

@@ -93,6 +93,10 @@ FREED_TOGETHER = (
 CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
               "placement": "cross-node", "rate": "inf", "batching": "on"}
 OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
+# what an outcome rests on (evaluate_claim's `reason`): judged by the one rule, a side with fewer than 2 runs, an
+# inconclusive interval, a side (or both under the same conditions) never measured, nothing in the mart at all, a
+# mart or column the evaluator cannot read, a side edgebench cannot measure
+REASONS = ("decided", "few runs", "inconclusive", "side missing", "nothing measured", "not evaluated", "not testable")
 
 
 class PaperError(ValueError):
@@ -188,14 +192,16 @@ def _group_key(row: dict, columns: Iterable[str]) -> tuple:
 
 def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
     """Test one published_claims row on the mart rows of ONE substrate (already restricted to that substrate).
-    Returns {outcome, detail, n_comparisons, n_agree, n_disagree, n_cannot_tell, left, right}."""
+    Returns {outcome, reason, detail, n_comparisons, n_agree, n_disagree, n_cannot_tell, left, right}: reason is
+    one of REASONS, what the outcome rests on (the scorecard's hints read it, never the detail's wording)."""
     base = {"n_comparisons": 0, "n_agree": 0, "n_disagree": 0, "n_cannot_tell": 0, "left": None, "right": None}
     if not claim.get("testable"):
-        return {**base, "outcome": "not testable",
+        return {**base, "outcome": "not testable", "reason": "not testable",
                 "detail": claim.get("note") or "edgebench cannot measure a side of this claim"}
     mart, metric = claim["mart"], claim["metric"]
     if mart not in GRAINS:
-        return {**base, "outcome": "cannot tell", "detail": f"claims on {mart} are not evaluated"}
+        return {**base, "outcome": "cannot tell", "reason": "not evaluated",
+                "detail": f"claims on {mart} are not evaluated"}
     left_subject = parse_subject(claim["left_subject"])
     threshold = _threshold(claim["right_subject"])
     right_subject = {} if threshold is not None else parse_subject(claim["right_subject"])
@@ -205,10 +211,12 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
     if rows:
         missing = sorted((named | set(filters) | {metric}) - columns)
         if missing:
-            return {**base, "outcome": "cannot tell", "detail": f"{mart} has no column {', '.join(missing)}"}
+            return {**base, "outcome": "cannot tell", "reason": "not evaluated",
+                    "detail": f"{mart} has no column {', '.join(missing)}"}
     ci_col = ci_column(metric)
     if rows and ci_col not in columns:
-        return {**base, "outcome": "cannot tell", "detail": f"{mart} has no interval for {metric} ({ci_col})"}
+        return {**base, "outcome": "cannot tell", "reason": "not evaluated",
+                "detail": f"{mart} has no interval for {metric} ({ci_col})"}
 
     def keep(r):
         for col, want in filters.items():
@@ -236,8 +244,8 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
         what = (f"no measured row matches {claim['left_subject']}" if not n_left else
                 f"no measured row matches {claim['right_subject']}" if not n_right else
                 "the two sides were never measured under the same conditions")
-        return {**base, "outcome": "cannot tell", "detail": f"{what} ({n_left} left, {n_right} right rows "
-                                                            "after the claim's filters)"}
+        return {**base, "outcome": "cannot tell", "reason": "side missing",
+                "detail": f"{what} ({n_left} left, {n_right} right rows after the claim's filters)"}
     tol = claim.get("tolerance_pct")
     if claim["scope"] == "overall":
         left = _side([r for g in both for r in g[0]], metric, ci_col)
@@ -246,26 +254,30 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
         outcome = compare(left["mean"], left["ci95"], right["mean"], right["ci95"], claim["comparator"], tol,
                           family=metric_family(metric))
         counts = {"agrees": "n_agree", "disagrees": "n_disagree", "cannot tell": "n_cannot_tell"}
-        result = {**base, "n_comparisons": 1, counts[outcome]: 1, "left": left, "right": right, "outcome": outcome}
+        few = left["ci95"] is None or right["ci95"] is None
+        result = {**base, "n_comparisons": 1, counts[outcome]: 1, "left": left, "right": right, "outcome": outcome,
+                  "reason": "decided" if outcome != "cannot tell" else "few runs" if few else "inconclusive"}
         result["detail"] = (f"means over {len(both)} group(s): {_fmt(left)} vs {_fmt(right)}"
                             + ("" if outcome != "cannot tell" else
-                               ("; a side has fewer than 2 runs" if left["ci95"] is None or right["ci95"] is None
-                                else "; the interval of the difference holds 0 and reaches beyond the margin")))
+                               ("; a side has fewer than 2 runs" if few else "; the interval of the difference holds 0 and reaches beyond the margin")))
         return result
     tally = {"agrees": 0, "disagrees": 0, "cannot tell": 0}
+    few = False  # an undecided comparison with a side of fewer than 2 runs
     for lefts, rights in both:
         for lr in lefts:
             for rr in (rights if threshold is None else [None]):
                 rv, rc, rn = (threshold, 0.0, None) if rr is None else (rr[metric], rr.get(ci_col), rr.get("n_runs"))
-                tally[compare(lr[metric], lr.get(ci_col), rv, rc, claim["comparator"], tol,
-                              n_left=lr.get("n_runs") if rn else None, n_right=rn,
-                              family=metric_family(metric))] += 1
+                one = compare(lr[metric], lr.get(ci_col), rv, rc, claim["comparator"], tol,
+                              n_left=lr.get("n_runs") if rn else None, n_right=rn, family=metric_family(metric))
+                tally[one] += 1
+                few = few or (one == "cannot tell" and (lr.get(ci_col) is None or rc is None))
     total = sum(tally.values())
     outcome = "disagrees" if tally["disagrees"] else "agrees" if tally["agrees"] == total else "cannot tell"
     left = _side([r for g in both for r in g[0]], metric, ci_col)
     right = ({"mean": threshold, "ci95": 0.0, "n_rows": 0, "n_runs": 0} if threshold is not None
              else _side([r for g in both for r in g[1]], metric, ci_col))
-    return {**base, "outcome": outcome, "n_comparisons": total, "n_agree": tally["agrees"],
+    reason = "decided" if outcome != "cannot tell" else "few runs" if few else "inconclusive"
+    return {**base, "outcome": outcome, "reason": reason, "n_comparisons": total, "n_agree": tally["agrees"],
             "n_disagree": tally["disagrees"], "n_cannot_tell": tally["cannot tell"], "left": left, "right": right,
             "detail": (f"{tally['agrees']} of {total} comparison(s) in {len(both)} group(s) agree, "
                        f"{tally['disagrees']} disagree, {tally['cannot tell']} cannot tell (inconclusive by the one "
@@ -298,7 +310,8 @@ def claims_report(fetch: Fetch, paper: str) -> list[dict]:
         for sub in subs or [None]:
             res = evaluate_claim(c, [r for r in rows if r.get("substrate") == sub])
             if sub is None and c.get("testable") and c["mart"] in GRAINS:
-                res = {**res, "outcome": "cannot tell", "detail": f"nothing measured in {c['mart']} yet"}
+                res = {**res, "outcome": "cannot tell", "reason": "nothing measured",
+                       "detail": f"nothing measured in {c['mart']} yet"}
             out.append({"claim_id": c["claim_id"], "claim": c["claim"], "figure_ref": c.get("figure_ref"),
                         "table_ref": c.get("table_ref"), "mart": c["mart"], "metric": c["metric"],
                         "scope": c["scope"], "substrate": sub, **res})

@@ -7,6 +7,7 @@ nothing of its own to the judgement. Shown on top of the portal's Papers page an
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -57,19 +58,33 @@ def runs_to_decide(row: dict) -> int | None:
 def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> str:
     """What would decide a claim our data cannot tell: which preset, how many runs."""
     run = _command(preset_for(claim, paper, root, row.get("substrate")))
-    detail = row.get("detail") or ""
-    if row.get("substrate") is None or detail.startswith("nothing measured"):
+    reason = row.get("reason")
+    if row.get("substrate") is None or reason == "nothing measured":
         return f"measure it: {run}"
-    if "no measured row matches" in detail or "never measured under the same conditions" in detail:
-        return f"measure both sides under the claim's conditions: {run}"
-    # "a side has fewer than 2 runs" (scope overall), or a side without an interval; an `each` claim's detail names
-    # both reasons generically ("inconclusive by the one rule, or fewer than 2 runs"): its sides' intervals decide
-    if "a side has fewer than 2 runs" in detail or (row.get("left") or {}).get("ci95") is None:
+    if reason == "side missing":
+        return f"measure both sides ({_sides(claim)}) under the same conditions: {run}{_elsewhere(claim, paper, root)}"
+    if reason == "few runs":
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
+    if reason == "not evaluated":
+        return f"the claim's mart cannot be read as the claim asks: {row.get('detail')}"
     k = runs_to_decide(row)
     if k is None:
         return f"more runs than can be estimated (over {verdict.MAX_RUNS_TO_DECIDE} per side) at this spread: {run}"
     return f"about {k} more run(s) per side: {run} with -p repetitions=auto -p max-repetitions={k + 3}"
+
+
+def _sides(claim: dict) -> str:
+    """'cni=calico|kube-router against cni=flannel|cilium, where protocol=tcp' (the claim's sides and filters)."""
+    where = ", ".join(f"{k}={'|'.join(map(str, v)) if isinstance(v, list) else v}"
+                      for k, v in json.loads(claim.get("filters") or "{}").items())
+    return f"{claim.get('left_subject')} against {claim.get('right_subject')}" + (f", where {where}" if where else "")
+
+
+def _elsewhere(claim: dict, paper: str, root: Path | None) -> str:
+    """Where the testbed preset's grid may lack the claim's conditions: the paper's full grid on a cluster."""
+    cluster = preset_for(claim, paper, root, "ssh")
+    return "" if cluster is None or cluster.endswith(".testbed.yaml") else f" (or the paper's full grid: `argo " \
+                                                                           f"submit {cluster}`)"
 
 
 def _number_key(n: dict) -> tuple:
