@@ -11,6 +11,7 @@ import pytest
 from edgebench.results import counterparts as C
 from edgebench.results import papers
 from edgebench.results import verdict as V
+from test_papers import _fetch
 
 
 def _pub(**kw):
@@ -131,11 +132,7 @@ def test_distribution_against_kubeadm_on_real_clusters_only():
 
 
 def test_seed_002_fig_3_on_the_fixtures(fixture_warehouse):
-    def fetch(sql, params):
-        with duckdb.connect(str(fixture_warehouse), read_only=True) as con:
-            cur = con.execute(sql, params)
-            cols = [d[0] for d in cur.description]
-            return [dict(zip(cols, r)) for r in cur.fetchall()]
+    fetch = _fetch(fixture_warehouse)
 
     rep = papers.paper_report(fetch, "002")
     flannel = [n for n in rep["numbers"] if n["source"] == "Fig. 3" and n["label"] == "Flannel"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import time
 from typing import Any, Sequence
 
 from edgebench import sh
+from edgebench.drivers import listening
 from edgebench.drivers.iperf3_json import (_MISSING, Iperf3Error, _flag, _get, _list, _load, _message, _num,
                                           _obj, _show, _type)
 
@@ -262,15 +262,7 @@ def version() -> str:
 
 
 def _wait_listening(server_ns_cmd: Sequence[str], port: int, proc: subprocess.Popen, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise Iperf3Error(f"iperf3 server exited early: {proc.stdout.read() if proc.stdout else ''}")
-        out = sh.call([*server_ns_cmd, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
-        if out.stdout.strip():
-            return
-        time.sleep(0.05)
-    raise Iperf3Error(f"iperf3 server did not listen on port {port} within {timeout}s")
+    listening.wait(server_ns_cmd, "tcp", port, proc, "iperf3", Iperf3Error, timeout)
 
 
 def _no_output_error(client, returncode: int, stderr: bytes) -> str:

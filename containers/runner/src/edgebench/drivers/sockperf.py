@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from edgebench import sh
+from edgebench.drivers import listening
 
 MIN_LENGTH, MAX_LENGTH = 14, 65000  # sockperf's smallest message (its header); a UDP datagram's payload fits 65000
 MAX_LATENCY_US = 10_000_000.0  # 10 s: a half round trip beyond this is a broken clock or output, not a network
@@ -91,20 +91,6 @@ def version() -> str:
     return _ANSI.sub("", out).strip().split("\n", 1)[0].strip()
 
 
-def _wait_listening(server_ns_cmd: Sequence[str], protocol: str, port: int, proc: subprocess.Popen,
-                    timeout: float = 10) -> None:
-    flags = "-Hltn" if protocol == "tcp" else "-Hlun"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SockperfError(f"sockperf server exited early: {proc.stdout.read() if proc.stdout else ''}")
-        out = sh.call([*server_ns_cmd, "ss", flags, f"sport = :{port}"], capture_output=True, text=True)
-        if out.stdout.strip():
-            return
-        time.sleep(0.05)
-    raise SockperfError(f"sockperf server did not listen on {protocol} port {port} within {timeout}s")
-
-
 def measure(client, server, target: str, port: int, protocol: str, length: int,
             duration: int) -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
     """One ping-pong run: the server in `server`'s namespace (listening on all its addresses), the client in
@@ -114,7 +100,7 @@ def measure(client, server, target: str, port: int, protocol: str, length: int,
                    stderr=subprocess.STDOUT)
     raw: dict[str, bytes] = {}
     try:
-        _wait_listening(server.cmd([]), protocol, port, srv)
+        listening.wait(server.cmd([]), protocol, port, srv, "sockperf", SockperfError)
         cli = sh.call(client.cmd(client_cmd(protocol, target, port, length, duration)), capture_output=True,
                       timeout=duration + 60)
         raw["sockperf-client.txt"] = cli.stdout

@@ -168,7 +168,8 @@ def signed(spec: Spec, p: dict) -> float:
     return -1.0 if spec.mart == "cmp_distributions" and "reduction" in norm else 1.0
 
 
-def _norm(v) -> str:
+def norm(v) -> str:
+    """A mart value as the seeds spell it: true/false, 1024 for 1024.0, else str()."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer():
@@ -177,7 +178,7 @@ def _norm(v) -> str:
 
 
 def _wanted(want) -> set[str]:
-    return {_norm(w) for w in (want if isinstance(want, (list, tuple, set)) else [want])}
+    return {norm(w) for w in (want if isinstance(want, (list, tuple, set)) else [want])}
 
 
 def _row_filter(spec: Spec, p: dict) -> Callable[[dict], bool]:
@@ -190,12 +191,12 @@ def _row_filter(spec: Spec, p: dict) -> Callable[[dict], bool]:
     elif spec.cnis:
         conds["cni"] = set(spec.cnis)
     if p.get("payload_bytes") not in (None, "") and "payload_bytes" in spec.join:
-        conds["length_bytes"] = {_norm(p["payload_bytes"])}
+        conds["length_bytes"] = {norm(p["payload_bytes"])}
     for col in ("distribution", "tuning_profile"):
         if p.get(col) and col in spec.join:
             conds[col] = {p[col]}
     conds.pop(spec.vary, None)  # a pair's sides differ in it
-    return lambda r: all(_norm(r.get(c)) in w for c, w in conds.items())
+    return lambda r: all(norm(r.get(c)) in w for c, w in conds.items())
 
 
 def _baseline_values(text: str | None) -> list[str]:
@@ -211,7 +212,7 @@ def _baseline_values(text: str | None) -> list[str]:
 def _side_matches(row: dict, column: str, value: str) -> bool:
     if column == "intercluster":  # a tool by name stands for its every mode
         return value in (row.get("intercluster"), row.get("intercluster_tool"))
-    return _norm(row.get(column)) == _norm(value)
+    return norm(row.get(column)) == norm(value)
 
 
 def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], freed: frozenset[str]) -> list[dict]:
@@ -247,7 +248,7 @@ def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], free
             side = 0 if any(_side_matches(r, spec.vary, x) for x in lefts) else \
                 1 if _side_matches(r, spec.vary, right) else None
             if side is not None and r.get(spec.mean) is not None:
-                groups.setdefault(tuple(_norm(r.get(c)) for c in key_cols), ([], []))[side].append(r)
+                groups.setdefault(tuple(norm(r.get(c)) for c in key_cols), ([], []))[side].append(r)
         for lrows, rrows in groups.values():
             for lr in lrows:
                 for rr in rrows:
@@ -299,7 +300,7 @@ def published_text(p: dict) -> str:
 def fold_ranges(published: list[dict]) -> list[dict]:
     """A 'range low' row and its 'range high' twin (every other column equal) become one row with value_high."""
     def twin_key(p):
-        return tuple((k, _norm(v)) for k, v in sorted(p.items()) if k not in ("value", "qualifier"))
+        return tuple((k, norm(v)) for k, v in sorted(p.items()) if k not in ("value", "qualifier"))
     highs = {twin_key(p): p for p in published if p.get("qualifier") == "range high"}
     out, used = [], set()
     for p in published:

@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
 from edgebench.results import counterparts
+from edgebench.results.counterparts import norm as _norm
 from edgebench.results.claim_compare import compare, metric_family  # noqa: F401  (the claims' comparison)
 from edgebench.results.store import repo_root
 
@@ -144,14 +145,6 @@ def ci_column(metric: str) -> str:
     """The half-width column of a metric: throughput_mbps -> throughput_ci95_mbps (the marts' convention)."""
     stem, _, unit = metric.rpartition("_")
     return f"{stem}_ci95_{unit}"
-
-
-def _norm(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def parse_subject(text: str) -> dict[str, set[str]]:
