@@ -102,3 +102,31 @@ def test_every_named_preset_exists(paper, fixture_warehouse):
             for word in u["to_decide"].split("`"):
                 if "workflows/presets/" in word:
                     assert (REPO / word.split()[-2 if word.endswith("--local") else -1]).is_file(), word
+
+
+def test_what_the_testbed_can_never_measure_is_not_testable_there():
+    """Distributions and the CNI agents' own processes do not exist on the testbed: such claims are not testable on
+    substrate local (with the reason), while clusters can test them; the hint for a claim naming tuned profiles the
+    testbed preset's grid lacks adds them to the preset's own with -p."""
+    dist = {"mart": "cmp_iperf3_vs_host", "left_subject": "cni=calico;distribution=k0s|microk8s",
+            "right_subject": "cni=calico;distribution=kubeadm", "filters": '{"protocol":"tcp"}'}
+    agents = {"mart": "cmp_resources_vs_host", "left_subject": "cni=flannel", "right_subject": "is_host_baseline=false",
+              "filters": '{"workload":"iperf3","component":"cni"}'}
+    system = {**agents, "filters": '{"workload":"iperf3","component":"system"}'}
+    assert "no Kubernetes distribution" in papers.substrate_limit(dist, "local")
+    assert "no CNI agents" in papers.substrate_limit(agents, "local")
+    assert papers.substrate_limit(system, "local") is None
+    assert papers.substrate_limit(dist, "ssh") is None and papers.substrate_limit(agents, "ssh") is None
+    tuned = {"claim": "x", "left_subject": "cni=calico;tuning_profile=latency-performance",
+             "right_subject": "cni=calico;tuning_profile=kernel_optimizations", "filters": '{"workload":"iperf3"}'}
+    text = scorecard.to_decide({"substrate": "local", "reason": "side missing"}, tuned, "003", REPO)
+    assert ("with -p 'tuning=[\"default_settings\",\"kernel_optimizations\",\"nic_optimizations\",\"mtu-9000\","
+            "\"latency-performance\"]'") in text
+
+
+def test_the_scorecard_counts_what_a_substrate_cannot_measure_as_not_testable(fixture_warehouse):
+    rows = {r["substrate"]: r for r in scorecard.paper_scorecard(_fetch(fixture_warehouse), "004", REPO)}
+    local = rows["local"]
+    assert local["not testable"] >= 10  # every claim on distributions or on the CNI component
+    assert local["testable"] == local["claims"] - local["not testable"]
+    assert all("testbed" not in c["to_decide"] or "seed-004" in c["to_decide"] for c in local["cannot_tell"])

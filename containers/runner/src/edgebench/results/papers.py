@@ -292,6 +292,34 @@ def substrates(rows: list[dict]) -> list[str]:
     return sorted({r["substrate"] for r in rows if r.get("substrate")})
 
 
+def _named_values(claim: dict, column: str) -> set[str]:
+    """The values a claim names for one column, in its subjects or its filters."""
+    out: set[str] = set()
+    for k in ("left_subject", "right_subject"):
+        text = str(claim.get(k) or "")
+        if _threshold(text) is None:
+            out |= parse_subject(text).get(column, set())
+    want = json.loads(claim.get("filters") or "{}").get(column)
+    if want is not None:
+        out |= {_norm(w) for w in (want if isinstance(want, list) else [want])}
+    return out
+
+
+def substrate_limit(claim: dict, substrate: str | None) -> str | None:
+    """Why a substrate can never measure a claim, whatever is run on it (None: it can). The testbed runs no
+    Kubernetes distribution and no CNI agents, so claims about distributions or the CNI's own processes are not
+    testable there; they are on clusters."""
+    if substrate != "local":
+        return None
+    if _named_values(claim, "distribution") - {"none"}:
+        return ("not testable on the testbed: it runs no Kubernetes distribution (the part of one it models, the "
+                "service proxy, is compared in cmp_service_proxies); a cluster preset measures it")
+    if claim.get("mart") == "cmp_resources_vs_host" and "cni" in _named_values(claim, "component"):
+        return ("not testable on the testbed: it runs no CNI agents, so there is no component cni to measure; a "
+                "cluster preset measures it")
+    return None
+
+
 def claims_report(fetch: Fetch, paper: str) -> list[dict]:
     """Every claim of the paper x every substrate its mart holds (one 'no measurements' row when none)."""
     claims = fetch("select * from published_claims where paper = ? order by claim_id", [paper])
@@ -301,7 +329,10 @@ def claims_report(fetch: Fetch, paper: str) -> list[dict]:
         rows = marts.get(c["mart"], [])
         subs = substrates(rows) if c.get("testable") else []
         for sub in subs or [None]:
-            res = evaluate_claim(c, [r for r in rows if r.get("substrate") == sub])
+            limit = substrate_limit(c, sub)
+            res = (evaluate_claim(c, [r for r in rows if r.get("substrate") == sub]) if limit is None else
+                   {"n_comparisons": 0, "n_agree": 0, "n_disagree": 0, "n_cannot_tell": 0, "left": None,
+                    "right": None, "outcome": "not testable", "reason": "not testable", "detail": limit})
             if sub is None and c.get("testable") and c["mart"] in GRAINS:
                 res = {**res, "outcome": "cannot tell", "reason": "nothing measured",
                        "detail": f"nothing measured in {c['mart']} yet"}

@@ -62,7 +62,9 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
     if row.get("substrate") is None or reason == "nothing measured":
         return f"measure it: {run}"
     if reason == "side missing":
-        return f"measure both sides ({_sides(claim)}) under the same conditions: {run}{_elsewhere(claim, paper, root)}"
+        preset = preset_for(claim, paper, root, row.get("substrate"))
+        return (f"measure both sides ({_sides(claim)}) under the same conditions: {run}{_widen(claim, preset, root)}"
+                f"{_elsewhere(claim, paper, root)}")
     if reason == "few runs":
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
     if reason == "not evaluated":
@@ -78,6 +80,30 @@ def _sides(claim: dict) -> str:
     where = ", ".join(f"{k}={'|'.join(map(str, v)) if isinstance(v, list) else v}"
                       for k, v in json.loads(claim.get("filters") or "{}").items())
     return f"{claim.get('left_subject')} against {claim.get('right_subject')}" + (f", where {where}" if where else "")
+
+
+# cell dimensions a claim may name that a preset's grid may lack: mart column -> the sweep parameter that lists them
+_GRID_PARAMS = {"tuning_profile": "tuning", "netem_scenario": "netem"}
+
+
+def _widen(claim: dict, preset: str | None, root: Path | None) -> str:
+    """` with -p 'tuning=[...]'` where the claim names values of a cell dimension the preset's grid does not hold:
+    the preset's own values and the claim's, so that the preset's cells stay and the claim's are added."""
+    if preset is None:
+        return ""
+    from edgebench.plan import spec
+
+    try:
+        raw = spec.load((root or papers.repo_root()) / preset).raw
+    except Exception:  # a preset that does not load says so when it is run; the hint just names it
+        return ""
+    extra = []
+    for column, param in _GRID_PARAMS.items():
+        have = json.loads(raw.get(param) or "[]") if str(raw.get(param) or "").startswith("[") else []
+        want = sorted(papers._named_values(claim, column) - set(have))
+        if want:
+            extra.append(f" -p '{param}={json.dumps(have + want, separators=(',', ':'))}'")
+    return (" with" + "".join(extra)) if extra else ""
 
 
 def _elsewhere(claim: dict, paper: str, root: Path | None) -> str:
@@ -108,14 +134,18 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
             rows = [r for r in rep["claims"] if r["claim_id"] == cid]
             row = next((r for r in rows if r["substrate"] == sub), None)
             if row is None:
-                row = next((r for r in rows if r["outcome"] == "not testable"), None) or {
-                    "claim_id": cid, "outcome": "cannot tell", "substrate": None, "metric": claim.get("metric"),
-                    "detail": f"nothing measured in {claim.get('mart')} on this substrate"}
+                limit = papers.substrate_limit(claim, sub)
+                row = next((r for r in rows if r["outcome"] == "not testable"), None) or (
+                    {"claim_id": cid, "outcome": "not testable", "reason": "not testable", "substrate": sub,
+                     "detail": limit} if limit else
+                    {"claim_id": cid, "outcome": "cannot tell", "reason": "nothing measured", "substrate": None,
+                     "metric": claim.get("metric"), "detail": f"nothing measured in {claim.get('mart')} on this "
+                                                              "substrate"})
             tally[row["outcome"]] += 1
             if row["outcome"] == "cannot tell":
                 undecided.append({"claim_id": cid, "claim": claim.get("claim"), "why": row.get("detail"),
                                   "to_decide": to_decide(row, claim, paper, root)})
-        testable = len(claims) - tally["not testable"]
+        testable = len(claims) - tally["not testable"]  # on this substrate (papers.substrate_limit)
         decided = tally["agrees"] + tally["disagrees"]
         measured = {_number_key(n) for n in rep["numbers"] if n.get("substrate") == sub and n.get("ours") is not None}
         out.append({"paper": paper, "substrate": sub, "claims": len(claims), **tally, "testable": testable,
