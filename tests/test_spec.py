@@ -136,7 +136,7 @@ def test_catalog_command_lists_every_mode_with_its_facts():
     assert rows["weave:fastdp"]["mtu"] == 1376
     for r in rows.values():
         assert r["datapath"] and r["encapsulation"] and r["mtu"] and r["sources"]
-        assert r["version"] or r["cni"] == "host", f"{r['cni']}:{r['mode']} has no pinned version"
+        assert r["version"] or r["datapath"] == "host", f"{r['cni']}:{r['mode']} has no pinned version"
 
 
 def test_every_catalog_source_tag_resolves():

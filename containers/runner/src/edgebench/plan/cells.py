@@ -69,7 +69,7 @@ def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None, inventory
     ok, skipped = [], []
     for c in expand(sweep):
         reason = None
-        if c.intercluster != "none" and c.cni_info.is_host:
+        if c.intercluster != "none" and c.cni_info.host_network:
             reason = (f"{c.intercluster} joins the pod networks of two clusters; the host-network baseline has none "
                       "(inter-cluster cells need a pod-network CNI)")
         elif sweep.values["substrate"] != "local":

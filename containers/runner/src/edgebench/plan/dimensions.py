@@ -318,7 +318,7 @@ def cells(sweep_id: str, substrate: str, distribution: str, values: dict[str, An
         return out
 
     return [Cell(sweep_id, substrate, distribution, cm.cni, cm.mode, **o, **i)
-            for o in combos(outer) for cm in values["cnis"] for i in combos(inner, cm.is_host)]
+            for o in combos(outer) for cm in values["cnis"] for i in combos(inner, cm.host_network)]
 
 
 @dataclass(frozen=True)

@@ -410,8 +410,6 @@ def _why_unmatched(p: dict) -> str:
     if "(absolute)" in norm:
         return (f"an absolute difference ({p.get('unit')}) on the paper's hardware; only relative values carry "
                 "over")
-    if "bare metal" in (p.get("baseline") or ""):
-        return "bare metal against a host-network container: edgebench has no bare-metal variant of the host yet"
     if (p.get("baseline") or "").startswith("link rate"):
         return "relative to the link rate: the testbed's links have no rate of their own"
     if not p.get("cni") and p.get("payload_bytes") is None and not p.get("label"):

@@ -56,7 +56,19 @@ class CniMode:
 
     @property
     def is_host(self) -> bool:
+        """The host-network baseline every CNI mode is compared against."""
+        return self.cni == "host"
+
+    @property
+    def host_network(self) -> bool:
+        """Pods use their node's network (the baseline, and the baseline inside a container): no pod network, no
+        CNI software, no version."""
         return self.local.get("attach") == "host"
+
+    @property
+    def runtime(self) -> str | None:
+        """The container runtime the testbed starts the tools in (None: plain processes)."""
+        return self.local.get("runtime")
 
 
 def resolve_cni(entry: str) -> CniMode:

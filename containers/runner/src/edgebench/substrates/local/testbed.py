@@ -32,7 +32,7 @@ from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath, node_ip, pod_ip
-from edgebench.substrates.local import cpuclass
+from edgebench.substrates.local import container, cpuclass
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
@@ -85,8 +85,11 @@ class Endpoint:
     ip: str
     node: int
     cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
+    container: str | None = None  # the testbed prefix when tools run in runc containers (container.py), else None
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
+        if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class)
+            return container.wrap(self.ns, self.container, argv)
         argv = ["ip", "netns", "exec", self.ns, *argv]
         if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
 
@@ -256,7 +259,13 @@ class Testbed(NodeConditions, Datapath):
             cm = dataclasses.replace(cm, mtu=pod_mtu)
         if not self.namespaces():
             raise EdgebenchError(f"testbed {self.prefix} is not provisioned (no namespaces); provision it first")
-        self._host = cm.is_host
+        if cm.runtime and self.cpu_limit != cpuclass.NONE:
+            raise Unsupported(f"{cm.key} with a CPU class: the container's cgroup is not nested in the node's "
+                              "CPU-class cgroup")
+        if cm.runtime and sh.which(container.RUNTIME) is None:
+            raise Unsupported(f"{cm.key}: {container.RUNTIME} is not installed (apt-get install {container.RUNTIME})")
+        self._host = cm.host_network
+        self._runtime = cm.runtime
         try:
             with self._batched():
                 self._build_datapath(cm)
@@ -264,7 +273,7 @@ class Testbed(NodeConditions, Datapath):
             self.down()
             raise
         state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
-                 "datapath": cm.datapath, "mtu": self.read_mtu(self.client()), "pid": os.getpid()}
+                 "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()), "pid": os.getpid()}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
@@ -280,6 +289,7 @@ class Testbed(NodeConditions, Datapath):
         shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
 
         cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
+        container.cleanup(self.prefix)  # host-container's runc containers, bundles and root bind mount
         return removed
 
     def kill_processes(self, namespaces: Sequence[str] | None = None) -> int:
@@ -327,12 +337,20 @@ class Testbed(NodeConditions, Datapath):
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         return state.get("datapath") == "host"
 
+    def _runtime_of(self) -> str | None:
+        if getattr(self, "_runtime", None) is not None or getattr(self, "_host", None) is not None:
+            return getattr(self, "_runtime", None)
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        return state.get("runtime")
+
     def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
-        """Pod `pod` of node `node`; with host networking every pod is its node's namespace."""
+        """Pod `pod` of node `node`; with host networking every pod is its node's namespace (its tools in a runc
+        container where the mode has a runtime, container.py)."""
         host = self._is_host() if host is None else host
         cgroups = cpuclass.node_cgroups(self.prefix, node) if self.cpu_limit != cpuclass.NONE else ()
         if host:
-            return Endpoint(self.node_ns(node), node_ip(node), node, cgroups)
+            return Endpoint(self.node_ns(node), node_ip(node), node, cgroups,
+                            self.prefix if self._runtime_of() else None)
         return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
 
     def _client_node(self) -> int:
