@@ -292,7 +292,7 @@ def substrates(rows: list[dict]) -> list[str]:
     return sorted({r["substrate"] for r in rows if r.get("substrate")})
 
 
-def _named_values(claim: dict, column: str) -> set[str]:
+def named_values(claim: dict, column: str) -> set[str]:
     """The values a claim names for one column, in its subjects or its filters."""
     out: set[str] = set()
     for k in ("left_subject", "right_subject"):
@@ -311,10 +311,10 @@ def substrate_limit(claim: dict, substrate: str | None) -> str | None:
     testable there; they are on clusters."""
     if substrate != "local":
         return None
-    if _named_values(claim, "distribution") - {"none"}:
+    if named_values(claim, "distribution") - {"none"}:
         return ("not testable on the testbed: it runs no Kubernetes distribution (the part of one it models, the "
                 "service proxy, is compared in cmp_service_proxies); a cluster preset measures it")
-    if claim.get("mart") == "cmp_resources_vs_host" and "cni" in _named_values(claim, "component"):
+    if claim.get("mart") == "cmp_resources_vs_host" and "cni" in named_values(claim, "component"):
         return ("not testable on the testbed: it runs no CNI agents, so there is no component cni to measure; a "
                 "cluster preset measures it")
     return None

@@ -100,7 +100,7 @@ def _widen(claim: dict, preset: str | None, root: Path | None) -> str:
     extra = []
     for column, param in _GRID_PARAMS.items():
         have = json.loads(raw.get(param) or "[]") if str(raw.get(param) or "").startswith("[") else []
-        want = sorted(papers._named_values(claim, column) - set(have))
+        want = sorted(papers.named_values(claim, column) - set(have))
         if want:
             extra.append(f" -p '{param}={json.dumps(have + want, separators=(',', ':'))}'")
     return (" with" + "".join(extra)) if extra else ""
