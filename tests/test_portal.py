@@ -469,7 +469,7 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     # the reproduction scorecard on top: a row per paper and substrate, and what would decide the undecided claims
     card = at.table[0].value
     assert {p for p, _ in card.index} == {f"seed {p}" for p in ("000", "001", "002", "003", "004")}
-    assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 40 / 3")
+    assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 42 / 3")
     undecided = frame(at, "to decide")
     assert len(undecided) == card["cannot tell"].sum() and undecided["to decide"].str.contains("preset|edgebench "
                                                                                             "sweep|argo submit").all()

@@ -31,8 +31,8 @@ def test_the_scorecard_counts_what_the_paper_report_judged(fixture_warehouse):
         for cid, outcome in mine.items():  # a claim judged on this substrate counts with the report's outcome
             assert outcome != "cannot tell" or cid in {u["claim_id"] for u in r["cannot_tell"]}
     s000 = next(r for r in rows if r["paper"] == "000" and r["substrate"] == "local")
-    # Tables I and II print 40 comparable numbers; the fixture measured 3 of them on the testbed
-    assert (s000["numbers_comparable"], s000["numbers_measured"]) == (40, 3)
+    # Tables I and II print 40 comparable numbers, Fig. 4 two more; the fixture measured 3 of them on the testbed
+    assert (s000["numbers_comparable"], s000["numbers_measured"]) == (42, 3)
     assert s000["numbers_printed"] > 40  # the paper's other numbers count as printed, without a counterpart
 
 
@@ -87,7 +87,7 @@ def test_report_paper_all(fixture_warehouse):
     runner = CliRunner()
     res = runner.invoke(cli_app, ["report", "--paper", "all", "--warehouse", str(fixture_warehouse)])
     assert res.exit_code == 0, res.output
-    for text in ("Reproduction scorecard", "seed 000", "seed 004", "40 / 3", "000-09: "):
+    for text in ("Reproduction scorecard", "seed 000", "seed 004", "42 / 3", "000-09: "):
         assert text in res.output, text
     res = runner.invoke(cli_app, ["report", "--paper", "ALL", "--json", "--warehouse", str(fixture_warehouse)])
     rows = json.loads(res.output)
@@ -130,3 +130,11 @@ def test_the_scorecard_counts_what_a_substrate_cannot_measure_as_not_testable(fi
     assert local["not testable"] >= 10  # every claim on distributions or on the CNI component
     assert local["testable"] == local["claims"] - local["not testable"]
     assert all("testbed" not in c["to_decide"] or "seed-004" in c["to_decide"] for c in local["cannot_tell"])
+
+
+def test_totals_sum_each_substrate_over_the_papers():
+    rows = [{"substrate": "local", "decided": 3, "testable": 10}, {"substrate": "ssh", "decided": 0, "testable": 0},
+            {"substrate": "local", "decided": 2, "testable": 5}, {"substrate": None, "decided": 0, "testable": 9}]
+    assert scorecard.totals(rows) == [
+        {"substrate": "local", "decided": 5, "testable": 15, "decided_share": 5 / 15},
+        {"substrate": "ssh", "decided": 0, "testable": 0, "decided_share": None}]

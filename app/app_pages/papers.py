@@ -3,7 +3,8 @@ import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
 from data.papers import (PAPER_IDS, claims_frame, numbers_frame, other_numbers_frame, paper_report, paper_title,
-                         published_only_frame, run_hint, scorecard_frame, undecided_frame)
+                         published_only_frame, run_hint, scorecard_frame, scorecard_totals,
+                         undecided_frame)
 import ui
 
 st.title("Papers")
@@ -16,7 +17,10 @@ st.caption("The five papers edgebench was designed from, reproduced: each number
 ui.require_warehouse()
 st.subheader("Reproduction scorecard")
 card = ui.query(scorecard_frame)
-st.table(card.drop(columns=["to decide"]).set_index(["paper", "substrate"]))
+st.table(card.drop(columns=["to decide", "decided_n", "testable_n"]).set_index(["paper", "substrate"]))
+st.caption(" · ".join(f"all papers on {t['substrate']}: {t['decided']} of {t['testable']} testable claims decided"
+                      + ("" if t["decided_share"] is None else f" ({t['decided_share']:.0%})")
+                      for t in scorecard_totals(card)))
 st.caption("Claims per outcome on each substrate (never pooled), judged by the one verdict rule; decided = agrees or "
            "disagrees of the testable ones; numbers = printed by the paper / measured by edgebench in the same unit "
            "and normalization / measured on this substrate. " + RULE_HELP)

@@ -44,7 +44,13 @@ def scorecard_frame(con) -> pd.DataFrame:
         "decided": "-" if r["decided_share"] is None else f"{r['decided']}/{r['testable']} ({r['decided_share']:.0%})",
         "numbers printed / comparable / measured":
             f"{r['numbers_printed']} / {r['numbers_comparable']} / {r['numbers_measured']}",
-        "to decide": r["cannot_tell"]} for r in rows])
+        "to decide": r["cannot_tell"], "decided_n": r["decided"], "testable_n": r["testable"]} for r in rows])
+
+
+def scorecard_totals(card: pd.DataFrame) -> list[dict]:
+    """Per substrate over every paper: testable claims decided (results/scorecard.totals over the frame's rows)."""
+    return _scorecard.totals([{"substrate": None if r["substrate"] == "nothing measured" else r["substrate"],
+                               "decided": r["decided_n"], "testable": r["testable_n"]} for _, r in card.iterrows()])
 
 
 def undecided_frame(card: pd.DataFrame) -> pd.DataFrame:

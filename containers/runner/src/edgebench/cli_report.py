@@ -298,6 +298,10 @@ def print_scorecard(rows: list[dict]) -> None:
                   str(r["cannot tell"]), str(r["not testable"]), share,
                   f"{r['numbers_printed']} / {r['numbers_comparable']} / {r['numbers_measured']}")
     out.print(t)
+    for tot in scorecard.totals(rows):
+        share = "-" if tot["decided_share"] is None else f"{tot['decided_share']:.0%}"
+        out.print(f"  all papers on {tot['substrate']}: {tot['decided']} of {tot['testable']} testable claims decided "
+                  f"({share})", highlight=False)
     out.print("  decided: agrees or disagrees, of the claims edgebench can test. numbers: what the paper prints / how "
               "many edgebench measures in the same unit and normalization / how many of those this substrate has "
               "measured. `edgebench report --paper ID` shows one paper's numbers and claims.", highlight=False)

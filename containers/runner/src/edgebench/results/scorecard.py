@@ -158,3 +158,16 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
 def scorecard(fetch: papers.Fetch, root: Path | None = None) -> list[dict]:
     """Every seed paper's scorecard rows, in paper order."""
     return [row for paper in papers.PAPERS for row in paper_scorecard(fetch, paper, root)]
+
+
+def totals(rows: list[dict]) -> list[dict]:
+    """Per substrate over every paper (the rows of scorecard()): claims decided of the testable ones there, and the
+    share; substrates in the order they first appear."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        if r["substrate"] is None:
+            continue
+        t = out.setdefault(r["substrate"], {"substrate": r["substrate"], "decided": 0, "testable": 0})
+        t["decided"] += r["decided"]
+        t["testable"] += r["testable"]
+    return [{**t, "decided_share": t["decided"] / t["testable"] if t["testable"] else None} for t in out.values()]
