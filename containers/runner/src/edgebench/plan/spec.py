@@ -100,7 +100,7 @@ def _trigger(name: str, value: str) -> dict[str, Any]:
     if cni not in catalog.cnis():
         raise SpecError(f"parameter {name!r}: unknown CNI {short(cni)}; known CNIs: {', '.join(sorted(catalog.cnis()))}")
     if catalog.resolve_cni(cni).host_network:
-        raise SpecError(f"parameter {name!r}: {cni} uses the host network and runs no CNI software: it has no version to rerun")
+        raise SpecError(f"parameter {name!r}: {cni} runs the host-network baseline (no CNI software): it has no version to rerun")
     versions.parse_version(data["new"], f"{name}.new")
     if data.get("previous") not in (None, ""):
         versions.parse_version(data["previous"], f"{name}.previous")

@@ -1,7 +1,9 @@
-"""One comparison of a published claim (results/papers.py): two means with their 95% half-widths judged by the
+"""A published claim's parts (results/papers.py): its subjects and threshold, the values it names, the substrates
+that can never measure it, and one comparison of its two sides (two means with their 95% half-widths) judged by the
 project's one verdict rule (results/verdict.py)."""
 from __future__ import annotations
 
+import json
 import math
 
 from edgebench.results import verdict
@@ -54,3 +56,59 @@ def metric_family(metric: str) -> str:
     if metric.endswith(("_us", "_ms")):
         return "latency"
     return "throughput"
+
+
+def norm(v) -> str:
+    """A mart value as the seeds spell it: true/false, 1024 for 1024.0, else str()."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def parse_subject(text: str) -> dict[str, set[str]]:
+    """'cni=flannel;cni_mode=vxlan|fastdp' -> {'cni': {'flannel'}, 'cni_mode': {'vxlan', 'fastdp'}}."""
+    out: dict[str, set[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        col, sep, values = part.partition("=")
+        if not sep:
+            raise ValueError(f"subject part {part!r} is not column=value")
+        out[col.strip()] = {v.strip() for v in values.split("|")}
+    return out
+
+
+def threshold(text: str) -> float | None:
+    """A claim's right side as a number (a threshold), or None when it is a subject."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def named_values(claim: dict, column: str) -> set[str]:
+    """The values a claim names for one column, in its subjects or its filters."""
+    out: set[str] = set()
+    for k in ("left_subject", "right_subject"):
+        text = str(claim.get(k) or "")
+        if threshold(text) is None:
+            out |= parse_subject(text).get(column, set())
+    want = json.loads(claim.get("filters") or "{}").get(column)
+    if want is not None:
+        out |= {norm(w) for w in (want if isinstance(want, list) else [want])}
+    return out
+
+
+def substrate_limit(claim: dict, substrate: str | None) -> str | None:
+    """Why a substrate can never measure a claim, whatever is run on it (None: it can). The testbed runs no
+    Kubernetes distribution and no CNI agents, so claims about distributions or the CNI's own processes are not
+    testable there; they are on clusters."""
+    if substrate != "local":
+        return None
+    if named_values(claim, "distribution") - {"none"}:
+        return ("not testable on the testbed: it runs no Kubernetes distribution (the part of one it models, the "
+                "service proxy, is compared in cmp_service_proxies); a cluster preset measures it")
+    if claim.get("mart") == "cmp_resources_vs_host" and "cni" in named_values(claim, "component"):
+        return ("not testable on the testbed: it runs no CNI agents, so there is no component cni to measure; a "
+                "cluster preset measures it")
+    return None

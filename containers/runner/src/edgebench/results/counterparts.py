@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from edgebench.results import verdict
-from edgebench.results.claim_compare import _sd, metric_family
+from edgebench.results.claim_compare import _sd, metric_family, norm
 
 # 'column' value formulas: mart row -> (value, half-width) in the paper's normalization
 Formula = Callable[[dict], tuple]
@@ -177,15 +177,6 @@ def signed(spec: Spec, p: dict) -> float:
     """+1, or -1 where the paper's normalization says reduction and the spec's formula gives a difference (004)."""
     norm = (p.get("normalization") or "").lower()
     return -1.0 if spec.mart == "cmp_distributions" and "reduction" in norm else 1.0
-
-
-def norm(v) -> str:
-    """A mart value as the seeds spell it: true/false, 1024 for 1024.0, else str()."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def _wanted(want) -> set[str]:

@@ -29,8 +29,9 @@ from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
 from edgebench.results import counterparts
-from edgebench.results.counterparts import norm as _norm
-from edgebench.results.claim_compare import compare, metric_family  # noqa: F401  (the claims' comparison)
+from edgebench.results.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
+                                             substrate_limit, threshold as _threshold)
+from edgebench.results.claim_compare import norm as _norm
 from edgebench.results.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
@@ -145,24 +146,6 @@ def ci_column(metric: str) -> str:
     """The half-width column of a metric: throughput_mbps -> throughput_ci95_mbps (the marts' convention)."""
     stem, _, unit = metric.rpartition("_")
     return f"{stem}_ci95_{unit}"
-
-
-def parse_subject(text: str) -> dict[str, set[str]]:
-    """'cni=flannel;cni_mode=vxlan|fastdp' -> {'cni': {'flannel'}, 'cni_mode': {'vxlan', 'fastdp'}}."""
-    out: dict[str, set[str]] = {}
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        col, sep, values = part.partition("=")
-        if not sep:
-            raise ValueError(f"subject part {part!r} is not column=value")
-        out[col.strip()] = {v.strip() for v in values.split("|")}
-    return out
-
-
-def _threshold(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def _matches(row: dict, subject: dict[str, set[str]]) -> bool:
@@ -290,34 +273,6 @@ def _table(fetch: Fetch, name: str) -> list[dict]:
 
 def substrates(rows: list[dict]) -> list[str]:
     return sorted({r["substrate"] for r in rows if r.get("substrate")})
-
-
-def named_values(claim: dict, column: str) -> set[str]:
-    """The values a claim names for one column, in its subjects or its filters."""
-    out: set[str] = set()
-    for k in ("left_subject", "right_subject"):
-        text = str(claim.get(k) or "")
-        if _threshold(text) is None:
-            out |= parse_subject(text).get(column, set())
-    want = json.loads(claim.get("filters") or "{}").get(column)
-    if want is not None:
-        out |= {_norm(w) for w in (want if isinstance(want, list) else [want])}
-    return out
-
-
-def substrate_limit(claim: dict, substrate: str | None) -> str | None:
-    """Why a substrate can never measure a claim, whatever is run on it (None: it can). The testbed runs no
-    Kubernetes distribution and no CNI agents, so claims about distributions or the CNI's own processes are not
-    testable there; they are on clusters."""
-    if substrate != "local":
-        return None
-    if named_values(claim, "distribution") - {"none"}:
-        return ("not testable on the testbed: it runs no Kubernetes distribution (the part of one it models, the "
-                "service proxy, is compared in cmp_service_proxies); a cluster preset measures it")
-    if claim.get("mart") == "cmp_resources_vs_host" and "cni" in named_values(claim, "component"):
-        return ("not testable on the testbed: it runs no CNI agents, so there is no component cni to measure; a "
-                "cluster preset measures it")
-    return None
 
 
 def claims_report(fetch: Fetch, paper: str) -> list[dict]:

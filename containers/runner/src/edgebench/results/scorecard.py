@@ -12,6 +12,7 @@ import math
 import re
 from pathlib import Path
 
+from edgebench.plan import spec
 from edgebench.results import papers, verdict
 from edgebench.results.claim_compare import metric_family
 
@@ -91,8 +92,6 @@ def _widen(claim: dict, preset: str | None, root: Path | None) -> str:
     the preset's own values and the claim's, so that the preset's cells stay and the claim's are added."""
     if preset is None:
         return ""
-    from edgebench.plan import spec
-
     try:
         raw = spec.load((root or papers.repo_root()) / preset).raw
     except Exception:  # a preset that does not load says so when it is run; the hint just names it
