@@ -204,3 +204,27 @@ def test_a_failing_batched_command_fails_the_build(tb):
     finally:
         tb.down()
     assert not netns()
+
+
+def test_a_testbed_another_live_process_holds_is_refused():
+    """Two sweeps on one machine with the same prefix: the second one is refused with one message and the first
+    one's testbed is left alone (once its process is gone, the prefix is free)."""
+    from edgebench.errors import EdgebenchError
+
+    t = Testbed("ebo")
+    t.down()
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        t.provision()
+        state = json.loads(t.state_file.read_text()) if t.state_file.exists() else {}
+        t.state_file.parent.mkdir(parents=True, exist_ok=True)
+        t.state_file.write_text(json.dumps({**state, "prefix": "ebo", "pid": holder.pid}))
+        with pytest.raises(EdgebenchError, match=rf"in use by process {holder.pid} \(sleep 60\)"):
+            Testbed("ebo").provision()
+        assert netns("ebo")  # untouched
+    finally:
+        holder.kill()
+        holder.wait()
+    Testbed("ebo").provision()  # the holder is gone: the prefix is free again
+    t.down()
+    assert netns("ebo") == []

@@ -237,10 +237,31 @@ class Testbed(NodeConditions, Datapath):
         self.provision(lan_mtu)
         return self.install_cni(cm, pod_mtu)
 
+    def owner(self) -> int | None:
+        """The live process, other than this one and its parent, whose testbed the prefix holds (the pid its state
+        file records), or None."""
+        try:
+            pid = int(json.loads(self.state_file.read_text()).get("pid") or 0)
+        except (OSError, ValueError, AttributeError):
+            return None
+        if pid in (0, os.getpid(), os.getppid()) or not os.path.exists(f"/proc/{pid}"):
+            return None
+        return pid
+
     def provision(self, lan_mtu: int | None = None) -> None:
-        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix).
+        """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix, unless a
+        running process holds it: then EdgebenchError, and nothing is touched).
         `lan_mtu` sets the node uplinks' MTU (jumbo frames: an MTU tuning profile); default 1500."""
         require_root()
+        pid = self.owner()
+        if pid is not None:
+            try:
+                what = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+            except OSError:
+                what = "?"
+            raise EdgebenchError(f"testbed prefix {self.prefix!r} is in use by process {pid} ({what.strip()}): wait "
+                                 "for it, or give this one another prefix (EDGEBENCH_TESTBED_PREFIX=eb2); `edgebench "
+                                 f"testbed down --prefix {self.prefix}` removes a testbed whose process is gone")
         self.down()
         try:
             with self._batched():
