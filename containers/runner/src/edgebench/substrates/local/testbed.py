@@ -32,7 +32,8 @@ from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath, node_ip, pod_ip
-from edgebench.substrates.local import container, cpuclass
+from edgebench.substrates.local import container, cpuclass, processes
+from edgebench.substrates.local.processes import netns_pids
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
@@ -53,28 +54,6 @@ def _batch_word(arg: str) -> str:
     if not arg or any(c.isspace() or c in "\"'\\#" for c in arg):
         raise EdgebenchError(f"cannot pass {arg!r} to `ip -batch`")
     return arg
-
-
-def netns_pids(names: Sequence[str]) -> dict[str, list[int]]:
-    """{namespace: pids of the processes in it} for named network namespaces (/run/netns), read from /proc: the
-    same as `ip netns pids` per namespace, without a process each."""
-    inodes = {}
-    for ns in names:
-        try:
-            inodes[os.stat(f"/run/netns/{ns}").st_ino] = ns
-        except OSError:
-            continue
-    out: dict[str, list[int]] = {ns: [] for ns in inodes.values()}
-    if not inodes:
-        return out
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            ino = os.stat(f"/proc/{pid}/ns/net").st_ino
-        except OSError:
-            continue
-        if ino in inodes:
-            out[inodes[ino]].append(int(pid))
-    return out
 
 
 @dataclass(frozen=True)
@@ -238,15 +217,11 @@ class Testbed(NodeConditions, Datapath):
         return self.install_cni(cm, pod_mtu)
 
     def owner(self) -> int | None:
-        """The live process, other than this one and its parent, whose testbed the prefix holds (the pid its state
-        file records), or None."""
+        """The live process, other than this one and its parent, whose testbed the prefix holds, or None."""
         try:
-            pid = int(json.loads(self.state_file.read_text()).get("pid") or 0)
+            return processes.other_live(int(json.loads(self.state_file.read_text()).get("pid") or 0))
         except (OSError, ValueError, AttributeError):
             return None
-        if pid in (0, os.getpid(), os.getppid()) or not os.path.exists(f"/proc/{pid}"):
-            return None
-        return pid
 
     def provision(self, lan_mtu: int | None = None) -> None:
         """The 'cluster': the LAN and the node namespaces (replacing any testbed with the same prefix, unless a
@@ -255,13 +230,10 @@ class Testbed(NodeConditions, Datapath):
         require_root()
         pid = self.owner()
         if pid is not None:
-            try:
-                what = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
-            except OSError:
-                what = "?"
-            raise EdgebenchError(f"testbed prefix {self.prefix!r} is in use by process {pid} ({what.strip()}): wait "
-                                 "for it, or give this one another prefix (EDGEBENCH_TESTBED_PREFIX=eb2); `edgebench "
-                                 f"testbed down --prefix {self.prefix}` removes a testbed whose process is gone")
+            raise EdgebenchError(f"testbed prefix {self.prefix!r} is in use by process {pid} "
+                                 f"({processes.cmdline(pid)}): wait for it, or give this one another prefix "
+                                 "(EDGEBENCH_TESTBED_PREFIX=eb2); `edgebench testbed down --prefix "
+                                 f"{self.prefix}` removes a testbed whose process is gone")
         self.down()
         try:
             with self._batched():
@@ -294,7 +266,8 @@ class Testbed(NodeConditions, Datapath):
             self.down()
             raise
         state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
-                 "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()), "pid": os.getpid()}
+                 "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()),
+                 "pid": os.getpid()}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
