@@ -228,3 +228,57 @@ def test_a_testbed_another_live_process_holds_is_refused():
     Testbed("ebo").provision()  # the holder is gone: the prefix is free again
     t.down()
     assert netns("ebo") == []
+
+
+RECEIVE = """
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", 7411))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton("239.255.0.7") + socket.inet_aton("0.0.0.0"))
+s.settimeout(3)
+print("ready", flush=True)
+try:
+    print(s.recvfrom(64)[0].decode())
+except socket.timeout:
+    print("nothing")
+"""
+SEND = """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 4)
+for _ in range(3):
+    s.sendto(b"hello", ("239.255.0.7", 7411))
+"""
+
+
+def multicast_received(tb, receivers):
+    procs = [subprocess.Popen(ep.cmd([sys.executable, "-c", RECEIVE]), stdout=subprocess.PIPE, text=True)
+             for ep in receivers]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    subprocess.run(tb.client().cmd([sys.executable, "-c", SEND]), check=True)
+    return [p.communicate(timeout=10)[0].strip() for p in procs]
+
+
+@pytest.mark.parametrize("entry,crosses", [("weave:fastdp-1438", True), ("flannel:vxlan", False)])
+def test_multicast_crosses_nodes_only_where_the_mode_floods_it(entry, crosses):
+    """Weave floods IPv4 multicast to every peer node (its `multicast_flood` VXLAN port); flannel's VXLAN carries
+    none. What multicast_reason says is what the kernel does."""
+    t = Testbed(PREFIX, nodes=3)
+    t.down()
+    try:
+        t.up(resolve_cni(entry))
+        assert (t.multicast_reason("cross-node") is None) is crosses
+        far = t.pods(2) + t.pods(3)
+        assert multicast_received(t, far) == (["hello"] * len(far) if crosses else ["nothing"] * len(far))
+        assert multicast_received(t, t.pods(1)[1:]) == ["hello"] * (PODS_PER_NODE - 1)  # one bridge: always
+        if crosses:  # unicast stays on the mode's own transport: the flood port learns and floods nothing else
+            info = json.loads(subprocess.run(["bridge", "-n", t.node_ns(1), "-d", "-j", "link", "show", "dev",
+                                              "weave-mc"], capture_output=True, text=True, check=True).stdout)[0]
+            assert (info["learning"], info["flood"], info["bcast_flood"], info["mcast_flood"]) == (
+                False, False, False, True)
+            assert ping(t.client(), t.pods(2)[0].ip)
+    finally:
+        t.down()
+    assert netns() == []

@@ -94,6 +94,27 @@ class Datapath:
                 if i != j:
                     getattr(self, f"_transport_{transport}")(i, j, cm, keys)
         keys.cleanup()
+        if cm.local.get("multicast_flood"):
+            for i in range(1, self.nodes + 1):
+                self._multicast_flood(i, cm)
+
+    def _multicast_flood(self, i: int, cm: CniMode) -> None:
+        """Weave's multicast: IPv4 multicast frames on the pod bridge are flooded to every peer node of the cluster
+        (head-end replication, one VXLAN copy per peer), as Weave's router floods multicast to all peers. A second
+        VXLAN port on the bridge, next VNI, that carries nothing else: no learning, no unknown-unicast or broadcast
+        flooding, so unicast stays on the mode's own transport. No IGMP snooping on either side: every pod of every
+        node of the cluster receives every group, as on one plain L2 segment."""
+        ns, dev = self.node_ns(i), cm.local["multicast_flood"]
+        bridge = cm.local.get("bridge", "cni0")
+        self._ip(ns, "link", "add", dev, "address", _mac(0x0C, i), "mtu", str(cm.mtu), "type", "vxlan",
+                 "id", str(int(cm.local.get("vni", 1)) + 1), "local", node_ip(i), "dev", "eth0",
+                 "dstport", str(cm.udp_port), "nolearning")
+        self._ip(ns, "link", "set", dev, "master", bridge, "up")
+        self._run(["bridge", "-n", ns, "link", "set", "dev", dev, "learning", "off", "flood", "off",
+                   "bcast_flood", "off", "mcast_flood", "on"])
+        for j in self.cluster_nodes(self.cluster_of(i)):
+            if j != i:
+                self._run(["bridge", "-n", ns, "fdb", "append", "00:00:00:00:00:00", "dev", dev, "dst", node_ip(j)])
 
     def _has_link(self, ns: str, dev: str) -> bool:
         out = self._run(["ip", "-n", ns, "-o", "link", "show"], check=False)

@@ -267,7 +267,7 @@ class Testbed(NodeConditions, Datapath):
             raise
         state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
                  "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()),
-                 "pid": os.getpid()}
+                 "multicast_flood": bool(cm.local.get("multicast_flood")), "pid": os.getpid()}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
@@ -369,12 +369,14 @@ class Testbed(NodeConditions, Datapath):
         """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
 
         The testbed floods multicast only within one L2 segment: the LAN (host networking) and one node's pod
-        bridge. It routes no multicast between nodes and its tunnels carry no BUM traffic."""
+        bridge, and between the nodes of a cluster where the mode floods it to every peer (Weave's
+        `multicast_flood`). It routes no multicast between nodes and its other tunnels carry no BUM traffic."""
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         datapath = state.get("datapath", "?")
         if self.clusters > 1 and placement == "cross-node":
             return "multicast does not cross clusters (no inter-cluster tool forwards it)"
-        if self._is_host() or (placement == "same-node" and datapath.startswith("bridge-")):
+        if self._is_host() or (datapath.startswith("bridge-") and (placement == "same-node"
+                                                                   or state.get("multicast_flood"))):
             return None
         where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
         return f"the {datapath} datapath carries no multicast {where} on the local testbed"
