@@ -15,7 +15,7 @@ ARGS       ?=
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 sockperf cyclonedds-tools procps \
-                 wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc
+                 cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc
 # the lab's node test (tests/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
 # them, so `make sweep` does not bring an SSH server to a machine that had none
 TEST_PACKAGES := openssh-server openssh-client sudo
@@ -70,7 +70,8 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  (make up/submit; \`make mgmt-tools\` downloads it there). Nothing here downloads from outside the package registries."
 
 tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) $(TOOLS)/fortio-$(FORTIO_VERSION) \
-       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu $(TOOLS)/edgebench-relay ## build MinIO, mc, fortio, kustomize, the netem emulator, the Skupper/ClusterLink relay (Go, pinned; ~4 min once)
+       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu $(TOOLS)/edgebench-relay \
+       $(TOOLS)/edgebench-ddsrr ## build MinIO, mc, fortio, kustomize, the netem emulator, the Skupper/ClusterLink relay (Go, pinned; ~4 min once), the round-robin DDS pinger (C, seconds)
 
 $(TOOLS)/minio-$(MINIO_VERSION):
 	@echo "minio: go install github.com/minio/minio@$(MINIO_VERSION) (a few minutes, once)"
@@ -104,6 +105,14 @@ $(TOOLS)/edgebench-netem-emu: containers/netem-emulator/main.go containers/netem
 $(TOOLS)/edgebench-relay: $(wildcard containers/relay/*.go) containers/relay/go.mod
 	@echo "relay: go build ./containers/relay"
 	@mkdir -p $(TOOLS) && cd containers/relay && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-relay .
+
+# the round-robin DDS pinger (multi-subscriber latency, seed 000 Eq. 1) on Cyclone DDS's C API: idlc generates the
+# sample type's C code, gcc links it against Debian's libddsc; rebuilt when its sources change
+$(TOOLS)/edgebench-ddsrr: containers/ddsrr/main.c containers/ddsrr/ddsrr.idl
+	@echo "ddsrr: idlc + gcc ./containers/ddsrr"
+	@mkdir -p $(TOOLS) && tmp=$$(mktemp -d) && cd $$tmp && idlc $(CURDIR)/containers/ddsrr/ddsrr.idl \
+	  && gcc -O2 -Wall -Wextra -Werror -I. -o $(TOOLS)/edgebench-ddsrr $(CURDIR)/containers/ddsrr/main.c ddsrr.c -lddsc -lm \
+	  && rm -rf $$tmp
 
 # Opt-in (not part of setup: ~10 min of compiling once on 2 cores, 2.6x what `tools` takes): the upstream Argo Events
 # CLI for `argo-events lint`, and edgebench-events-render, which runs the rerun Sensor's filters and parameter mapping

@@ -1,7 +1,9 @@
 """Shared fixtures: fixture raw data, a warehouse built from it (once per session), a throwaway MinIO server."""
 from __future__ import annotations
 
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ for extra in (REPO / "containers" / "runner" / "src", REPO / "app"):  # in case 
         sys.path.insert(0, str(extra))
 
 import fixture_manifests  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
+from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -152,3 +155,30 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"{project}: none, the tests needing it skipped ({found})")
         else:
             terminalreporter.write_line(f"{project}: not needed by the tests run ({found.describe()} available)")
+
+
+def _sh(*argv):
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """Two `ebs-` network namespaces joined by a veth pair (10.199.7.1 and .2): the DDS drivers' real runs."""
+    tag = uuid.uuid4().hex[:4]
+    a, b = f"ebs-{tag}a", f"ebs-{tag}b"
+    va, vb = f"ebs{tag}a", f"ebs{tag}b"
+    try:
+        _sh("ip", "netns", "add", a)
+        _sh("ip", "netns", "add", b)
+        _sh("ip", "link", "add", va, "netns", a, "type", "veth", "peer", "name", vb, "netns", b)
+        for ns, dev, ip in ((a, va, "10.199.7.1/24"), (b, vb, "10.199.7.2/24")):
+            _sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
+            _sh("ip", "-n", ns, "link", "set", dev, "up")
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+        yield Endpoint(a, "10.199.7.1", 0), Endpoint(b, "10.199.7.2", 1)
+    finally:
+        for ns in (a, b):
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                subprocess.run(["kill", "-9", pid], capture_output=True)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import uuid
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -644,32 +643,6 @@ def test_measure_rejects_bad_args_and_security(monkeypatch):
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("ddsperf") or not shutil.which("ip"),
                                 reason="needs root, iproute2 and ddsperf")
-
-
-def _sh(*argv):
-    subprocess.run(argv, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def pair():
-    tag = uuid.uuid4().hex[:4]
-    a, b = f"ebs-{tag}a", f"ebs-{tag}b"
-    va, vb = f"ebs{tag}a", f"ebs{tag}b"
-    try:
-        _sh("ip", "netns", "add", a)
-        _sh("ip", "netns", "add", b)
-        _sh("ip", "link", "add", va, "netns", a, "type", "veth", "peer", "name", vb, "netns", b)
-        for ns, dev, ip in ((a, va, "10.199.7.1/24"), (b, vb, "10.199.7.2/24")):
-            _sh("ip", "-n", ns, "addr", "add", ip, "dev", dev)
-            _sh("ip", "-n", ns, "link", "set", dev, "up")
-            _sh("ip", "-n", ns, "link", "set", "lo", "up")
-        yield Endpoint(a, "10.199.7.1", 0), Endpoint(b, "10.199.7.2", 1)
-    finally:
-        for ns in (a, b):
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-            for pid in pids:
-                subprocess.run(["kill", "-9", pid], capture_output=True)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def _check_samples(raw):

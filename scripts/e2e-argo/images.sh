@@ -95,7 +95,8 @@ Images (NAME  reference  built from):
   runner               edgebench.local/edgebench-runner:e2e
                                                            debootstrap $SUITE + apt packages (cached stage), then a
                                                            venv with containers/runner and \$EDGEBENCH_TOOLS/{fortio,
-                                                           edgebench-netem-emu,edgebench-relay} (cached stage)
+                                                           edgebench-netem-emu,edgebench-relay,edgebench-ddsrr
+                                                           (this host's arch only)} (cached stage)
   nats                 edgebench.local/nats:${NATS_VERSION#v}        \$E2E/bin/nats-server (scripts/e2e-argo/build.sh)
   argo-events          edgebench.local/argo-events:$ARGO_EVENTS_VERSION
                                                            \$EDGEBENCH_TOOLS/argo-events (make events-tools) +
@@ -128,6 +129,9 @@ main() {
     aarch64) ARCH=arm64 ;;
   esac
   check_arch "$ARCH"
+  # the round-robin DDS pinger (C, linked against Debian's libddsc0debian, which the runner's cyclonedds-tools
+  # brings): built by `make tools` for this host only; a foreign ARCH's runner records its runs as failed
+  [[ $ARCH != "$HOST_ARCH" ]] || RUNNER_TOOLS+=(edgebench-ddsrr)
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
     import) shift; cmd_import "$@" ;;

@@ -112,6 +112,10 @@ class DdsPlan(WorkloadPlan):
               "latency runs: how long the pinger waits for a lost pong before the next ping, ms (seed 000 Fig. 6: "
               "200 with best-effort). ddsperf's is fixed at 1000, so any other value is recorded unsupported",
               neutral_at_default=True),
+        Param("dds-latency-subscribers", lambda n, v: integers(n, v, 1, 16), json_default(["1"]),
+              "latency runs: subscribers per pinger. 1 = ddsperf's ping/pong; more = edgebench-ddsrr, which "
+              "delivers each ping to every subscriber and lets one answer, in turn (seed 000's round robin, Eq. 1; "
+              "ddsperf's ping is answered by all of them)", neutral_at_default=True),
     )
 
     def expand(self, values: dict[str, Any], cell: Cell, repetition: int, variant: str) -> list[Run]:
@@ -127,14 +131,14 @@ class DdsPlan(WorkloadPlan):
             for placement in v["dds-placements"] for payload in v["dds-payloads"]
             for reliability in v["dds-reliability"] for transport in v["dds-transports"]
             for security in v["dds-security"] for batching in v["dds-batching"]
-            for subs in (v["dds-subscribers"] if variant == "throughput" else [1])
+            for subs in (v["dds-subscribers"] if variant == "throughput" else v["dds-latency-subscribers"])
             for timeout in (v["dds-ping-timeouts"] if variant == "latency" else [DDSPERF_PING_TIMEOUT_MS])
         ]
 
     def describe(self, run: Run) -> str:
         p = run.params
         return f" {p['reliability']} {p['transport']}" + (
-            f" subs={p['subscribers']}" if p["mode"] == "throughput" else "") + (
+            f" subs={p['subscribers']}" if p["mode"] == "throughput" or p["subscribers"] > 1 else "") + (
             f" batching={p['batching']}" if "batching" in p else "") + (
             f" ping-timeout={p['ping_timeout_ms']}ms" if "ping_timeout_ms" in p else "")
 
