@@ -164,3 +164,13 @@ def test_profile_against_profile_reads_the_baseline_profile():
     (h,) = C.measured(spec, p, rows, papers.GRAINS["cmp_tuning_vs_host"], frozenset({"tuning_profile"}))
     assert h["ours"] == pytest.approx(25.0) and h["against"] == "tuning_profile=default_settings"
     assert h["verdict"] == "better"  # lower latency than the default profile, beyond the margin
+
+
+def test_every_column_counterpart_names_how_it_is_judged():
+    """A column counterpart carries the mart's verdict or names the efficiency column the one rule judges."""
+    for key, spec in C.SPECS.items():
+        if spec.kind == "column":
+            assert spec.verdict_col or spec.judged, key
+    bad = C.Spec("cmp_tuning_vs_host", "x", formula=C.as_is("a", "b"), verdict_col=None)
+    with pytest.raises(ValueError, match="judged"):
+        C._efficiency_verdict(bad, {"a": 1.0}, 1.0, 3, 3)

@@ -39,7 +39,7 @@ def hundred_minus(value: str, ci: str) -> Formula:
 
 
 def diff_pct(sign: float) -> Formula:
-    """cmp_distributions' diff_pct (distribution - reference, % of the reference), signed: -1 for a reduction."""
+    """cmp_distributions' diff_pct (distribution - reference, % of the reference), times sign."""
     def f(r):
         if r.get("diff_pct") is None or r.get("distribution") == r.get("reference_distribution"):
             return None, None
@@ -56,7 +56,9 @@ class Spec:
     fixed: dict = field(default_factory=dict)  # mart filters (a list = any of)
     formula: Formula | None = None   # column kind: row -> (value, half-width)
     n: tuple = ("n_runs", "host_n_runs")       # column kind: the run counts of the row and of its baseline
-    verdict_col: str | None = "verdict"        # column kind: the mart's verdict; None: the one rule on the value
+    verdict_col: str | None = "verdict"        # column kind: the mart's verdict; None: the one rule on `judged`
+    judged: str | None = None        # column kind without verdict_col: the efficiency % column (100 = the host)
+    flips_for_reduction: bool = False  # column kind: the formula is a difference; a paper printing a reduction negates
     higher_is_better: bool = True    # which direction of the paper's quantity the mart calls better (no verdict col)
     vary: str | None = None          # pair kind: the column the two sides differ in
     left: tuple = ()                 # pair kind: the left side's values ((): the published row's `vary` column)
@@ -131,12 +133,13 @@ SPECS: dict[tuple[str, str, str, str], Spec] = {
     ("003", "Fig. 22", "throughput_efficiency_pct", "%"): Spec(
         "cmp_tuning_vs_host", "UDP throughput efficiency % of host", {"workload": "iperf3", "protocol": "udp",
                                                                        "is_host_baseline": False},
-        as_is("throughput_efficiency_pct", "throughput_efficiency_ci95_pct"), verdict_col=None, cnis=_FOUR),
+        as_is("throughput_efficiency_pct", "throughput_efficiency_ci95_pct"), verdict_col=None,
+        judged="throughput_efficiency_pct", cnis=_FOUR),
     ("003", "", "throughput_mbps", "%"): Spec(
         "cmp_tuning_vs_host", "UDP throughput reduction % vs host (100 - efficiency)",
         {"workload": "iperf3", "protocol": "udp", "is_host_baseline": False},
         hundred_minus("throughput_efficiency_pct", "throughput_efficiency_ci95_pct"), verdict_col=None,
-        higher_is_better=False, cnis=_FOUR),
+        judged="throughput_efficiency_pct", higher_is_better=False, cnis=_FOUR),
     # seed 003: one tuned profile's request/response latency against another's, same CNI, protocol and size
     ("003", "Fig. 12", "latency", "%"): Spec(
         "cmp_tuning_vs_host", "TCP p50 latency increase % vs the other profile",
@@ -155,12 +158,12 @@ SPECS: dict[tuple[str, str, str, str], Spec] = {
         "cmp_distributions", "CNI memory (RSS during the run) % vs kubeadm",
         {"metric": "rss_mb", "component": "cni", "phase": "run", "reference_distribution": "kubeadm"},
         diff_pct(1.0), n=("n_runs", "reference_n_runs"), substrates=_REAL_ONLY, why_not=_NO_DISTRIBUTION,
-        join=_WITH_DISTRIBUTION),
+        join=_WITH_DISTRIBUTION, flips_for_reduction=True),
     ("004", "Fig. 1", "cpu_pct", "%"): Spec(
         "cmp_distributions", "node CPU % during the run, % vs kubeadm",
         {"metric": "cpu_pct", "component": "system", "phase": "run", "reference_distribution": "kubeadm"},
         diff_pct(1.0), n=("n_runs", "reference_n_runs"), substrates=_REAL_ONLY, why_not=_NO_DISTRIBUTION,
-        join=_WITH_DISTRIBUTION),
+        join=_WITH_DISTRIBUTION, flips_for_reduction=True),
 }
 
 
@@ -174,9 +177,8 @@ def spec_for(p: dict) -> Spec | None:
 
 
 def signed(spec: Spec, p: dict) -> float:
-    """+1, or -1 where the paper's normalization says reduction and the spec's formula gives a difference (004)."""
-    norm = (p.get("normalization") or "").lower()
-    return -1.0 if spec.mart == "cmp_distributions" and "reduction" in norm else 1.0
+    """+1, or -1 where the paper's normalization says reduction and the spec's formula gives a difference."""
+    return -1.0 if spec.flips_for_reduction and "reduction" in (p.get("normalization") or "").lower() else 1.0
 
 
 def _wanted(want) -> set[str]:
@@ -259,8 +261,10 @@ def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], free
 
 
 def _efficiency_verdict(spec: Spec, r: dict, ci, n, n_base) -> str:
-    """The one rule on an efficiency % of the host (100 = the host): the CNI against the host."""
-    eff = r.get("throughput_efficiency_pct")
+    """The one rule on an efficiency % of the host (spec.judged; 100 = the host): the CNI against the host."""
+    if spec.judged is None:
+        raise ValueError(f"a {spec.mart} counterpart without a verdict column names no `judged` efficiency column")
+    eff = r.get(spec.judged)
     if eff is None:
         return "n < 2"
     return verdict.decide(eff - 100.0, ci, n or 0, n_base or 0, 100.0, True, verdict.margin_pct("throughput"))
