@@ -38,8 +38,8 @@
 {#- The workload and its parameters that make a configuration of the tuning-efficiency comparison
     (int_tuning__config_stats, cmp_tuning_vs_host): the DDS parameters are null for iperf3 rows. -#}
 {% macro tuning_parameter_list() -%}
-    {{ return(['workload', 'protocol', 'path', 'placement', 'length_bytes', 'dds_mode', 'reliability', 'transport',
-               'subscribers', 'security', 'rate']) }}
+    {{ return(['workload', 'protocol', 'path', 'placement', 'length_bytes', 'duration_s', 'dds_mode', 'reliability',
+               'transport', 'subscribers', 'security', 'rate']) }}
 {%- endmacro %}
 
 {% macro tuning_parameter_columns(prefix='') -%}

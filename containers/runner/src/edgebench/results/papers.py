@@ -73,7 +73,7 @@ GRAINS: dict[str, tuple[str, ...]] = {
     "cmp_iperf3_vs_host": (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s",
                            "iperf3_bitrate", "is_host_baseline"),
     "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
-                           "protocol", "path", "placement", "length_bytes", "dds_mode", "reliability", "transport",
+                           "protocol", "path", "placement", "length_bytes", "duration_s", "dds_mode", "reliability", "transport",
                            "subscribers", "security", "rate", "cni", "cni_mode", "datapath", "is_host_baseline"),
     "cmp_resources_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "cni", "cni_mode",
                               "datapath", "is_host_baseline", "workload", "protocol", "path", "placement",
