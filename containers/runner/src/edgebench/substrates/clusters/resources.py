@@ -21,7 +21,7 @@ from edgebench.substrates.clusters.inventory import Inventory, Node
 # comm (as /proc/<pid>/comm spells it, at most 15 characters) -> component
 PROCESSES = {"flanneld": "cni", "kube-router": "cni", "cilium-agent": "cni", "calico-node": "cni",
              "antrea-agent": "cni", "weaver": "cni", "iperf3": "workload", "ddsperf": "workload", "sockperf": "workload",
-             "fortio": "workload"}
+             "fortio": "workload", "edgebench-ddsrr": "workload"}
 
 SCRIPT = r"""
 echo "B $(cat /proc/sys/kernel/random/boot_id) $(getconf CLK_TCK) $(nproc)"

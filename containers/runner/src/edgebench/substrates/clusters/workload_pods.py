@@ -115,7 +115,7 @@ class WorkloadPods:
         self._kubectl("delete", "service", "-n", pl.NAMESPACE, "-l", f"{pl.SERVICE_LABEL}=true",
                       "--ignore-not-found", "--wait=true", check=False)
         for ep in self._pod_map().values():
-            self.local(ep.cmd(["pkill", "-x", "iperf3|sockperf|ddsperf|fortio|hey"]), check=False)
+            self.local(ep.cmd(["pkill", "-x", "iperf3|sockperf|ddsperf|edgebench-ddsrr|fortio|hey"]), check=False)
 
     def resource_sampler(self, interval_s: float = 1.0, idle: list[dict] | None = None) -> NodeSampler:
         """CPU/RSS of the CNI agents, the workload tools and each node (substrates/clusters/resources.py)."""
