@@ -32,14 +32,15 @@
 {#- The DDS parameters that follow dds_mode: reliability, transport, subscribers, discovery, security, batching,
     rate. -#}
 {% macro dds_parameter_columns(prefix='') -%}
-    {{ column_list(['reliability', 'transport', 'subscribers', 'discovery', 'security', 'batching', 'rate'], prefix) }}
+    {{ column_list(['reliability', 'transport', 'subscribers', 'discovery', 'security', 'batching', 'rate',
+                    'ping_timeout_ms'], prefix) }}
 {%- endmacro %}
 
 {#- The workload and its parameters that make a configuration of the tuning-efficiency comparison
     (int_tuning__config_stats, cmp_tuning_vs_host): the DDS parameters are null for iperf3 rows. -#}
 {% macro tuning_parameter_list() -%}
     {{ return(['workload', 'protocol', 'path', 'placement', 'length_bytes', 'duration_s', 'dds_mode', 'reliability',
-               'transport', 'subscribers', 'security', 'rate']) }}
+               'transport', 'subscribers', 'security', 'rate', 'ping_timeout_ms']) }}
 {%- endmacro %}
 
 {% macro tuning_parameter_columns(prefix='') -%}

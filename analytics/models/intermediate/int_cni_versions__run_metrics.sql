@@ -22,7 +22,8 @@ with runs as (
             when 'dds' then concat_ws(' ', 'mode=' || dds_mode, 'reliability=' || reliability,
                                       'transport=' || transport, 'subscribers=' || subscribers,
                                       'security=' || security, 'rate=' || rate, 'duration_s=' || duration_s,
-                                      case when batching = 'off' then 'batching=off' end)
+                                      case when batching = 'off' then 'batching=off' end,
+                                      case when ping_timeout_ms <> 1000 then 'ping_timeout_ms=' || ping_timeout_ms end)
             when 'http' then concat_ws(' ', 'service=' || service, 'requests=' || requests_planned,
                                        'connections=' || connections)
             else ''

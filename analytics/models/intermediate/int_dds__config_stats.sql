@@ -20,6 +20,7 @@ select
     subscribers,
     security,
     rate,
+    ping_timeout_ms,  -- latency runs: the pinger's wait for a lost answer (null for throughput runs)
     placement,
     string_agg(distinct discovery, ', ' order by discovery) as discovery,
     count(*)                                 as n_runs,

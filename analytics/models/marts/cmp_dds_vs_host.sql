@@ -12,7 +12,7 @@
 -- worse / inconclusive, 'n < 2', 'baseline' (host rows), null without a host baseline.
 -- Host rows are kept (is_host_baseline, overheads 0), as in cmp_iperf3_vs_host.
 {%- set match = ['dds_mode', 'length_bytes', 'reliability', 'transport', 'security', 'placement'] %}
-{%- set null_safe_match = ['subscribers', 'rate', 'batching'] %}
+{%- set null_safe_match = ['subscribers', 'rate', 'batching', 'ping_timeout_ms'] %}
 with {{ stats_and_host_ctes(ref('int_dds__config_stats')) }},
 
 runs as (
@@ -37,6 +37,7 @@ select
     stats.subscribers,
     stats.security,
     stats.rate,
+    stats.ping_timeout_ms,
     stats.placement,
     stats.cni = 'host'                      as is_host_baseline,
     stats.discovery,

@@ -170,6 +170,11 @@ renamed as (
         case when manifest->>'workload' = 'dds'
              then coalesce(manifest->'params'->>'batching', 'on') end as batching,
         manifest->'params'->>'rate'                                as rate,  -- 'inf' or samples/s, as text
+        -- how long a latency run's pinger waits for a lost answer before the next ping, ms: 1000 (ddsperf's fixed
+        -- timeout) unless the run asked for another (dds-ping-timeouts, measured by edgebench-ddsrr); null for
+        -- throughput runs, which send no pings
+        case when (manifest->>'workload') = 'dds' and (manifest->'params'->>'mode') = 'latency'
+             then coalesce(try_cast(manifest->'params'->>'ping_timeout_ms' as integer), 1000) end as ping_timeout_ms,
         -- DDS metrics (throughput_mbps above is shared: DDS throughput mode reports it under the same name)
         try_cast(manifest->'metrics'->>'latency_mean_us' as double) as latency_mean_us,
         try_cast(manifest->'metrics'->>'latency_min_us' as double)  as latency_min_us,

@@ -69,12 +69,13 @@ SUBSTRATE_NOTES = {
 GRAINS: dict[str, tuple[str, ...]] = {
     # the cell configuration columns (plan/dimensions.py), then the workload's own
     "cmp_dds_vs_host": (*warehouse_columns(), "dds_mode", "batching", "length_bytes", "reliability", "transport",
-                        "subscribers", "security", "rate", "placement", "is_host_baseline"),
+                        "subscribers", "security", "rate", "ping_timeout_ms", "placement", "is_host_baseline"),
     "cmp_iperf3_vs_host": (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s",
                            "iperf3_bitrate", "is_host_baseline"),
     "cmp_tuning_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "tuning_mtu", "workload",
-                           "protocol", "path", "placement", "length_bytes", "duration_s", "dds_mode", "reliability", "transport",
-                           "subscribers", "security", "rate", "cni", "cni_mode", "datapath", "is_host_baseline"),
+                           "protocol", "path", "placement", "length_bytes", "duration_s", "dds_mode", "reliability",
+                           "transport", "subscribers", "security", "rate", "ping_timeout_ms", "cni", "cni_mode",
+                           "datapath", "is_host_baseline"),
     "cmp_resources_vs_host": ("substrate", "distribution", "netem_scenario", "tuning_profile", "cni", "cni_mode",
                               "datapath", "is_host_baseline", "workload", "protocol", "path", "placement",
                               "length_bytes", "component"),
@@ -93,7 +94,7 @@ FREED_TOGETHER = (
 
 # the conditions a measured number is labelled with, and the value each takes when it is not worth naming
 CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
-              "placement": "cross-node", "rate": "inf", "batching": "on"}
+              "placement": "cross-node", "rate": "inf", "batching": "on", "ping_timeout_ms": "1000"}
 OUTCOMES = ("agrees", "disagrees", "cannot tell", "not testable")
 # what an outcome rests on (evaluate_claim's `reason`): judged by the one rule, a side with fewer than 2 runs, an
 # inconclusive interval, a side (or both under the same conditions) never measured, nothing in the mart at all, a

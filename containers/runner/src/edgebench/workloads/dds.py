@@ -33,28 +33,24 @@ class Dds(Workload):
         params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
         if p["transport"] == "multicast" and no_multicast:
             return {}, None, f"unsupported: multicast transport: {no_multicast}", params
-        round_robin = p["mode"] == "latency" and p["subscribers"] > 1  # one subscriber answers each ping, in turn
         timeout_ms = p.get("ping_timeout_ms", DDSPERF_PING_TIMEOUT_MS)
-        if timeout_ms != DDSPERF_PING_TIMEOUT_MS:
-            if round_robin:  # edgebench-ddsrr has -t, but the marts would pool its runs with the 1000 ms ones
-                return {}, None, (f"unsupported: a {timeout_ms} ms ping timeout with {p['subscribers']} subscribers: "
-                                  "the warehouse does not keep DDS runs apart by ping timeout yet"), params
-            return {}, None, (f"unsupported: a {p['ping_timeout_ms']} ms ping timeout: ddsperf waits a fixed "
-                              f"{DDSPERF_PING_TIMEOUT_MS} ms for a lost pong before the next ping (Cyclone DDS "
-                              "ddsperf.c, maybe_send_new_ping) and has no option to change it"), params
+        # edgebench's own pinger where ddsperf's cannot measure what the run asks: several subscribers answering in
+        # turn (ddsperf's ping is answered by all), or a ping timeout other than ddsperf's fixed 1000 ms
+        own_pinger = p["mode"] == "latency" and (p["subscribers"] > 1 or timeout_ms != DDSPERF_PING_TIMEOUT_MS)
         if p["security"] != "none":
             why = dds_security.security_support()
             if why:
                 return {}, None, f"unsupported: DDS Security: {why}", params
-        if round_robin:
+        if own_pinger:
             params["pinger"] = ddsrr.TOOL
             if p["security"] != "none":
-                return {}, None, (f"unsupported: DDS Security with {p['subscribers']} subscribers: {ddsrr.TOOL}, the "
-                                  "round-robin pinger, is not given DDS Security material"), params
+                return {}, None, (f"unsupported: DDS Security on {ddsrr.TOOL} (runs with several subscribers or a "
+                                  "ping timeout other than ddsperf's 1000 ms): it is not given DDS Security material"
+                                  ), params
             raw, metrics, error = ddsrr.measure(
                 pub, subs, payload=run.length_bytes, duration=run.duration_s, reliability=p["reliability"],
                 transport=p["transport"], discovery=params["discovery"], peers=sorted({e.ip for e in [pub, *subs]}),
-                batching=p.get("batching", "on"))
+                batching=p.get("batching", "on"), timeout_ms=timeout_ms)
             return raw, metrics, error, params
         raw, metrics, error = driver.measure(
             pub, subs, mode=p["mode"], payload=run.length_bytes, duration=run.duration_s,
