@@ -118,3 +118,27 @@ def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeyp
     feed = next(d.value for d in at.dataframe if "headline" in d.value.columns)
     assert feed.iloc[0]["headline"] == "8546 Mbit/s" and feed.iloc[0]["in warehouse"] == "not yet"
     assert any("Data as of" in c.value and "following the store" in c.value for c in at.sidebar.caption)
+
+
+def test_a_refresh_without_data_tests_is_checked_once_nothing_lands(tmp_path):
+    """Runs landing: models only (no data tests); the next look with nothing new and no sweep running builds the
+    same data with its tests; then nothing more."""
+    manifests = fx.iperf3_manifests()
+    root = fx.write_tree(tmp_path / "raw", manifests[:4])
+    target = tmp_path / "wh" / "warehouse.duckdb"
+    target.parent.mkdir()
+    looks, lines = [], []
+
+    def stop():
+        looks.append(1)
+        if len(looks) == 2:
+            fx.write_tree(root, manifests[4:6])
+        return len(looks) > 4
+
+    assert follow.follow(target, str(root), interval=0.2, log=lines.append, stop=stop) == 3
+    built = [line for line in lines if "warehouse rebuilt" in line]
+    assert "(full, data tests run" in built[0] and "models only" in built[1] and "(incremental, data tests run" \
+        in built[2]
+    with duckdb.connect(str(target), read_only=True) as con:
+        assert con.execute("select checked from edgebench_raw_cache.build_info").fetchone()[0]
+        assert con.execute("select count(*) from stg_edgebench__runs").fetchone()[0] == 6

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import summaries, warehouse
+from edgebench.results import dbt_runner, summaries, warehouse
 
 
 def q(path, sql, *params):
@@ -114,7 +114,7 @@ def test_no_results_raises_clear_error(tmp_path):
 
 
 def _prewarmed_dbt_children() -> list[int]:
-    """Processes whose parent is this one and that run warehouse._DBT_PRELUDE (dbt imported ahead of its arguments)."""
+    """Processes whose parent is this one and that run dbt_runner._DBT_PRELUDE (dbt imported ahead of its arguments)."""
     found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -143,10 +143,10 @@ def test_dbt_runs_prewarmed_or_from_path(monkeypatch, prewarmed):
     """The prewarmed interpreter runs dbt as its entry point does; without dbt in this interpreter, the dbt
     executable is started instead. Both give dbt's own exit code and output."""
     if not prewarmed:
-        real = warehouse.importlib.util.find_spec
-        monkeypatch.setattr(warehouse.importlib.util, "find_spec",
+        real = dbt_runner.importlib.util.find_spec
+        monkeypatch.setattr(dbt_runner.importlib.util, "find_spec",
                             lambda name, *a: None if name.startswith("dbt") else real(name, *a))
-    dbt, bad = warehouse._Dbt(dict(os.environ)), warehouse._Dbt(dict(os.environ))
+    dbt, bad = dbt_runner.Dbt(dict(os.environ)), dbt_runner.Dbt(dict(os.environ))
     try:
         assert (dbt.proc is not None) == prewarmed
         code, text = dbt.run(["--version"], quiet=True)

@@ -103,3 +103,40 @@ def test_changed_project_or_full_refresh_builds_from_scratch(tmp_path, monkeypat
     assert warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, full_refresh=True)["mode"] == "full"
     monkeypatch.setattr(warehouse, "project_hash", lambda project=None: "another project")
     assert warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True)["mode"] == "full"
+
+
+def _checked(path) -> bool:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(f"select checked from {warehouse.RAW_CACHE_SCHEMA}.build_info").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_followers_refresh_runs_the_models_only_in_one_kept_dbt(tmp_path, monkeypatch):
+    """checked=False with a DbtSlot (what `edgebench warehouse --follow` does while runs land): the same tables as
+    a full build, without the data tests or seeds, in one dbt interpreter kept between builds and ended by stop();
+    a full build is checked whatever was asked, and the check of the same data runs the tests."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    manifests = fx.fixture_manifests()
+    first = [m for m in manifests if m["workload"] != "dds"]
+    root = fx.write_tree(tmp_path / "raw", first)
+    wh = tmp_path / "inc" / "warehouse.duckdb"
+    slot = warehouse.DbtSlot()
+    try:
+        r1 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
+        assert r1["mode"] == "full" and r1["checked"] and _checked(wh)
+        pid = slot.worker.proc.pid
+        fx.write_tree(root, [m for m in manifests if m["workload"] == "dds"])
+        r2 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
+        assert r2["mode"] == "incremental" and not r2["checked"] and not _checked(wh)
+        assert slot.worker.proc.pid == pid  # the same interpreter, the project parsed once
+        full = tmp_path / "full" / "warehouse.duckdb"
+        warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True)
+        assert _tables(wh) == _tables(full) and _differences(wh, full) == {}
+        r3 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=True, dbt_slot=slot)
+        assert r3["checked"] and _checked(wh) and slot.worker.proc.pid == pid
+    finally:
+        proc = slot.worker.proc if slot.worker else None
+        slot.stop()
+    assert proc is not None and proc.poll() is not None  # stop() ended it

@@ -2,7 +2,10 @@
 
 Every `interval` seconds the raw root is listed (names, sizes and times only: raw_cache.list_raw). When anything
 changed since the last build, the warehouse is rebuilt incrementally (warehouse.build: only the new or changed raw
-files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). Next to
+files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). While
+runs land, a rebuild runs the models only (checked=False: no data tests, no seeds, 4 threads) in one dbt
+interpreter that keeps the parsed project between builds (warehouse.DbtSlot); once no sweep is running, or nothing
+landed for CHECK_AFTER_S, the same data is built again with its data tests, and a failure is reported. Next to
 the warehouse it writes <warehouse>.live.json: when it last looked and built, and every sweep still in progress in
 the object store (its runs stored / planned, elapsed time and an ETA from the pace so far), which the portal's
 overview shows with a progress bar. A failed build is reported and retried at the next change; the last good
@@ -37,6 +40,7 @@ def live_path(warehouse_path: Path) -> Path:
 
 
 JUST_IN = 30  # the newest stored runs the live file lists
+CHECK_AFTER_S = 60.0  # a refresh without data tests is checked after this long without new runs (or no sweep running)
 
 
 def fingerprint(root: str, listing: dict | None = None) -> str:
@@ -128,15 +132,19 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
     store = store or (ResultStore() if remote else None)
     log(f"following {root}: looked at every {interval:g} s; the warehouse {target} is rebuilt when runs were stored "
         "(Ctrl-C stops)")
+    slot = warehouse.DbtSlot()  # one dbt interpreter, and the project it parsed, for all the builds
     try:
-        return _loop(target, root, interval, log, stop, store)
+        return _loop(target, root, interval, log, stop, store, slot)
     finally:
+        slot.stop()
         live_path(target).unlink(missing_ok=True)  # nobody follows any more: the portal shows no progress
 
 
 def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[], bool],
-          store: ResultStore | None) -> int:
+          store: ResultStore | None, slot: "warehouse.DbtSlot") -> int:
     last, builds, built_at, last_error = None, 0, None, None
+    unchecked = False  # the warehouse swapped in last was built without its data tests (runs were landing)
+    changed_at = time.monotonic()  # when the store last changed
     seen: set[str] | None = None  # the manifests listed so far; those of the first look are not "just in"
     just_in: list[dict[str, Any]] = []
 
@@ -167,23 +175,32 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
             del just_in[JUST_IN:]
             if new:
                 live(sweeps)  # the new runs are visible now, before the rebuild
+        # runs landed: a refresh of the models only. The same data is checked (the data tests run) once no sweep
+        # is running, or nothing landed for CHECK_AFTER_S: not between two cells of a running sweep
         if now_fp != last:
+            changed_at = time.monotonic()
+        check = unchecked and now_fp == last and (not sweeps or time.monotonic() - changed_at >= CHECK_AFTER_S)
+        if now_fp != last or check:
             try:
                 t0 = time.monotonic()
-                res = warehouse.build(warehouse_path=target, raw_root=root, quiet=True)
+                res = warehouse.build(warehouse_path=target, raw_root=root, quiet=True, checked=check,
+                                      dbt_slot=slot)
+                unchecked = not res["checked"]
                 builds, built_at, last_error = builds + 1, dt.datetime.now(dt.timezone.utc), None
                 n_read = sum(r[1] for r in res["raw"].values())
-                log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, {n_read} raw file(s) read) in "
-                    f"{time.monotonic() - t0:.1f} s")
+                log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, "
+                    f"{'data tests run' if res['checked'] else 'models only, checked once runs stop landing'}, "
+                    f"{n_read} raw file(s) read) in {time.monotonic() - t0:.1f} s")
                 last = now_fp
                 for row in just_in:
                     row["in_warehouse"] = True  # every run listed before the build started is in it
             except warehouse.NoResultsError:
                 last = now_fp
             except EdgebenchError as exc:
-                last, last_error = now_fp, str(exc).splitlines()[0]
-                log(f"warehouse build failed (the previous warehouse is kept; retried at the next change): "
-                    f"{last_error}")
+                last, last_error, unchecked = now_fp, str(exc).splitlines()[0], False
+                log((f"the data tests failed on the runs the warehouse shows (built from them without the tests): "
+                     if check else "warehouse build failed (the previous warehouse is kept; retried at the next "
+                     "change): ") + last_error)
         if store is not None:
             try:
                 sweeps = in_progress(store)

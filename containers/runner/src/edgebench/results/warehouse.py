@@ -39,8 +39,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -49,7 +47,7 @@ try:  # optional: the runner image carries no analytics extra (reading or buildi
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
-from edgebench import sh
+from edgebench.results.dbt_runner import Dbt, DbtWorker
 from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
                                          list_raw, sync_raw_cache)
 
@@ -111,68 +109,6 @@ def ensure_httpfs() -> None:
         raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
     finally:
         con.close()
-
-
-def _dbt_executable() -> str:
-    exe = Path(sys.executable).parent / "dbt"
-    if exe.exists():
-        return str(exe)
-    if found := sh.which("dbt"):
-        return found
-    raise WarehouseError(f"dbt not found next to {sys.executable} nor on PATH; run `make venv`")
-
-
-# What the `dbt` entry point does, after importing dbt and its DuckDB adapter (about 2 s here, a third of an
-# incremental build) and then waiting for its arguments on stdin: _Dbt starts it before the raw cache is synced, so
-# the import and the sync overlap. An empty line (the build stopped before dbt was needed) exits at once.
-_DBT_PRELUDE = """\
-import json, sys
-from dbt.cli.main import cli
-import dbt.adapters.duckdb
-line = sys.stdin.readline()
-if not line.strip():
-    sys.exit(0)
-sys.argv = ["dbt", *json.loads(line)]
-sys.exit(cli())
-"""
-
-
-class _Dbt:
-    """One `dbt` invocation whose interpreter starts (and imports dbt) ahead of run(). When this interpreter has no
-    dbt (dbt found only on PATH), run() starts that executable then instead."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
-        self.proc = None
-        if importlib.util.find_spec("dbt.cli") is not None:
-            self.proc = sh.popen([sys.executable, "-c", _DBT_PRELUDE], env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-    def run(self, args: list[str], quiet: bool) -> tuple[int, str]:
-        """Run `dbt <args>`; returns the exit code and the output (also printed unless quiet)."""
-        if self.proc is None:
-            self.proc = sh.popen([_dbt_executable(), *args], env=self.env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        else:
-            try:
-                self.proc.stdin.write(json.dumps(args) + "\n")
-                self.proc.stdin.close()
-            except BrokenPipeError:  # dbt failed to import: its output says why
-                pass
-        lines = []
-        for line in self.proc.stdout:
-            lines.append(line)
-            if not quiet:
-                sys.stdout.write(line)
-        return self.proc.wait(), "".join(lines)
-
-    def close(self) -> None:
-        """Stop an interpreter that was never given its arguments (or is still running after a failure)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc is not None and self.proc.stdout:
-            self.proc.stdout.close()
 
 
 def _failure_lines(output: str, limit: int = 40) -> str:
@@ -273,13 +209,31 @@ def _previous_build(path: Path) -> dict | None:
         con.close()
 
 
+class DbtSlot:
+    """Where a follower keeps its dbt worker between builds (build(dbt_slot=...)); stop() ends it."""
+
+    def __init__(self) -> None:
+        self.worker: DbtWorker | None = None
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
 def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
-          quiet: bool = False, full_refresh: bool = False) -> dict:
+          quiet: bool = False, full_refresh: bool = False, checked: bool = True,
+          dbt_slot: DbtSlot | None = None) -> dict:
     """Run `dbt build` for analytics/ and atomically replace the warehouse with the result.
 
     Starts from a copy of the previous warehouse (its raw cache: only new or changed raw objects are read; see the
     module docstring) unless there is none, the analytics project changed, or full_refresh. Returns what was done:
-    {"mode": "full" | "incremental", "raw": {source table: (objects, read)}, "unit_tests": bool}.
+    {"mode": "full" | "incremental", "raw": {source table: (objects, read)}, "unit_tests": bool, "checked": bool}.
+
+    checked=False (a follower's refresh while runs land): an incremental build runs the models only, not the data
+    tests, the unit tests or the seeds (the seeds are the previous build's: the project is the same), and with 4
+    threads; build_info.checked says so, and the follower checks the same data once the store is quiet. A full
+    build is always checked. dbt_slot: keep dbt's interpreter and parsed project for the next build (DbtSlot).
     Raises NoResultsError when the raw root holds no manifest (an empty warehouse would only hide a wrong
     bucket/endpoint/root; the previous warehouse is kept), WarehouseError when dbt fails (with dbt's failing lines).
     """
@@ -314,10 +268,11 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
                    "DBT_USE_COLORS": "false",
                    "DBT_TARGET_PATH": str(Path(work) / "target"),  # a fresh target/ (compiled SQL) per build
                    "DBT_LOG_PATH": str(Path(work) / "logs")}
-            dbt = _Dbt(env)  # imports dbt while the raw cache syncs
             phash = project_hash(project)
+            dbt = _dbt_for(env, phash, dbt_slot)  # imports dbt while the raw cache syncs
             previous = None if full_refresh else _previous_build(target)
             incremental = previous is not None and previous["project_hash"] == phash
+            checked = checked or not incremental
             if incremental:  # the previous warehouse was checkpointed before it was swapped in: one file, no WAL
                 shutil.copyfile(target, tmp_db)
             raw = sync_raw_cache(tmp_db, root)
@@ -330,9 +285,11 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
                 (Path(work) / "target").mkdir(exist_ok=True)
                 shutil.copyfile(cache / PARTIAL_PARSE, Path(work) / "target" / PARTIAL_PARSE)
             args = ["build", "--project-dir", str(project), "--profiles-dir", str(project)]
-            if not run_unit_tests:
+            if not run_unit_tests or not checked:
                 args += ["--exclude-resource-type", "unit_test"]
-            code, text = dbt.run(args, quiet)
+            if not checked:
+                args += ["--exclude-resource-type", "test", "--exclude-resource-type", "seed", "--threads", "4"]
+            code, text = dbt.run(args, quiet, env=env, parse_args=args[1:5])
             if code != 0:
                 if "No files found that match the pattern" in text:
                     raise NoResultsError(_no_results(root))
@@ -347,8 +304,8 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             try:
                 n_manifests = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
                 con.execute(f"create or replace table {RAW_CACHE_SCHEMA}.build_info as select ? as project_hash, "
-                            "true as ran_unit_tests, ? as mode, now() as built_at",
-                            [phash, "incremental" if incremental else "full"])
+                            "true as ran_unit_tests, ? as mode, ? as checked, now() as built_at",
+                            [phash, "incremental" if incremental else "full", checked])
                 con.execute("checkpoint")
             finally:
                 con.close()
@@ -358,7 +315,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             if stale_wal.exists():  # a WAL of the file being replaced must not be replayed onto the new one
                 stale_wal.unlink()
             os.replace(tmp_db, target)
-            if run_unit_tests:
+            if run_unit_tests and checked:
                 _record_unit_tests_passed(phash)
             parsed = Path(work) / "target" / PARTIAL_PARSE
             if parsed.exists():
@@ -370,7 +327,21 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
     finally:
         lock.close()
         shutil.rmtree(work, ignore_errors=True)
-    return {"mode": "incremental" if incremental else "full", "raw": raw, "unit_tests": run_unit_tests}
+    return {"mode": "incremental" if incremental else "full", "raw": raw,
+            "unit_tests": run_unit_tests and checked, "checked": checked}
+
+
+def _dbt_for(env: dict[str, str], phash: str, slot: DbtSlot | None) -> Dbt | DbtWorker:
+    """A one-shot dbt, or the slot's worker (a new one when there is none, it died, or the project changed)."""
+    if slot is None:
+        return Dbt(env)
+    if slot.worker is None or slot.worker.key != phash or not slot.worker.alive():
+        slot.stop()
+        slot.worker = DbtWorker(env, phash)
+        if not slot.worker.alive():  # no dbt in this interpreter: one-shot invocations of the dbt on PATH
+            slot.worker = None
+            return Dbt(env)
+    return slot.worker
 
 
 def _no_results(root: str) -> str:
