@@ -120,9 +120,10 @@ def test_the_overview_shows_a_running_sweep(fixture_warehouse, tmp_path, monkeyp
     assert any("Data as of" in c.value and "following the store" in c.value for c in at.sidebar.caption)
 
 
-def test_a_refresh_without_data_tests_is_checked_once_nothing_lands(tmp_path):
-    """Runs landing: models only (no data tests); the next look with nothing new and no sweep running builds the
-    same data with its tests; then nothing more."""
+def test_a_refresh_without_data_tests_is_checked_once_nothing_lands(tmp_path, monkeypatch):
+    """Runs landing: models only (no data tests); a look after CHECK_AFTER_S without anything new builds the same
+    data with its tests; then nothing more."""
+    monkeypatch.setattr(follow, "CHECK_AFTER_S", 0.3)
     manifests = fx.iperf3_manifests()
     root = fx.write_tree(tmp_path / "raw", manifests[:4])
     target = tmp_path / "wh" / "warehouse.duckdb"
@@ -133,7 +134,7 @@ def test_a_refresh_without_data_tests_is_checked_once_nothing_lands(tmp_path):
         looks.append(1)
         if len(looks) == 2:
             fx.write_tree(root, manifests[4:6])
-        return len(looks) > 4
+        return len(looks) > 5
 
     assert follow.follow(target, str(root), interval=0.2, log=lines.append, stop=stop) == 3
     built = [line for line in lines if "warehouse rebuilt" in line]

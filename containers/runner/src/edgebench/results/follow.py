@@ -4,7 +4,7 @@ Every `interval` seconds the raw root is listed (names, sizes and times only: ra
 changed since the last build, the warehouse is rebuilt incrementally (warehouse.build: only the new or changed raw
 files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). While
 runs land, a rebuild runs the models only (checked=False: no data tests, no seeds, 4 threads) in one dbt
-interpreter that keeps the parsed project between builds (warehouse.DbtSlot); once no sweep is running, or nothing
+interpreter that keeps the parsed project between builds (warehouse.DbtSlot); once nothing
 landed for CHECK_AFTER_S, the same data is built again with its data tests, and a failure is reported. Next to
 the warehouse it writes <warehouse>.live.json: when it last looked and built, and every sweep still in progress in
 the object store (its runs stored / planned, elapsed time and an ETA from the pace so far), which the portal's
@@ -175,11 +175,11 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
             del just_in[JUST_IN:]
             if new:
                 live(sweeps)  # the new runs are visible now, before the rebuild
-        # runs landed: a refresh of the models only. The same data is checked (the data tests run) once no sweep
-        # is running, or nothing landed for CHECK_AFTER_S: not between two cells of a running sweep
+        # runs landed: a refresh of the models only. The same data is checked (the data tests run) once nothing
+        # landed for CHECK_AFTER_S: not between two cells of a running sweep, where it would delay the next refresh
         if now_fp != last:
             changed_at = time.monotonic()
-        check = unchecked and now_fp == last and (not sweeps or time.monotonic() - changed_at >= CHECK_AFTER_S)
+        check = unchecked and now_fp == last and time.monotonic() - changed_at >= CHECK_AFTER_S
         if now_fp != last or check:
             try:
                 t0 = time.monotonic()
