@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_each_workload_records_its_own_tools():
     assert set(provenance.environment("iperf3")["tools"]) == {"iperf3"}
-    assert set(provenance.environment("dds")["tools"]) == {"ddsperf"}
+    assert set(provenance.environment("dds")["tools"]) == {"ddsperf", "edgebench-ddsrr"}
+    rr = sh.which("edgebench-ddsrr")
+    assert rr, "make tools builds the round-robin DDS pinger"
+    assert provenance.environment("dds")["tools"]["edgebench-ddsrr"] == \
+        f"sha256:{hashlib.sha256(Path(rr).read_bytes()).hexdigest()[:16]}"
     assert {"fortio"} <= set(provenance.environment("http")["tools"])
     assert provenance.environment("dds")["tools"]["ddsperf"].startswith("cyclonedds-tools ")
     assert provenance.environment("iperf3")["tools"]["iperf3"].startswith("iperf 3.")
