@@ -182,3 +182,27 @@ def pair():
             for pid in pids:
                 subprocess.run(["kill", "-9", pid], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@pytest.fixture
+def dds_ctx():
+    """A sweep context whose provider hands the DDS workload placeholder endpoints (one address) and carries
+    multicast: for workload.measure() calls that must decide before any process starts, or with the drivers
+    replaced."""
+    class Ep:
+        ip = "10.0.0.1"
+
+    class Provider:
+        def client(self, placement):
+            return Ep()
+
+        def peers(self, placement):
+            return [Ep()]
+
+        def multicast_reason(self, placement):
+            return None
+
+    class Ctx:
+        provider = Provider()
+
+    return Ctx()

@@ -79,23 +79,10 @@ def test_latency_subscribers_plan_round_robin_runs():
     assert [r.params for r in plain] == [runs[0].params]  # and one subscriber is the run it was before
 
 
-def test_round_robin_runs_refuse_dds_security():
+def test_round_robin_runs_refuse_dds_security(dds_ctx):
     """DDS Security material is not given to edgebench's own pinger."""
-    class Provider:
-        def client(self, placement):
-            return object()
-
-        def peers(self, placement):
-            return [object()]
-
-        def multicast_reason(self, placement):
-            return None
-
-    class Ctx:
-        provider = Provider()
-
     _, runs = _latency_runs({"dds-latency-subscribers": '["4"]', "dds-security": '["auth-encrypt"]'})
-    raw, metrics, error, params = workloads.get("dds").measure(Ctx(), runs[0])
+    raw, metrics, error, params = workloads.get("dds").measure(dds_ctx, runs[0])
     assert error.startswith("unsupported: DDS Security") and metrics is None
 
 

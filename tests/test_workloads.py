@@ -49,7 +49,7 @@ def test_a_parameter_of_a_workload_not_run_does_not_change_the_sweep_id():
     assert a.sweep_id == b.sweep_id != c.sweep_id
 
 
-def test_dds_ping_timeout_other_than_ddsperfs_runs_on_edgebench_ddsrr(monkeypatch):
+def test_dds_ping_timeout_other_than_ddsperfs_runs_on_edgebench_ddsrr(monkeypatch, dds_ctx):
     """seed 000 Fig. 6's 200 ms ping timeout: ddsperf's is fixed at 1 s, so the run goes to edgebench's own pinger
     with that timeout (and says so in its params); the default (1000) adds nothing to a run's params, so the ids of
     every earlier DDS run stay."""
@@ -68,22 +68,6 @@ def test_dds_ping_timeout_other_than_ddsperfs_runs_on_edgebench_ddsrr(monkeypatc
     assert all("ping_timeout_ms" not in r.params for r in tput)  # throughput runs have no pings
     assert "ping-timeout=200ms" in PLANS["dds"].describe(lat[1])
 
-    class Ep:
-        ip = "10.0.0.1"
-
-    class Provider:
-        def client(self, placement):
-            return Ep()
-
-        def peers(self, placement):
-            return [Ep()]
-
-        def multicast_reason(self, placement):
-            return None
-
-    class Ctx:
-        provider = Provider()
-
     from edgebench.drivers import ddsperf, ddsrr
 
     asked = []
@@ -91,10 +75,10 @@ def test_dds_ping_timeout_other_than_ddsperfs_runs_on_edgebench_ddsrr(monkeypatc
                         ({}, {"latency_p90_us": 1.0}, None))
     monkeypatch.setattr(ddsperf, "measure", lambda pub, subs, **kw: asked.append(("ddsperf", len(subs), kw)) or
                         ({}, {"latency_p90_us": 1.0}, None))
-    raw, metrics, error, params = workloads.get("dds").measure(Ctx(), lat[1])
+    raw, metrics, error, params = workloads.get("dds").measure(dds_ctx, lat[1])
     assert error is None and params["pinger"] == "edgebench-ddsrr"
     assert asked[-1][0] == "ddsrr" and asked[-1][1] == 1 and asked[-1][2]["timeout_ms"] == 200
-    _, _, _, params = workloads.get("dds").measure(Ctx(), lat[0])
+    _, _, _, params = workloads.get("dds").measure(dds_ctx, lat[0])
     assert asked[-1][0] == "ddsperf" and "pinger" not in params  # 1000 ms, one subscriber: ddsperf as before
     with pytest.raises(Exception, match="dds-ping-timeouts"):
         S.from_parameters({"dds-ping-timeouts": '["0"]'}, source="t")
