@@ -9,7 +9,7 @@ import time
 import duckdb
 
 import fixture_manifests as fx
-from edgebench.results import warehouse
+from edgebench.results import replay, warehouse
 
 
 def _tables(path) -> list[str]:
@@ -116,26 +116,58 @@ def _checked(path) -> bool:
 def test_a_followers_refresh_runs_the_models_only_in_one_kept_dbt(tmp_path, monkeypatch):
     """checked=False with a DbtSlot (what `edgebench warehouse --follow` does while runs land): the same tables as
     a full build, without the data tests or seeds, in one dbt interpreter kept between builds and ended by stop();
-    a full build is checked whatever was asked, and the check of the same data runs the tests."""
+    the next refreshes replay the statements dbt ran for the models (results/replay.py), with the same result, and
+    one whose plan fails runs dbt instead; a full build is checked whatever was asked, and the check of the same
+    data runs the tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     manifests = fx.fixture_manifests()
     first = [m for m in manifests if m["workload"] != "dds"]
+    dds = [m for m in manifests if m["workload"] == "dds"]
     root = fx.write_tree(tmp_path / "raw", first)
     wh = tmp_path / "inc" / "warehouse.duckdb"
+    full = tmp_path / "full" / "warehouse.duckdb"
     slot = warehouse.DbtSlot()
+
+    def same_as_full() -> bool:
+        warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True, full_refresh=True)
+        return _tables(wh) == _tables(full) and _differences(wh, full) == {}
+
     try:
         r1 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
-        assert r1["mode"] == "full" and r1["checked"] and _checked(wh)
+        assert r1["mode"] == "full" and r1["checked"] and _checked(wh) and slot.plan is None
         pid = slot.worker.proc.pid
-        fx.write_tree(root, [m for m in manifests if m["workload"] == "dds"])
+        fx.write_tree(root, dds[: len(dds) // 2])
         r2 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
-        assert r2["mode"] == "incremental" and not r2["checked"] and not _checked(wh)
+        assert r2["mode"] == "incremental" and not r2["checked"] and not _checked(wh) and not r2["replayed"]
         assert slot.worker.proc.pid == pid  # the same interpreter, the project parsed once
-        full = tmp_path / "full" / "warehouse.duckdb"
-        warehouse.build(warehouse_path=full, raw_root=str(root), quiet=True)
-        assert _tables(wh) == _tables(full) and _differences(wh, full) == {}
-        r3 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=True, dbt_slot=slot)
-        assert r3["checked"] and _checked(wh) and slot.worker.proc.pid == pid
+        assert slot.plan is not None and slot.plan.n_statements > len(slot.plan.models)  # what dbt ran, recorded
+        assert same_as_full()
+
+        # replayed: new runs, a rerun that overwrote a run's keys, a deleted run
+        fx.write_tree(root, dds[len(dds) // 2:])
+        rerun = next(m for m in first if m["workload"] == "iperf3" and m["status"] == "ok" and m["cni"] == "flannel")
+        rerun = {**rerun, "metrics": {**rerun["metrics"], "throughput_mbps": 123.0}, "attempt": 2}
+        key = root / fx.key(rerun)
+        key.write_text(json.dumps(rerun, indent=2))
+        os.utime(key, (time.time() + 5, time.time() + 5))
+        gone = next(m for m in first if m["workload"] == "http" and m["status"] == "ok")
+        for p in (root / fx.key(gone)).parent.iterdir():
+            p.unlink()
+        r3 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
+        assert r3["mode"] == "incremental" and r3["replayed"] and not _checked(wh)
+        assert same_as_full()
+
+        # a plan that fails on this warehouse: rolled back, this refresh runs dbt, which records a new plan
+        bad = replay.Plan(slot.plan.key, (("model.edgebench.broken", (("create table x as select * from nowhere",
+                                                                        None),)),) + slot.plan.models)
+        slot.plan = bad
+        fx.write_tree(root, [{**dds[0], "sweep_id": "fixture-again", "finished_at": "2030-01-01T00:00:00Z"}])
+        r4 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=False, dbt_slot=slot)
+        assert not r4["replayed"] and slot.plan is not None and slot.plan is not bad
+        assert same_as_full()
+
+        r5 = warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, checked=True, dbt_slot=slot)
+        assert r5["checked"] and not r5["replayed"] and _checked(wh) and slot.worker.proc.pid == pid
     finally:
         proc = slot.worker.proc if slot.worker else None
         slot.stop()

@@ -47,20 +47,33 @@ sys.exit(cli())
 
 DONE = "\x1eedgebench-dbt-done "  # the worker's end-of-invocation line: DONE + exit code
 
-# The worker: one JSON line per invocation ({"env": {...}, "args": [...], "parse": [...]}) -> dbt's output, then
-# DONE + the exit code (0 success, 1 dbt reported failures, 2 dbt raised). The project parsed by the first
-# invocation is given to the next ones (dbtRunner(manifest=...)); after every invocation the adapter drops its
-# DuckDB environment, so no handle on a warehouse file outlives its build.
+# The worker: one JSON line per invocation ({"env": {...}, "args": [...], "parse": [...], "record": path or null})
+# -> dbt's output, then DONE + the exit code (0 success, 1 dbt reported failures, 2 dbt raised). The project parsed
+# by the first invocation is given to the next ones (dbtRunner(manifest=...)); after every invocation the adapter
+# drops its DuckDB environment, so no handle on a warehouse file outlives its build. With "record", every statement
+# dbt sent to DuckDB ([connection name, sql, bindings], in execution order) is written to that path as JSON when the
+# invocation succeeded: results/replay.py runs a refresh's model statements again.
 _WORKER = """\
-import json, os, sys
+import json, os, sys, threading
 from dbt.cli.main import dbtRunner
 import dbt.adapters.duckdb
 from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 manifest = None
+recorded = None
+lock = threading.Lock()
+add_query = DuckDBConnectionManager.add_query
+def recording_add_query(self, sql, auto_begin=True, bindings=None, *args, **kwargs):
+    out = add_query(self, sql, auto_begin, bindings, *args, **kwargs)
+    if recorded is not None:
+        with lock:
+            recorded.append([self.get_thread_connection().name, sql, bindings])
+    return out
+DuckDBConnectionManager.add_query = recording_add_query
 for line in sys.stdin:
     msg = json.loads(line)
     os.environ.update(msg["env"])
     code = 2
+    recorded = [] if msg.get("record") else None
     try:
         if manifest is None:
             parsed = dbtRunner().invoke(["parse", *msg["parse"]])
@@ -69,9 +82,18 @@ for line in sys.stdin:
         code = 0 if res.success else (2 if res.exception is not None else 1)
         if res.exception is not None:
             print(f"error: {res.exception}")
+        if code == 0 and recorded is not None:
+            try:
+                text = json.dumps(recorded)
+            except (TypeError, ValueError):
+                text = None  # a bound value JSON cannot carry: no record, the next refresh runs dbt again
+            if text is not None:
+                with open(msg["record"], "w") as f:
+                    f.write(text)
     except BaseException as exc:
         print(f"error: {exc!r}")
     finally:
+        recorded = None
         DuckDBConnectionManager.close_all_connections()
     print(%r + str(code), flush=True)
 """ % DONE
@@ -101,9 +123,9 @@ class Dbt:
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def run(self, args: list[str], quiet: bool, env: dict[str, str] | None = None,
-            parse_args: list[str] | None = None) -> tuple[int, str]:
-        """Run `dbt <args>`; returns the exit code and the output (also printed unless quiet). `env` and
-        `parse_args` are the worker's (the environment is fixed when the interpreter starts)."""
+            parse_args: list[str] | None = None, record: str | None = None) -> tuple[int, str]:
+        """Run `dbt <args>`; returns the exit code and the output (also printed unless quiet). `env`, `parse_args`
+        and `record` are the worker's (the environment is fixed when the interpreter starts; nothing is recorded)."""
         if self.proc is None:
             self.proc = sh.popen([_dbt_executable(), *args], env=self.env, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True)
@@ -141,10 +163,12 @@ class DbtWorker:
         return self.proc is not None and self.proc.poll() is None
 
     def run(self, args: list[str], quiet: bool, env: dict[str, str] | None = None,
-            parse_args: list[str] | None = None) -> tuple[int, str]:
+            parse_args: list[str] | None = None, record: str | None = None) -> tuple[int, str]:
+        """As Dbt.run; with `record`, the statements dbt ran are written there as JSON if it succeeded."""
         if not self.alive():
             raise WarehouseError("the dbt worker is not running (dbt could not be imported, or it died)")
-        self.proc.stdin.write(json.dumps({"env": env or {}, "args": args, "parse": parse_args or []}) + "\n")
+        self.proc.stdin.write(json.dumps({"env": env or {}, "args": args, "parse": parse_args or [],
+                                          "record": record}) + "\n")
         self.proc.stdin.flush()
         lines, code = _read(self.proc.stdout, quiet, until=DONE)
         if code is None:  # EOF: the worker died

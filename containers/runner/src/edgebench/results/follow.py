@@ -4,8 +4,9 @@ Every `interval` seconds the raw root is listed (names, sizes and times only: ra
 changed since the last build, the warehouse is rebuilt incrementally (warehouse.build: only the new or changed raw
 files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). While
 runs land, a rebuild runs the models only (checked=False: no data tests, no seeds, 4 threads) in one dbt
-interpreter that keeps the parsed project between builds (warehouse.DbtSlot); once nothing
-landed for CHECK_AFTER_S, the same data is built again with its data tests, and a failure is reported. Next to
+interpreter that keeps the parsed project between builds (warehouse.DbtSlot), and from the second refresh on the
+statements dbt ran for the models of the previous one are run again without dbt (results/replay.py: about a
+quarter of dbt's time); once nothing landed for CHECK_AFTER_S, the same data is built again with its data tests, and a failure is reported. Next to
 the warehouse it writes <warehouse>.live.json: when it last looked and built, and every sweep still in progress in
 the object store (its runs stored / planned, elapsed time and an ETA from the pace so far), which the portal's
 overview shows with a progress bar. A failed build is reported and retried at the next change; the last good
@@ -188,8 +189,10 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
                 unchecked = not res["checked"]
                 builds, built_at, last_error = builds + 1, dt.datetime.now(dt.timezone.utc), None
                 n_read = sum(r[1] for r in res["raw"].values())
-                log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, "
-                    f"{'data tests run' if res['checked'] else 'models only, checked once runs stop landing'}, "
+                how = ("data tests run" if res["checked"] else
+                       ("models only, dbt's SQL replayed" if res.get("replayed") else "models only, by dbt")
+                       + ", checked once runs stop landing")
+                log(f"{built_at:%H:%M:%S} warehouse rebuilt ({res['mode']}, {how}, "
                     f"{n_read} raw file(s) read) in {time.monotonic() - t0:.1f} s")
                 last = now_fp
                 for row in just_in:

@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - exercised in the runner image
 from edgebench.results.dbt_runner import Dbt, DbtWorker
 from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
                                          list_raw, sync_raw_cache)
+from edgebench.results.replay import Plan, ReplayError, read_record
 
 __all__ = ["NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
            "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash", "sync_raw_cache"]
@@ -210,10 +211,12 @@ def _previous_build(path: Path) -> dict | None:
 
 
 class DbtSlot:
-    """Where a follower keeps its dbt worker between builds (build(dbt_slot=...)); stop() ends it."""
+    """Where a follower keeps its dbt worker, and the plan of its refreshes, between builds (build(dbt_slot=...));
+    stop() ends the worker."""
 
     def __init__(self) -> None:
         self.worker: DbtWorker | None = None
+        self.plan: Plan | None = None  # the statements of the last incremental build, replayed by the next refreshes
 
     def stop(self) -> None:
         if self.worker is not None:
@@ -233,7 +236,9 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
     checked=False (a follower's refresh while runs land): an incremental build runs the models only, not the data
     tests, the unit tests or the seeds (the seeds are the previous build's: the project is the same), and with 4
     threads; build_info.checked says so, and the follower checks the same data once the store is quiet. A full
-    build is always checked. dbt_slot: keep dbt's interpreter and parsed project for the next build (DbtSlot).
+    build is always checked. dbt_slot: keep dbt's interpreter and parsed project for the next build (DbtSlot), and
+    the statements of its incremental builds: a later refresh of the same project runs them again without dbt
+    (results/replay.py; "replayed" in the result says so).
     Raises NoResultsError when the raw root holds no manifest (an empty warehouse would only hide a wrong
     bucket/endpoint/root; the previous warehouse is kept), WarehouseError when dbt fails (with dbt's failing lines).
     """
@@ -289,7 +294,16 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
                 args += ["--exclude-resource-type", "unit_test"]
             if not checked:
                 args += ["--exclude-resource-type", "test", "--exclude-resource-type", "seed", "--threads", "4"]
-            code, text = dbt.run(args, quiet, env=env, parse_args=args[1:5])
+            plan = dbt_slot.plan if dbt_slot is not None and incremental and not checked else None
+            replayed = False
+            if plan is not None and plan.key == phash:
+                try:  # the statements dbt ran for the models of an earlier refresh (results/replay.py)
+                    plan.replay(tmp_db)
+                    replayed = True
+                except ReplayError:
+                    dbt_slot.plan = None  # this refresh runs dbt, which records a new plan
+            record = str(Path(work) / "record.json") if dbt_slot is not None and incremental else None
+            code, text = (0, "") if replayed else dbt.run(args, quiet, env=env, parse_args=args[1:5], record=record)
             if code != 0:
                 if "No files found that match the pattern" in text:
                     raise NoResultsError(_no_results(root))
@@ -300,6 +314,8 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
                 raise WarehouseError(f"dbt build failed (exit {code}):\n"
                                      f"{_failure_lines(text).replace(work, str(kept))}\n{rows}"
                                      f"(dbt logs and compiled SQL: {kept})")
+            if record is not None and not replayed and (got := read_record(Path(record), phash)) is not None:
+                dbt_slot.plan = got
             con = duckdb.connect(str(tmp_db))
             try:
                 n_manifests = con.execute("select count(*) from stg_edgebench__runs").fetchone()[0]
@@ -328,7 +344,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
         lock.close()
         shutil.rmtree(work, ignore_errors=True)
     return {"mode": "incremental" if incremental else "full", "raw": raw,
-            "unit_tests": run_unit_tests and checked, "checked": checked}
+            "unit_tests": run_unit_tests and checked, "checked": checked, "replayed": replayed}
 
 
 def _dbt_for(env: dict[str, str], phash: str, slot: DbtSlot | None) -> Dbt | DbtWorker:
