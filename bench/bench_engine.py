@@ -13,6 +13,7 @@ Skips (value None, with the reason) when the e2e cluster is not up.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +45,56 @@ def _where_argo_time_goes(wf: dict) -> str:
     busy = sum(_iso(n["finishedAt"]) - _iso(n["startedAt"]) for n in pods)
     return (f"{len(pods)} pods, their node durations sum to {busy:.0f} s in {wall:.0f} s of workflow time "
             f"({busy / len(pods):.1f} s per pod on average)" if pods else "no pod times")
+
+
+def _container_times(pod: dict, name: str, init: bool = False) -> tuple[float, float] | None:
+    key = "initContainerStatuses" if init else "containerStatuses"
+    for c in pod.get("status", {}).get(key) or []:
+        t = (c.get("state") or {}).get("terminated") or {}
+        if c.get("name") == name and t.get("startedAt") and t.get("finishedAt"):
+            return _iso(t["startedAt"]), _iso(t["finishedAt"])
+    return None
+
+
+def timeline(wf: dict, pods: list[dict]) -> dict[str, float]:
+    """Where the workflow's wall time went, from its pods' own timestamps (kubectl get pods -o json), in seconds summed
+    over the pods in the order they were created:
+    - work: the `main` containers running (edgebench's own phases: what the local sweep also does);
+    - pod start: the pod's creation until its first container starts (scheduling, sandbox and image setup);
+    - artifacts: Argo's `init` container (inputs in) and the `wait` container after main ended (outputs and logs
+      out to the artifact repository);
+    - controller: the workflow's start until the first pod's creation, and each pod's end (its last container's
+      end) until the next pod's creation, where no other pod was running: the reconcile loop noticing a node ended,
+      the semaphore's hand-over, and creating the next pod; the last pod's end until the workflow finished.
+    Overlapping pods (the sweep's matrix expansion beside a cell) are counted in full, so the parts may sum to
+    more than the wall time."""
+    st = wf["status"]
+    start, end = _iso(st["startedAt"]), _iso(st["finishedAt"])
+    out = {"wall": end - start, "work": 0.0, "pod start": 0.0, "artifacts": 0.0, "controller": 0.0, "pods": 0}
+    busy_until = start
+    for pod in sorted(pods, key=lambda p: _iso(p["metadata"]["creationTimestamp"])):
+        created = _iso(pod["metadata"]["creationTimestamp"])
+        main = _container_times(pod, "main")
+        if main is None:
+            continue
+        init = _container_times(pod, "init", init=True)
+        wait = _container_times(pod, "wait")
+        first = min(t[0] for t in (init, main, wait) if t)
+        last = max(t[1] for t in (init, main, wait) if t)
+        out["pods"] += 1
+        out["controller"] += max(0.0, created - busy_until)
+        out["pod start"] += max(0.0, first - created)
+        out["work"] += main[1] - main[0]
+        out["artifacts"] += (init[1] - init[0] if init else 0.0) + max(0.0, (wait[1] if wait else main[1]) - main[1])
+        busy_until = max(busy_until, last)
+    out["controller"] += max(0.0, end - busy_until)
+    return out
+
+
+def _timeline_text(t: dict[str, float], local_s: float) -> str:
+    parts = ", ".join(f"{k} {t[k]:.1f} s" for k in ("work", "pod start", "artifacts", "controller"))
+    return (f"where Argo's {t['wall']:.0f} s went, from its {t['pods']} pods' timestamps: {parts} "
+            f"(the local sweep: {local_s:.0f} s)")
 
 
 def _local(sweep_id: str, env: dict[str, str]) -> float:
@@ -94,11 +145,19 @@ def run(quick: bool = False) -> list[Row]:
     local_s = (local1 + local2) / 2
     ratio = argo_s / local_s
     where = _where_argo_time_goes(done)
+    try:
+        pods = json.loads(kube("-n", e2e.NS, "get", "pods", "-l", f"workflows.argoproj.io/workflow={name}",
+                               "-o", "json"))["items"]
+        parts = timeline(done, pods)
+        where += "; " + _timeline_text(parts, local_s)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        parts, where = None, where + f"; no pod timeline ({exc})"
     return [
         Row("engine", f"Argo / local wall time, same sweep on the testbed ({n_cells} cells, {n_runs} runs)", ratio,
             "ratio", "<= 1.10", ratio <= 1.10,
             f"Argo {argo_s:.0f} s (submit to Succeeded), local {local1:.0f} s and {local2:.0f} s (before and after); "
-            f"Argo: {where}", {"argo_s": argo_s, "local_s": [local1, local2], "cells": n_cells, "runs": n_runs}),
+            f"Argo: {where}", {"argo_s": argo_s, "local_s": [local1, local2], "cells": n_cells, "runs": n_runs,
+             "timeline_s": parts}),
         Row("engine", "wall time per cell, Argo / local", argo_s / n_cells, "s", "", None,
             f"Argo {argo_s / n_cells:.1f} s, local {local_s / n_cells:.1f} s per cell"),
         Row("engine", "wall time per run, Argo / local", argo_s / n_runs, "s", "", None,

@@ -141,7 +141,6 @@ def test_a_followers_refresh_runs_the_models_only_in_one_kept_dbt(tmp_path, monk
         assert r2["mode"] == "incremental" and not r2["checked"] and not _checked(wh) and not r2["replayed"]
         assert slot.worker.proc.pid == pid  # the same interpreter, the project parsed once
         assert slot.plan is not None and slot.plan.n_statements > len(slot.plan.models)  # what dbt ran, recorded
-        assert same_as_full()
 
         # replayed: new runs, a rerun that overwrote a run's keys, a deleted run
         fx.write_tree(root, dds[len(dds) // 2:])
