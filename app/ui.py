@@ -142,3 +142,40 @@ def sweeps_in_progress() -> None:
                                     "headline": r["headline"],
                                     "in warehouse": "yes" if r.get("in_warehouse") else "not yet"}
                                    for r in rows]), hide_index=True)
+
+
+STATIC_ROWS = 40  # tables up to this many rows are drawn as static HTML (ui.table)
+
+
+def _cell_format(fmt: str | None) -> Callable:
+    def show(v):
+        if v is None or (isinstance(v, float) and pd.isna(v)):
+            return ""
+        if fmt and isinstance(v, (int, float)):
+            return fmt % v
+        if isinstance(v, float):
+            return f"{v:.3f}".rstrip("0").rstrip(".")
+        return str(v)
+    return show
+
+
+def table(data, column_config: dict | None = None, where=None, **kwargs) -> None:
+    """A table of a page: static HTML (st.table) when it is a plain frame of at most STATIC_ROWS rows whose columns
+    keep their names, else st.dataframe (scrolling, sorting). A static table needs none of the interactive grid's
+    code in the browser, which is much of what a page opened by URL waits for (docs/benchmarks.md). column_config as
+    st.dataframe's: a number format carries over, a column's help goes in a caption under the table. Styled frames
+    (a Styler), relabelled or progress columns and long frames stay interactive (st.table draws a column's own
+    name). where: a container (e.g. a column) to draw in."""
+    where = where or st
+    config = {col: ({"label": c} if isinstance(c, str) else (c or {})) for col, c in (column_config or {}).items()}
+    static = (isinstance(data, pd.DataFrame) and len(data) <= STATIC_ROWS and not kwargs
+              and all(not c.get("label") and (c.get("type_config") or {}).get("type") in ("number", "text", None)
+                      for c in config.values()))
+    if not static:
+        where.dataframe(data, hide_index=True, column_config=column_config, **kwargs)
+        return
+    fmt = {col: _cell_format((config.get(col, {}).get("type_config") or {}).get("format")) for col in data.columns}
+    where.table(data.reset_index(drop=True).style.format(fmt), hide_index=True)
+    helps = [f"{col}: {c['help']}" for col, c in config.items() if c.get("help")]
+    if helps:
+        where.caption(" · ".join(helps))

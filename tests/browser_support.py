@@ -41,6 +41,7 @@ ALERT = '[data-testid="stAlert"]'                  # st.error / warning / info /
 ALERT_ERROR = '[data-testid="stAlertContentError"]'
 SKELETON = '[data-testid="stSkeleton"]'
 DATAFRAME = '[data-testid="stDataFrame"]'
+TABLE = '[data-testid="stTable"]'                 # st.table: static HTML (ui.table draws short frames so)
 STATUS = '[data-testid="stStatusWidget"]'         # "Running..." while the script runs
 
 
@@ -148,7 +149,9 @@ return {
   dataframes: q(arguments[0].dataframe).length,
   tables: q(arguments[0].dataframe).map(t => Array.from(t.querySelectorAll('[role="row"]')).map(
             r => Array.from(r.querySelectorAll('[role="columnheader"], [role="gridcell"]')).map(
-                c => (c.textContent || '').trim()))),
+                c => (c.textContent || '').trim()))).concat(
+          q(arguments[0].table).map(t => Array.from(t.querySelectorAll('tr')).map(
+            r => Array.from(r.querySelectorAll('th, td')).map(c => (c.textContent || '').trim())))),
   tables_pending: q(arguments[0].dataframe).filter(t => !t.closest('details:not([open])') &&
       t.checkVisibility({visibilityProperty: true}) && !t.querySelector('[role="columnheader"]')).length,
   title: (main.querySelector('h1') || {}).innerText || '',
@@ -156,7 +159,7 @@ return {
 };
 """
 _SELECTORS = {"main": MAIN, "status": STATUS, "chart": CHART, "skeleton": SKELETON, "exception": EXCEPTION,
-              "alert_error": ALERT_ERROR, "alert": ALERT, "dataframe": DATAFRAME}
+              "alert_error": ALERT_ERROR, "alert": ALERT, "dataframe": DATAFRAME, "table": TABLE}
 
 
 @dataclass
@@ -169,7 +172,7 @@ class PageLoad:
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     dataframes: int = 0
-    tables: list[list[list[str]]] = field(default_factory=list)  # per st.dataframe: its rows (header first)
+    tables: list[list[list[str]]] = field(default_factory=list)  # per st.dataframe, then st.table: rows, header 1st
     title: str = ""
     text: str = ""                 # the main area's visible text (captions, headers, table headers, alerts)
     timed_out: bool = False

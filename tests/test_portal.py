@@ -79,8 +79,9 @@ def test_problem_runs_and_chart(con):
 # ---- pages ------------------------------------------------------------------------------------------------------
 
 def frame(at, column):
-    """The first dataframe on the page that has `column` (None if there is none)."""
-    return next((d.value for d in at.dataframe if column in d.value.columns), None)
+    """The first table on the page that has `column` (None if there is none): interactive (st.dataframe) or static
+    (st.table: ui.table draws short plain frames so)."""
+    return next((d.value for d in [*at.dataframe, *at.table] if column in d.value.columns), None)
 
 
 def test_overview_page(app):
@@ -475,7 +476,7 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
                                                                                             "sweep|argo submit").all()
     assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert any("not the paper's hardware" in w.value for w in at.warning)
-    table_1, table_2 = (d.value for d in at.dataframe if "published %" in d.value.columns)
+    table_1, table_2 = (d.value for d in [*at.dataframe, *at.table] if "published %" in d.value.columns)
     assert len(table_1) == len(table_2) == 20  # every cell of Tables I and II, measured or not
     numbers = pd.concat([table_1, table_2])
     measured = numbers[numbers["ours %"].notna()]

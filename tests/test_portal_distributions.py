@@ -36,7 +36,7 @@ def page(path, monkeypatch):
 
 
 def frame(at, column):
-    return next((d.value for d in at.dataframe if column in d.value.columns), None)
+    return next((d.value for d in [*at.dataframe, *at.table] if column in d.value.columns), None)
 
 
 def test_queries(both):

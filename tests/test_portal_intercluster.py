@@ -37,7 +37,7 @@ def page(intercluster_warehouse, monkeypatch):
 
 def frame(at, column):
     """The first dataframe on the page that has `column` (None if there is none)."""
-    return next((d.value for d in at.dataframe if column in d.value.columns), None)
+    return next((d.value for d in [*at.dataframe, *at.table] if column in d.value.columns), None)
 
 
 def chart_spec(at) -> str:

@@ -39,7 +39,7 @@ def page(versions_warehouse, monkeypatch):
 
 
 def frame(at, column):
-    return next((d for d in at.dataframe if column in d.value.columns), None)
+    return next((d for d in [*at.dataframe, *at.table] if column in d.value.columns), None)
 
 
 # ---- data/regressions.py --------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def test_few_cards_are_shown_one_below_the_other(versions_warehouse, monkeypatch
     at = open_page(versions_warehouse, monkeypatch)
     assert not at.selectbox  # no select box
     assert len(at.subheader) == 8 and at.subheader[0].value == CILIUM
-    assert sum("diff_pct_ci" in d.value.columns for d in at.dataframe) == 8
+    assert sum("diff_pct_ci" in d.value.columns for d in [*at.dataframe, *at.table]) == 8
 
 
 def test_empty_state_explains_how_versions_get_measured(fixture_warehouse, monkeypatch):

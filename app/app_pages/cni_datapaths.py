@@ -21,7 +21,7 @@ else:
     if not df["is_host_baseline"].any():
         st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
     st.subheader("Overhead vs host")
-    st.dataframe(overhead_table(df), hide_index=True, column_config={
+    ui.table(overhead_table(df), column_config={
         "throughput_mbps": st.column_config.NumberColumn("mean Mbit/s", format="%.1f"),
         "throughput_ci95_mbps": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
         "host_throughput_mbps": st.column_config.NumberColumn("host Mbit/s", format="%.1f"),
@@ -32,7 +32,7 @@ else:
 rr = ui.query(request_response, substrate=substrate, **filters)
 if not rr.empty:
     st.subheader("Request/response latency vs host (sockperf)")
-    st.dataframe(rr, hide_index=True, column_config={
+    ui.table(rr, column_config={
         "latency_p50_us": st.column_config.NumberColumn("p50 µs", format="%.1f"),
         "latency_p50_ci95_us": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
         "latency_p99_us": st.column_config.NumberColumn("p99 µs", format="%.1f"),
@@ -50,4 +50,4 @@ problems = ui.query(problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(problems, hide_index=True)
+    ui.table(problems)

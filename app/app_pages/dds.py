@@ -38,7 +38,7 @@ else:
     if len(table.columns) <= 1:
         st.info("No host-network baseline with identical parameters on this substrate: overhead is not computed.")
     else:
-        st.dataframe(table, hide_index=True)
+        ui.table(table)
         st.caption(OVERHEAD_CAPTION)
     st.caption("Host baseline matched on substrate, payload, reliability, transport, subscribers, security, rate "
                "and placement; not on discovery (the host may use multicast discovery where a CNI needs static "
@@ -60,22 +60,22 @@ else:
                                        "Mbit/s (sum over subscribers)", "subscribers"), width="stretch")
     else:  # one subscriber count: a chart would be a single point per line
         c2.markdown(f"**Unicast vs multicast at {int(tput['subscribers'].iloc[0])} subscriber(s)**")
-        c2.dataframe(dds_transport_table(tput), hide_index=True)
+        ui.table(dds_transport_table(tput), where=c2)
         c2.caption("Only one subscriber count measured for this selection, so there is no scaling to draw. Seed "
                    "000 measures 1 publisher with 4, 8 and 12 subscribers: workflows/presets/seed-000-dds-multicast"
                    ".testbed.yaml.")
     table = dds_overhead_table(tput[tput["subscribers"] == 1], "throughput_overhead_pct")
     if len(table.columns) > 1:
         st.markdown("**Throughput overhead vs host (Table I style, %, 1 subscriber)**")
-        st.dataframe(table, hide_index=True)
+        ui.table(table)
         st.caption(OVERHEAD_CAPTION)
 
 with st.expander("Detail: every configuration with its host baseline"):
-    st.dataframe(df.drop(columns=["substrate"]), hide_index=True)
+    ui.table(df.drop(columns=["substrate"]))
 
 st.subheader("Failed and unsupported runs")
 problems = ui.query(dds_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(problems, hide_index=True)
+    ui.table(problems)

@@ -40,8 +40,8 @@ else:
                 st.altair_chart(distribution_chart(tput, reference), width="stretch")
         else:
             st.caption(f"Only {reference} was measured under these conditions: no other distribution to compare.")
-        st.dataframe(df[["what", "distribution", "service_proxy_mode", "n_runs", "mean", "ci95", "reference_n_runs",
-                         "reference_mean", "diff", "diff_ci95", "diff_pct", "verdict"]], hide_index=True,
+        ui.table(df[["what", "distribution", "service_proxy_mode", "n_runs", "mean", "ci95", "reference_n_runs",
+                         "reference_mean", "diff", "diff_ci95", "diff_pct", "verdict"]],
                      column_config={
                          "what": "metric", "service_proxy_mode": "service proxy",
                          "mean": st.column_config.NumberColumn("mean", format="%.1f"),
@@ -62,7 +62,7 @@ st.markdown("What a distribution changes in the datapath is the **service proxy*
             "IPVS virtual services, or none where the CNI replaces kube-proxy. **This is the only part of a "
             "distribution the testbed models**: it runs no control plane, so its runs keep distribution `none`; a "
             "proxy mode stands for the distributions that run it by default (table below).")
-st.dataframe(default_proxies(), hide_index=True)
+ui.table(default_proxies())
 substrate, filters = ui.choose("proxy", proxy_substrates, proxy_filter_values, PROXY_FILTERS,
                                "The warehouse holds no pod-to-service iperf3 runs yet. Run a sweep with "
                                "`-p service-proxy='[\"iptables\",\"nftables\",\"ipvs\"]'` and a pod-to-service path, "
@@ -76,9 +76,9 @@ else:
         st.altair_chart(proxy_chart(df), width="stretch")
     if not df["is_reference"].any():
         st.caption("No iptables (kube-proxy default) runs under these conditions: no verdicts.")
-    st.dataframe(df[["service_proxy_mode", "stands for", "n_runs", "throughput_mbps", "throughput_ci95_mbps",
+    ui.table(df[["service_proxy_mode", "stands for", "n_runs", "throughput_mbps", "throughput_ci95_mbps",
                      "reference_n_runs", "reference_throughput_mbps", "diff_mbps", "diff_ci95_mbps", "diff_pct",
-                     "verdict"]], hide_index=True, column_config={
+                     "verdict"]], column_config={
         "service_proxy_mode": "service proxy",
         "throughput_mbps": st.column_config.NumberColumn("mean Mbit/s", format="%.1f"),
         "throughput_ci95_mbps": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
@@ -94,4 +94,4 @@ missing = ui.query(proxy_unsupported, substrate=substrate, **filters)
 if missing.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(missing, hide_index=True)
+    ui.table(missing)

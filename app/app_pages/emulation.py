@@ -22,7 +22,7 @@ workloads = sorted(rows["workload"].unique())
 picked = st.multiselect("Workloads", workloads, default=workloads, key="emu_workloads")
 shown = rows[rows["workload"].isin(picked)]
 SHOWN = ["real_lab", "cni_label", "config", "metric", "n", "testbed_mean", "real_mean", "ratio", "ci", "verdict_text"]
-st.dataframe(style(shown[SHOWN + ["verdict"]]), hide_index=True, column_order=SHOWN,
+ui.table(style(shown[SHOWN + ["verdict"]]), column_order=SHOWN,
              column_config={"real_lab": "real lab", "cni_label": "CNI mode",
                             "config": st.column_config.TextColumn("configuration", width="large"),
                             "n": "n testbed / real", "testbed_mean": st.column_config.NumberColumn("testbed", format="%.4g"),

@@ -31,7 +31,7 @@ shares = ui.query(http_kpi_shares, substrate=substrate, **filters)
 if shares.empty:
     st.info("No KPI boundaries for this selection.")
 else:
-    st.dataframe(shares, hide_index=True, column_config={
+    ui.table(shares, column_config={
         "kpi_ms": st.column_config.NumberColumn("KPI ms", format="%g"),
         "pct_beyond_kpi": st.column_config.ProgressColumn("% beyond KPI", format="%.1f", min_value=0,
                                                           max_value=100),
@@ -45,7 +45,7 @@ if not overhead.empty:
         st.caption("No host-network baseline for these conditions on this substrate: overhead is not computed.")
     verdict_help = ("baseline: the host row; lower = better; the margin is never below the load generator's time "
                     "resolution. " + RULE_HELP)
-    st.dataframe(http_overhead_table(overhead), hide_index=True, column_config={
+    ui.table(http_overhead_table(overhead), column_config={
         "length_bytes": st.column_config.NumberColumn("payload (bytes)", format="%d"),
         "n_runs": st.column_config.NumberColumn("runs"),
         "response_p50_ms": st.column_config.NumberColumn("mean p50 ms", format="%.3f"),
@@ -71,4 +71,4 @@ problems = ui.query(http_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(problems, hide_index=True)
+    ui.table(problems)

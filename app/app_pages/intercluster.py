@@ -42,7 +42,7 @@ else:
     elif sel["netem_scenario"].nunique() < 2:
         st.caption(f"One netem scenario ({sel['netem_scenario'].iloc[0]}) in this selection: a table instead of a "
                    "chart.")
-        st.dataframe(intercluster_values_table(sel), hide_index=True, column_config={
+        ui.table(intercluster_values_table(sel), column_config={
             "netem_scenario": "netem scenario", "label": "inter-cluster", "n_runs": "n runs", "n_requests": "requests",
             "response_p50_ms": st.column_config.NumberColumn("mean of run medians ms", format="%.3f"),
             "response_p50_ci95_ms": st.column_config.NumberColumn("± 95% CI ms", format="%.3f"),
@@ -69,7 +69,7 @@ else:
         st.caption("No none runs under these conditions: no difference can be computed.")
     verdict_help = ("baseline: the none row; lower = better (highlighted: inconclusive, no answer from these runs); "
                     "no baseline: no none runs under the same conditions. " + RULE_HELP)
-    st.dataframe(intercluster_style_verdicts(intercluster_diff_table(sel)), hide_index=True, column_config={
+    ui.table(intercluster_style_verdicts(intercluster_diff_table(sel)), column_config={
         "netem_scenario": "netem scenario", "label": "inter-cluster", "intercluster_implementation": "implementation",
         "n_runs": "n runs",
         "response_p50_ms": st.column_config.NumberColumn("mean of run medians ms", format="%.3f"),
@@ -85,7 +85,7 @@ else:
                "95% CI of the difference (Welch). The verdict is the project's one rule, on that interval: " + RULE_HELP)
 
     st.subheader("Requests and runs beyond the limits")
-    st.dataframe(intercluster_kpi_table(sel), hide_index=True, column_config={
+    ui.table(intercluster_kpi_table(sel), column_config={
         "netem_scenario": "netem scenario", "label": "inter-cluster", "n_runs": "n runs", "n_requests": "requests",
         **{col: st.column_config.ProgressColumn(text, format="%.1f %%", min_value=0, max_value=100) for col, text in (
             ("pct_requests_over_vehicle_assist", f"requests > {lim['limit_ms'][0]:g} ms"),
@@ -100,4 +100,4 @@ problems = ui.query(intercluster_problem_runs, substrate=substrate, **filters)
 if problems.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(problems, hide_index=True, column_config={"label": "inter-cluster"})
+    ui.table(problems, column_config={"label": "inter-cluster"})

@@ -16,7 +16,7 @@ substrate, filters = ui.choose("netem", netem_substrates, netem_filter_values, N
 
 scenarios = ui.query(netem_scenarios, substrate=substrate, **filters)
 st.subheader("Scenarios")
-st.dataframe(scenarios, hide_index=True, column_config={
+ui.table(scenarios, column_config={
     "netem_scenario": "scenario", "netem_mechanism": "mechanism",
     "netem_delay_ms": st.column_config.NumberColumn("delay ms", format="%g"),
     "netem_jitter_ms": st.column_config.NumberColumn("jitter ms", format="%g"),
@@ -46,7 +46,7 @@ else:
     table = sel.pivot_table(index="variant", columns="netem_scenario", values="value", aggfunc="first")
     table = table[[s for s in order if s in table.columns]]
     table = table.loc[sorted(table.index, key=lambda v: (v != "host / host", v))].reset_index()  # host first
-    st.dataframe(table, hide_index=True, column_config={
+    ui.table(table, column_config={
         c: st.column_config.NumberColumn(c, format="%.2f") for c in table.columns if c != "variant"})
 
 st.subheader("Invalid runs (kept out of every comparison)")
@@ -54,4 +54,4 @@ invalid = ui.query(invalid_runs, substrate=substrate, **filters)
 if invalid.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(invalid, hide_index=True)
+    ui.table(invalid)

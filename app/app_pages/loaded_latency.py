@@ -49,7 +49,7 @@ if df["cni_mode"].nunique() > 1:
         tooltip=["cni_mode", "load", alt.Tooltip("p99_us:Q", format=".1f")]), width="stretch")
 
 st.subheader("Inflation under load, per CNI mode")
-st.dataframe(df.drop(columns=["is_host_baseline"]), hide_index=True, column_config={
+ui.table(df.drop(columns=["is_host_baseline"]), column_config={
     "cni_mode": st.column_config.TextColumn("CNI:mode", help="host:host is the host-network baseline"),
     "idle_n_runs": st.column_config.NumberColumn("n idle"),
     "loaded_n_runs": st.column_config.NumberColumn("n loaded"),

@@ -31,9 +31,9 @@ for tab, (sub, lab) in zip(st.tabs(names) if len(names) > 1 else [st.container()
         for e in [x for x in entries if x["substrate"] == sub and x.get("lab") == lab]:
             st.subheader(e["label"])
             st.markdown(e["sentence"])
-            st.altair_chart(answer_chart(e), use_container_width=True)
+            st.altair_chart(answer_chart(e), width="stretch")
             with st.expander("the ranked rows"):
-                st.dataframe(answer_table(e), hide_index=True)
+                ui.table(answer_table(e))
 st.caption("Each row: the CNI mode against the host network under the same conditions (the configuration named "
            "in the sentence: the neutral conditions with the most modes judged). " + RULE_HELP)
 
@@ -47,9 +47,9 @@ if "local" in set(counts["substrate"]):
     st.warning(LOCAL_BANNER, icon=":material/lan:")
 
 st.subheader("Runs by substrate and status")
-st.dataframe(counts.pivot_table(index=["substrate", "workload"], columns="status", values="runs",
-                                fill_value=0, aggfunc="sum").reset_index(), hide_index=True)
+ui.table(counts.pivot_table(index=["substrate", "workload"], columns="status", values="runs",
+                                fill_value=0, aggfunc="sum").reset_index())
 
 st.subheader("Sweeps")
-st.dataframe(sweep_table, hide_index=True)
+ui.table(sweep_table)
 st.caption(f"Warehouse: `{path}`")

@@ -25,7 +25,7 @@ st.caption("Claims per outcome on each substrate (never pooled), judged by the o
            "disagrees of the testable ones; numbers = printed by the paper / measured by edgebench in the same unit "
            "and normalization / measured on this substrate. " + RULE_HELP)
 with st.expander("What would decide each claim we cannot tell"):
-    st.dataframe(undecided_frame(card), hide_index=True,
+    ui.table(undecided_frame(card),
                  column_config={"to decide": st.column_config.TextColumn(width="large")})
 
 paper = st.selectbox("Paper", PAPER_IDS, format_func=paper_title, key="paper_id")
@@ -64,7 +64,7 @@ if not numbers.empty:
                 x="payload (B):O", y=alt.Y("lo:Q", title="overhead %"), y2="hi:Q", color="subject:N")
             st.altair_chart((lines + bars).properties(height=300, title="published (dashed) vs ours with 95% CI"),
                             width="stretch")
-        st.dataframe(part.drop(columns=["metric"]), hide_index=True, column_config={
+        ui.table(part.drop(columns=["metric"]), column_config={
             "published %": st.column_config.NumberColumn(format="%.1f"),
             "ours %": st.column_config.NumberColumn(format="%.1f"),
             "± 95% CI": st.column_config.NumberColumn(format="%.1f")})
@@ -74,7 +74,7 @@ if not numbers.empty:
     others = shown[~shown["source"].isin(["Table I", "Table II"])]
     if not others.empty:
         st.subheader("The paper's other numbers beside ours")
-        st.dataframe(other_numbers_frame(others), hide_index=True, column_config={
+        ui.table(other_numbers_frame(others), column_config={
             "ours": st.column_config.NumberColumn(format="%.2f"),
             "± 95% CI": st.column_config.NumberColumn(format="%.2f")})
         st.caption("ours are: what our figure is, in the paper's normalization (a pair: left against the baseline "
@@ -86,7 +86,7 @@ claims = claims_frame(rep, substrate)
 tally = claims["outcome"].value_counts()
 for col, outcome in zip(st.columns(4), ("agrees", "disagrees", "cannot tell", "not testable")):
     col.metric(outcome, int(tally.get(outcome, 0)))
-st.dataframe(claims, hide_index=True, column_config={
+ui.table(claims, column_config={
     "statement": st.column_config.TextColumn(width="large"), "evidence": st.column_config.TextColumn(width="large")})
 st.caption("Each comparison is judged by the one verdict rule on left - right (Welch's 95% interval against the "
            "margin): agrees when left is better or worse beyond the margin as claimed, disagrees when the other way "
@@ -98,4 +98,4 @@ st.caption("Each comparison is judged by the one verdict rule on left - right (W
 if rep["published_only"]:
     with st.expander(f"The paper's other {len(rep['published_only'])} published numbers (no counterpart measured "
                      "the same way)"):
-        st.dataframe(published_only_frame(rep), hide_index=True)
+        ui.table(published_only_frame(rep))

@@ -16,8 +16,8 @@ if cards.empty:
     st.info(REGRESSIONS_EMPTY, icon=":material/info:")
     st.stop()
 
-st.dataframe(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_better", "card_n_equivalent",
-                    "card_n_inconclusive", "card_n_too_few_runs"]], hide_index=True, column_config={
+ui.table(cards[["label", "card_n_comparisons", "card_n_worse", "card_n_better", "card_n_equivalent",
+                    "card_n_inconclusive", "card_n_too_few_runs"]], column_config={
     "label": st.column_config.TextColumn("card", width="large"), "card_n_comparisons": "comparisons",
     "card_n_worse": "worse", "card_n_better": "better", "card_n_equivalent": "equivalent",
     "card_n_inconclusive": "inconclusive", "card_n_too_few_runs": "n < 2"})
@@ -44,7 +44,7 @@ for card in shown.to_dict("records"):
                if card["new_trigger_source"] else "")
     st.caption(regression_summary(card) + extra + trigger)
     rows = ui.query(regression_rows, substrate=card["substrate"], cni=card["cni"], cni_mode=card["cni_mode"])
-    st.dataframe(regression_style(regression_table(rows)), hide_index=True, column_config={
+    ui.table(regression_style(regression_table(rows)), column_config={
         "config": st.column_config.TextColumn("configuration", width="large"),
         "metric_label": "metric",
         "previous_n_runs": st.column_config.NumberColumn(f"n {card['previous_version']}"),

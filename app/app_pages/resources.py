@@ -35,8 +35,8 @@ else:
         c3.altair_chart(resource_throughput_chart(sel, variants), width="stretch")
     else:
         c3.info("No throughput for this workload (HTTP and DDS latency runs measure time, not throughput).")
-    st.dataframe(sel[["variant", "names", "n_runs", "cpu_idle_pct", "cpu_run_pct", "cpu_delta_pct", "rss_idle_mb",
-                      "rss_run_mb", "rss_delta_mb", "throughput_mbps"]], hide_index=True, column_config={
+    ui.table(sel[["variant", "names", "n_runs", "cpu_idle_pct", "cpu_run_pct", "cpu_delta_pct", "rss_idle_mb",
+                      "rss_run_mb", "rss_delta_mb", "throughput_mbps"]], column_config={
         c: st.column_config.NumberColumn(c, format="%.1f") for c in sel.columns if c.endswith(("_pct", "_mb", "_mbps"))})
 
     st.subheader("CPU per unit of rate, beside the host network's")
@@ -49,9 +49,9 @@ else:
                    "run, then averaged over the n runs, with its 95% interval; host: the host-network baseline under "
                    "the same conditions, CNI / host > 1: the CNI spends more CPU for the same rate. On the local lab "
                    "the nodes share this machine's cores: the system component counts everything else running too.")
-        st.dataframe(eff[["variant", "path", "placement", "length_bytes", "rate_unit", "n_runs", "rate",
+        ui.table(eff[["variant", "path", "placement", "length_bytes", "rate_unit", "n_runs", "rate",
                           "cpu_per_unit_pct", "cpu_per_unit_ci95_pct", "cpu_delta_per_unit_pct", "host_n_runs",
-                          "host_cpu_per_unit_pct", "cpu_per_unit_vs_host", "verdict"]], hide_index=True,
+                          "host_cpu_per_unit_pct", "cpu_per_unit_vs_host", "verdict"]],
                      column_config={"n_runs": "n", "host_n_runs": "host n",
                                     "rate": st.column_config.NumberColumn("rate", format="%.3g"),
                                     "cpu_per_unit_pct": st.column_config.NumberColumn("CPU / unit", format="%.3g"),
@@ -72,4 +72,4 @@ invalid = ui.query(invalid_runs, substrate=substrate, distribution=filters.get("
 if invalid.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(invalid, hide_index=True)
+    ui.table(invalid)

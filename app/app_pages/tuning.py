@@ -35,7 +35,7 @@ with st.expander("Detail: every configuration with its host baseline", expanded=
     cols = ["variant", "tuning_profile", "tuning_mtu", "host_tuning_mtu", "n_runs", "throughput_mbps",
             "host_throughput_mbps", "throughput_efficiency_pct", "latency_p50_us", "host_latency_p50_us",
             "latency_efficiency_pct", "dds_mode", "reliability", "transport", "subscribers", "security"]
-    st.dataframe(df[[c for c in cols if c in df.columns]], hide_index=True, column_config={
+    ui.table(df[[c for c in cols if c in df.columns]], column_config={
         c: st.column_config.NumberColumn(c, format="%.1f") for c in cols if c.endswith(("_pct", "_mbps", "_us"))})
 
 st.subheader("Invalid runs (kept out of every comparison)")
@@ -44,4 +44,4 @@ invalid = ui.query(invalid_runs, substrate=substrate, distribution=filters.get("
 if invalid.empty:
     st.success("None for this selection.")
 else:
-    st.dataframe(invalid, hide_index=True)
+    ui.table(invalid)
