@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from typing import Callable
 
@@ -147,15 +148,22 @@ def sweeps_in_progress() -> None:
 STATIC_ROWS = 40  # tables up to this many rows are drawn as static HTML (ui.table)
 
 
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")  # what st.table's cells would read as Markdown
+
+
 def _cell_format(fmt: str | None) -> Callable:
+    """A static table's cell as text: the number format, floats to 3 decimals, nothing for a missing value, and every
+    Markdown character escaped (st.table renders cells as Markdown: `1. x` would become a list, `a*b*` emphasis)."""
     def show(v):
         if v is None or (isinstance(v, float) and pd.isna(v)):
             return ""
         if fmt and isinstance(v, (int, float)):
-            return fmt % v
-        if isinstance(v, float):
-            return f"{v:.3f}".rstrip("0").rstrip(".")
-        return str(v)
+            text = fmt % v
+        elif isinstance(v, float):
+            text = f"{v:.3f}".rstrip("0").rstrip(".")
+        else:
+            text = str(v)
+        return _MARKDOWN.sub(r"\\\1", text)
     return show
 
 
