@@ -11,6 +11,7 @@ program found in the tools directory by its name again (`in_image`): the pod's i
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -68,6 +69,16 @@ def which(tool: str) -> str | None:
     slash) is itself if executable."""
     found = shutil.which(tool) or (None if os.sep in tool else shutil.which(tool, path=tools_dir()))
     return os.path.abspath(found) if found else None
+
+
+def digest(tool: str) -> str | None:
+    """`sha256:` and the first 16 hex digits of the binary `which` finds for tool (None if it is nowhere): the version
+    of a tool built from this repository (edgebench-netem-emu, edgebench-ddsrr), which has no version of its own."""
+    found = which(tool)
+    if found is None:
+        return None
+    with open(found, "rb") as f:
+        return f"sha256:{hashlib.sha256(f.read()).hexdigest()[:16]}"
 
 
 def exe(tool: str) -> str:

@@ -18,11 +18,9 @@ metrics come from the same summarize(), so the warehouse treats both alike; the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
-from pathlib import Path
 from typing import Any, Sequence
 
 from edgebench import sh
@@ -166,5 +164,4 @@ def measure(pub, subs: Sequence, *, payload: int, duration: float, reliability: 
 def version() -> str:
     """The pinger is edgebench's own: the digest of the binary that ran (as the netem emulator's); the Cyclone DDS
     it links is ddsperf's (the same libddsc)."""
-    path = sh.which(TOOL)
-    return f"sha256:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]}" if path else "not installed"
+    return sh.digest(TOOL) or "not installed"

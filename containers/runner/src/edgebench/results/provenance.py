@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import platform
 import socket
@@ -30,11 +29,7 @@ def netem_tool_version(mechanism: str | None) -> dict[str, str]:
     if mechanism == "tc-netem":
         return {"tc": _first_line(["tc", "-V"])}
     if mechanism == "userspace-nfqueue":
-        exe = sh.which("edgebench-netem-emu")
-        if exe is None:
-            return {"edgebench-netem-emu": "missing"}
-        digest = hashlib.sha256(Path(exe).read_bytes()).hexdigest()
-        return {"edgebench-netem-emu": f"sha256:{digest[:16]}"}
+        return {"edgebench-netem-emu": sh.digest("edgebench-netem-emu") or "missing"}
     return {}
 
 

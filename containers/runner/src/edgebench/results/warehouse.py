@@ -296,7 +296,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
                 args += ["--exclude-resource-type", "test", "--exclude-resource-type", "seed", "--threads", "4"]
             plan = dbt_slot.plan if dbt_slot is not None and incremental and not checked else None
             replayed = False
-            if plan is not None and plan.key == phash:
+            if plan is not None and plan.key == phash:  # a plan of another project is replaced by the next record
                 try:  # the statements dbt ran for the models of an earlier refresh (results/replay.py)
                     plan.replay(tmp_db)
                     replayed = True
