@@ -39,3 +39,15 @@ def test_the_wall_time_splits_into_work_pod_start_artifacts_and_controller():
     assert t["artifacts"] == pytest.approx((1 + 2) + (1 + 3))  # init, and wait after main
     assert t["controller"] == pytest.approx(2 + (22 - 18) + (50 - 43))  # before the first, between, after the last
     assert "work 25.5 s" in bench_engine._timeline_text(t, 33)
+
+
+def test_each_cell_pods_own_cost_with_its_interval():
+    wf = {"status": {"startedAt": _t(0), "finishedAt": _t(60)}}
+    pods = [_pod(1, (2, 3), (3, 6), (3, 7)),           # the matrix expansion
+            _pod(10, (11, 12), (12, 30), (12, 31)),     # gap 3, start 1, artifacts 1 + 1
+            _pod(34, (35, 36), (36, 55), (36, 57))]     # gap 3, start 1, artifacts 1 + 2, then 3 s to the end
+    t = bench_engine.timeline(wf, pods)
+    assert t["per pod"] == pytest.approx([1 + 1 + 1 + 1, 3 + 1 + 2, 3 + 1 + 3 + 3])
+    mean, half, n = bench_engine.per_cell_cost(t)
+    assert n == 2 and mean == pytest.approx(8) and half == pytest.approx(12.706 * 2)  # sd of 6 and 10: 2.83; / sqrt(2)
+    assert bench_engine.per_cell_cost({"per pod": [4, 6]}) is None  # one cell: no interval

@@ -70,7 +70,8 @@ def workflow_object(path: Path, overrides: dict[str, str], name: str) -> dict:
     return wf
 
 
-def wait(kube: Kube, name: str, timeout: float) -> dict:
+def wait(kube: Kube, name: str, timeout: float, poll: float = 3) -> dict:
+    """Poll the Workflow every `poll` seconds (and print its pods' phases when they change) until it ended."""
     t0, last = time.monotonic(), ""
     while True:
         wf = kube.json("-n", NS, "get", "workflow", name)
@@ -88,7 +89,7 @@ def wait(kube: Kube, name: str, timeout: float) -> dict:
             return wf
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"{name} not finished after {timeout:.0f} s (phase {st.get('phase')})")
-        time.sleep(3)
+        time.sleep(poll)
 
 
 def explain_failure(kube: Kube, wf: dict) -> str:
