@@ -112,6 +112,34 @@ def per_cell_cost(parts: dict) -> tuple[float, float, int] | None:
     return mean, t95(len(costs) - 1) * sd / len(costs) ** 0.5, len(costs)
 
 
+class PodLog:
+    """The workflow's pods as last seen, read every `every` seconds while it runs: the sweep's podGC deletes a pod
+    10 minutes after it ended (templates/sweep.yaml), so a long sweep's first pods are gone by its end."""
+
+    def __init__(self, kube, workflow: str, every: float = 20):
+        self.kube, self.workflow, self.every = kube, workflow, every
+        self.pods: dict[str, dict] = {}
+        self.error: Exception | None = None
+        self._last = 0.0
+
+    def maybe(self) -> None:
+        if time.monotonic() - self._last >= self.every:
+            self.read()
+
+    def read(self) -> None:
+        import e2e
+
+        self._last = time.monotonic()
+        try:
+            items = json.loads(self.kube("-n", e2e.NS, "get", "pods", "-l",
+                                         f"workflows.argoproj.io/workflow={self.workflow}", "-o", "json"))["items"]
+        except (RuntimeError, ValueError, KeyError) as exc:
+            self.error = exc
+            return
+        self.error = None
+        self.pods.update({p["metadata"]["uid"]: p for p in items})
+
+
 def _expansion_work(pods: list[dict]) -> float:
     """The first pod's (the matrix expansion's) main container time."""
     first = min(pods, key=lambda p: _iso(p["metadata"]["creationTimestamp"]))
@@ -164,17 +192,16 @@ def run(quick: bool = False) -> list[Row]:
     local = [_local(params, f"engine-local-a-{stamp}", env)] if quick else []
     name = f"engine-argo-{stamp}"
     wf = e2e.workflow_object(REPO / "workflows" / "sweep.yaml", {**params, "sweep-id": name}, name)
+    seen = PodLog(kube, name)
     t0 = time.monotonic()
     kube("-n", e2e.NS, "create", "-f", "-", stdin=yaml.safe_dump(wf))
-    done = e2e.wait(kube, name, timeout=3 * 3600, poll=0.5)  # 0.5 s: the poll's own lag stays small beside a cell
+    # poll 0.5 s: the poll's own lag stays small beside a cell
+    done = e2e.wait(kube, name, timeout=3 * 3600, poll=0.5, each=seen.maybe)
     argo_s = time.monotonic() - t0
     if done["status"].get("phase") != "Succeeded":
         return skipped(e2e.explain_failure(kube, done))
-    try:  # now: Argo deletes a workflow's pods some minutes after they ended, before the local sweep would end
-        pods = json.loads(kube("-n", e2e.NS, "get", "pods", "-l", f"workflows.argoproj.io/workflow={name}",
-                               "-o", "json"))["items"]
-    except (RuntimeError, ValueError, KeyError) as exc:
-        pods = exc
+    seen.read()
+    pods = seen.error or list(seen.pods.values())
     local.append(_local(params, f"engine-local-b-{stamp}", env))
     local_s = sum(local) / len(local)
     ratio = argo_s / local_s
@@ -184,6 +211,9 @@ def run(quick: bool = False) -> list[Row]:
             raise pods
         parts = timeline(done, pods)
         where += "; " + _timeline_text(parts, local_s)
+        n_nodes = sum(n.get("type") == "Pod" for n in done["status"].get("nodes", {}).values())
+        if len(pods) < n_nodes:  # a read failed while pods were deleted: the split misses some
+            where += f" (only {len(pods)} of the {n_nodes} pods were read before their deletion)"
         cell_cost = per_cell_cost(parts)
     except (RuntimeError, ValueError, KeyError) as exc:
         parts, cell_cost, where = None, None, where + f"; no pod timeline ({exc})"

@@ -70,10 +70,13 @@ def workflow_object(path: Path, overrides: dict[str, str], name: str) -> dict:
     return wf
 
 
-def wait(kube: Kube, name: str, timeout: float, poll: float = 3) -> dict:
-    """Poll the Workflow every `poll` seconds (and print its pods' phases when they change) until it ended."""
+def wait(kube: Kube, name: str, timeout: float, poll: float = 3, each=None) -> dict:
+    """Poll the Workflow every `poll` seconds (and print its pods' phases when they change) until it ended;
+    `each()`, if given, is called after every poll."""
     t0, last = time.monotonic(), ""
     while True:
+        if each is not None:
+            each()
         wf = kube.json("-n", NS, "get", "workflow", name)
         st = wf.get("status", {})
         nodes = st.get("nodes", {}).values()
