@@ -19,6 +19,9 @@ APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 sockperf
 # the lab's node test (tests/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
 # them, so `make sweep` does not bring an SSH server to a machine that had none
 TEST_PACKAGES := openssh-server openssh-client sudo
+# `make test` runs the suite in this many processes (pytest-xdist): the tests that use the machine itself stay in one
+# of them, one after another (tests/conftest.py); TEST_WORKERS=0 runs everything in one process
+TEST_WORKERS ?= 2
 # the portal's browser test and benchmark (headless Chromium driven by Selenium): Debian's packages; Ubuntu ships
 # chromium as a snap (chromium-browser), which often cannot run in containers: best effort, the test skips without it
 BROWSER_PACKAGES := chromium chromium-driver
@@ -173,7 +176,7 @@ test: setup argo-schemas ## install everything, then run the whole test suite
 	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing >/dev/null; } || \
 	  echo "note: $$missing not installable; tests/test_lab_local.py's node test will skip"; fi
-	@$(PY) -m pytest -q -rs --durations=20 tests
+	@$(PY) -m pytest -q -rs --durations=20 -n $(TEST_WORKERS) --dist loadgroup tests
 
 # the Argo Workflows v3.7.9 / Argo Events v1.9.11 Go modules into the Go module cache, checksums checked: their JSON
 # schemas and CRDs validate the manifests where ../shared/vendor lacks the pinned releases (tests/argo_schemas.py)

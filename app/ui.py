@@ -177,8 +177,9 @@ def table(data, column_config: dict | None = None, where=None, **kwargs) -> None
     where = where or st
     config = {col: ({"label": c} if isinstance(c, str) else (c or {})) for col, c in (column_config or {}).items()}
     static = (isinstance(data, pd.DataFrame) and len(data) <= STATIC_ROWS and not kwargs
-              and all(not c.get("label") and (c.get("type_config") or {}).get("type") in ("number", "text", None)
-                      for c in config.values()))
+              and all(c.get("label") in (None, "", col)  # a label that is the column's own name changes nothing
+                      and (c.get("type_config") or {}).get("type") in ("number", "text", None)
+                      for col, c in config.items()))
     if not static:
         where.dataframe(data, hide_index=True, column_config=column_config, **kwargs)
         return
@@ -187,3 +188,12 @@ def table(data, column_config: dict | None = None, where=None, **kwargs) -> None
     helps = [f"{col}: {c['help']}" for col, c in config.items() if c.get("help")]
     if helps:
         where.caption(" · ".join(helps))
+
+
+def on_demand(label: str, key: str, help: str | None = None) -> bool:
+    """A switch for a page's secondary part (a detail table, the rows behind a chart): off when the page opens, so
+    the part is neither sent to the browser nor drawn until asked for. What a page opened by URL waits for is
+    mostly the browser drawing what the script sent, hidden parts included (an expander's content is sent and laid
+    out even while it is closed): docs/benchmarks.md."""
+    return st.toggle(label, value=False, key=key, help=help)
+

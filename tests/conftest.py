@@ -1,6 +1,19 @@
-"""Shared fixtures: fixture raw data, a warehouse built from it (once per session), a throwaway MinIO server."""
+"""Shared fixtures: fixture raw data, a warehouse built from it (once per session), a throwaway MinIO server.
+
+`make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`): each test file is one group, kept
+in one process (its module fixtures are built once), and every file that uses the machine itself (network
+namespaces, the testbed, cgroups, nftables, live sweeps, a browser, timed processes) is in the one group "host",
+run one test after another in one process. Only the files named in PARALLEL_SAFE run beside it: they touch
+nothing but their own temporary files (warehouse builds, the portal under AppTest, parsers, docs). A new test file
+is in "host" until it is listed there. The session warehouses below are built once for both processes
+(`_built_once`).
+"""
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -17,40 +30,92 @@ import fixture_manifests  # noqa: E402  (tests/ is on sys.path via rootdir conft
 from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 
 
+# Test files that may run beside the "host" group (see the module's docstring): nothing of the machine is theirs.
+PARALLEL_SAFE = frozenset(f"test_{name}.py" for name in """
+    argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs
+    driver_numbers follow intercluster_clusters inventory iperf3_parser iperf3_properties layers multicluster
+    papers parse_import perftest portal portal_distributions portal_emulation portal_intercluster
+    portal_loaded_latency portal_regressions portal_tables provenance published ranking regressions relay replay
+    resources_efficiency scorecard status verdict warehouse warehouse_conditions warehouse_dds_http
+    warehouse_distributions warehouse_incremental warehouse_intercluster warehouse_s3 workloads
+    """.split())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    """One xdist group per PARALLEL_SAFE file, "host" for every other (inert without -n / --dist loadgroup)."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group(name if name in PARALLEL_SAFE else "host"))
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _built_once(tmp_path_factory, name: str, build) -> Path:
+    """`build(directory)` once for the whole run, in whichever process needs it first (under pytest-xdist the
+    workers share the run's base directory; the others wait on the lock, then reuse the result read-only)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = root / f"{name}.done"
+    with _locked(root / f"{name}.lock"):
+        if not done.exists():
+            target = root / name
+            if target.exists():  # a build that failed half-way in another process: start again
+                shutil.rmtree(target)
+            target.mkdir()
+            build(target)
+            done.touch()
+    return root / name
+
+
+def _warehouse_of(raw_root: Path, directory: Path) -> None:
+    from edgebench.results import warehouse
+
+    warehouse.build(warehouse_path=directory / "warehouse.duckdb", raw_root=str(raw_root), quiet=True)
+
+
 @pytest.fixture(scope="session")
 def fixture_raw_root(tmp_path_factory) -> Path:
     """A directory laid out like the bucket, holding the synthetic fixture manifests."""
-    return fixture_manifests.write_tree(tmp_path_factory.mktemp("raw"))
+    return _built_once(tmp_path_factory, "raw", fixture_manifests.write_tree)
 
 
 @pytest.fixture(scope="session")
 def fixture_warehouse(fixture_raw_root, tmp_path_factory) -> Path:
     """A warehouse built once per session from the fixture raw root through warehouse.build()."""
-    from edgebench.results import warehouse
-
-    path = tmp_path_factory.mktemp("wh") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(fixture_raw_root), quiet=True)
-    return path
+    return _built_once(tmp_path_factory, "wh", lambda d: _warehouse_of(fixture_raw_root, d)) / "warehouse.duckdb"
 
 
-def build_distributions_tree(tmp_path_factory, name: str, ms: list[dict]) -> Path:
-    """A warehouse of the service-proxy / distribution manifests of test_warehouse_distributions (`ms`, a subset of
-    its manifests()), each with its resources.json, built through warehouse.build()."""
+def _distributions_tree(directory: Path, ms: list[dict]) -> Path:
+    """The raw tree of the service-proxy / distribution manifests `ms` (each with its resources.json) and the
+    warehouse built from it, under `directory`; returns the warehouse."""
     import json
 
-    from edgebench.results import warehouse
     from test_warehouse_distributions import resources
 
-    root = tmp_path_factory.mktemp(f"raw-{name}")
+    root = directory / "raw"
     for m in ms:
         d = root / fixture_manifests.key(m).rsplit("/", 1)[0]
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps(m))
         if m["raw_files"]:
             (d / "resources.json").write_text(json.dumps(resources(m)))
-    path = tmp_path_factory.mktemp(f"wh-{name}") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
+    _warehouse_of(root, directory)
+    return directory / "warehouse.duckdb"
+
+
+def build_distributions_tree(tmp_path_factory, name: str, ms: list[dict]) -> Path:
+    """A warehouse of the service-proxy / distribution manifests of test_warehouse_distributions (`ms`, a subset of
+    its manifests()), each with its resources.json, built through warehouse.build()."""
+    return _distributions_tree(tmp_path_factory.mktemp(f"wh-{name}"), ms)
 
 
 @pytest.fixture(scope="session")
@@ -58,46 +123,40 @@ def distributions_warehouse(tmp_path_factory) -> Path:
     """Every manifest of test_warehouse_distributions (clusters and testbed), built once per session."""
     from test_warehouse_distributions import manifests
 
-    return build_distributions_tree(tmp_path_factory, "distributions", manifests())
+    return _built_once(tmp_path_factory, "wh-distributions",
+                       lambda d: _distributions_tree(d, manifests())) / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")
 def iperf3_only_warehouse(tmp_path_factory) -> Path:
     """A warehouse built from iperf3 manifests only: no dds-samples.json / http-requests.json exists anywhere."""
-    from edgebench.results import warehouse
+    def build(d: Path) -> None:
+        _warehouse_of(fixture_manifests.write_tree(d / "raw", fixture_manifests.iperf3_manifests()), d)
 
-    root = fixture_manifests.write_tree(tmp_path_factory.mktemp("raw-iperf3"), fixture_manifests.iperf3_manifests())
-    path = tmp_path_factory.mktemp("wh-iperf3") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
+    return _built_once(tmp_path_factory, "wh-iperf3", build) / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")
 def verdict_warehouse(tmp_path_factory) -> Path:
     """A warehouse of HTTP runs only, built to give every verdict of cmp_http_vs_host (see
     fixture_manifests.VERDICT_GROUPS)."""
-    from edgebench.results import warehouse
+    def build(d: Path) -> None:
+        _warehouse_of(fixture_manifests.write_verdict_tree(d / "raw"), d)
 
-    root = fixture_manifests.write_verdict_tree(tmp_path_factory.mktemp("raw-verdicts"))
-    path = tmp_path_factory.mktemp("wh-verdicts") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
+    return _built_once(tmp_path_factory, "wh-verdicts", build) / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")
 def intercluster_raw_root(tmp_path_factory) -> Path:
     """HTTP runs across inter-cluster tools and their one-cluster `none` baseline (fixture_manifests IC_*)."""
-    return fixture_manifests.write_intercluster_tree(tmp_path_factory.mktemp("raw-intercluster"))
+    return _built_once(tmp_path_factory, "raw-intercluster", fixture_manifests.write_intercluster_tree)
 
 
 @pytest.fixture(scope="session")
 def intercluster_warehouse(intercluster_raw_root, tmp_path_factory) -> Path:
     """A warehouse built from the inter-cluster raw tree only."""
-    from edgebench.results import warehouse
-
-    path = tmp_path_factory.mktemp("wh-intercluster") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(intercluster_raw_root), quiet=True)
-    return path
+    return _built_once(tmp_path_factory, "wh-intercluster",
+                       lambda d: _warehouse_of(intercluster_raw_root, d)) / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")
@@ -119,18 +178,15 @@ def minio_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def versions_raw_root(tmp_path_factory) -> Path:
     """CNI modes measured at several versions (fixture_manifests VERSION_*): the regression-card fixture."""
-    return fixture_manifests.write_version_tree(tmp_path_factory.mktemp("raw-versions"),
-                                                fixture_manifests.version_runs())
+    return _built_once(tmp_path_factory, "raw-versions",
+                       lambda d: fixture_manifests.write_version_tree(d, fixture_manifests.version_runs()))
 
 
 @pytest.fixture(scope="session")
 def versions_warehouse(versions_raw_root, tmp_path_factory) -> Path:
     """A warehouse built from the CNI version raw tree only."""
-    from edgebench.results import warehouse
-
-    path = tmp_path_factory.mktemp("wh-versions") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(versions_raw_root), quiet=True)
-    return path
+    return _built_once(tmp_path_factory, "wh-versions",
+                       lambda d: _warehouse_of(versions_raw_root, d)) / "warehouse.duckdb"
 
 
 # ---------------------------------------------------------------------------------------------- Argo schema versions

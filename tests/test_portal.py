@@ -1,6 +1,7 @@
 """The Streamlit portal: data.py directly, and every page through streamlit.testing AppTest."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -212,6 +213,11 @@ def test_dds_page_renders_with_banner_and_tables(app):
     # CNIs are slower than host in the fixtures; every cell carries its interval, verdict and n (CNI/host)
     assert all(float(c.split()[0]) > 0 and " ± " in c and c.endswith("(n 2/2)") for c in table["64 B"])
     assert any("95% interval" in c.value for c in at.caption)
+    # the detail (every configuration with its host baseline) only on demand, then one row per configuration
+    assert frame(at, "host_latency_p90_us") is None
+    at.toggle(key="dds_detail").set_value(True).run()
+    detail = frame(at, "host_latency_p90_us")
+    assert not at.exception and detail is not None and len(detail) > len(table)
 
 
 def test_dds_overhead_cell_is_the_marts_row(con):
@@ -471,6 +477,8 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     card = at.table[0].value
     assert {p for p, _ in card.index} == {f"seed {p}" for p in ("000", "001", "002", "003", "004")}
     assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 42 / 3")
+    assert frame(at, "to decide") is None  # on demand: neither sent nor drawn until asked for
+    at.toggle(key="paper_undecided").set_value(True).run()
     undecided = frame(at, "to decide")
     assert len(undecided) == card["cannot tell"].sum() and undecided["to decide"].str.contains("preset|edgebench "
                                                                                             "sweep|argo submit").all()
@@ -485,7 +493,8 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     # Table II has two measured payloads: a chart; Table I one: its table only
     assert len(at.get("vega_lite_chart")) == 1
     claims = frame(at, "outcome")
-    assert len(claims) == 24 and sum(int(m.value) for m in at.metric) == 24
+    tally = next(m.value for m in at.markdown if m.value.startswith("**agrees**"))
+    assert len(claims) == 24 and sum(int(n) for n in re.findall(r"\*\* (\d+)", tally)) == 24
     at.selectbox(key="paper_id").set_value("003").run()
     assert not at.exception
     assert set(frame(at, "outcome")["claim"]) == {f"003-{i:02d}" for i in range(1, 16)}

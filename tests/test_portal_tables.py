@@ -36,9 +36,21 @@ def test_short_plain_frames_are_static_and_the_rest_interactive():
     assert not at.exception and len(at.table) == 1 and len(at.dataframe) == 0
     assert at.table[0].value["a"].tolist() == [1.0, 2.0]  # the value keeps the data; only the display is formatted
     assert [c.value for c in at.caption] == ["a: what a is"]
+    # a label that is the column's own name relabels nothing: still static
+    at = _page("ui.table(pd.DataFrame({'a': [1.0]}), column_config={'a': st.column_config.NumberColumn('a', "
+               "format='%.2f')})")
+    assert not at.exception and len(at.table) == 1 and len(at.dataframe) == 0
     for body in (f"ui.table(pd.DataFrame({{'a': range({ui.STATIC_ROWS + 1})}}))",            # long
                  "ui.table(pd.DataFrame({'a': [1]}), column_config={'a': 'A label'})",          # relabelled
                  "ui.table(pd.DataFrame({'a': [1]}).style)",                                    # styled
                  "ui.table(pd.DataFrame({'a': [1]}), column_order=['a'])"):                     # grid options
         at = _page(body)
         assert not at.exception and len(at.dataframe) == 1 and len(at.table) == 0, body
+
+
+def test_a_part_on_demand_is_not_sent_until_asked_for():
+    at = _page("if ui.on_demand('Detail', key='d'):\n    ui.table(pd.DataFrame({'a': [1]}))")
+    assert not at.exception and len(at.table) == 0 and at.toggle(key="d").value is False
+    at.toggle(key="d").set_value(True).run()
+    assert not at.exception and len(at.table) == 1
+

@@ -70,7 +70,7 @@ else:
         ui.table(table)
         st.caption(OVERHEAD_CAPTION)
 
-with st.expander("Detail: every configuration with its host baseline"):
+if ui.on_demand("Detail: every configuration with its host baseline", key="dds_detail"):
     ui.table(df.drop(columns=["substrate"]))
 
 st.subheader("Failed and unsupported runs")

@@ -32,7 +32,7 @@ for tab, (sub, lab) in zip(st.tabs(names) if len(names) > 1 else [st.container()
             st.subheader(e["label"])
             st.markdown(e["sentence"])
             st.altair_chart(answer_chart(e), width="stretch")
-            with st.expander("the ranked rows"):
+            if ui.on_demand("the ranked rows", key=f"answer_rows_{sub}_{lab}_{e['label']}"):
                 ui.table(answer_table(e))
 st.caption("Each row: the CNI mode against the host network under the same conditions (the configuration named "
            "in the sentence: the neutral conditions with the most modes judged). " + RULE_HELP)

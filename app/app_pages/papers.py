@@ -24,7 +24,7 @@ st.caption(" · ".join(f"all papers on {t['substrate']}: {t['decided']} of {t['t
 st.caption("Claims per outcome on each substrate (never pooled), judged by the one verdict rule; decided = agrees or "
            "disagrees of the testable ones; numbers = printed by the paper / measured by edgebench in the same unit "
            "and normalization / measured on this substrate. " + RULE_HELP)
-with st.expander("What would decide each claim we cannot tell"):
+if ui.on_demand("What would decide each claim we cannot tell", key="paper_undecided"):
     ui.table(undecided_frame(card),
                  column_config={"to decide": st.column_config.TextColumn(width="large")})
 
@@ -84,8 +84,8 @@ if not numbers.empty:
 st.subheader("Claims")
 claims = claims_frame(rep, substrate)
 tally = claims["outcome"].value_counts()
-for col, outcome in zip(st.columns(4), ("agrees", "disagrees", "cannot tell", "not testable")):
-    col.metric(outcome, int(tally.get(outcome, 0)))
+st.markdown(" · ".join(f"**{outcome}** {int(tally.get(outcome, 0))}"  # one line, no metric widgets to load
+                       for outcome in ("agrees", "disagrees", "cannot tell", "not testable")))
 ui.table(claims, column_config={
     "statement": st.column_config.TextColumn(width="large"), "evidence": st.column_config.TextColumn(width="large")})
 st.caption("Each comparison is judged by the one verdict rule on left - right (Welch's 95% interval against the "
@@ -96,6 +96,6 @@ st.caption("Each comparison is judged by the one verdict rule on left - right (W
            "Not testable: edgebench cannot measure a side (bare metal vs container, hardware it does not emulate).")
 
 if rep["published_only"]:
-    with st.expander(f"The paper's other {len(rep['published_only'])} published numbers (no counterpart measured "
-                     "the same way)"):
+    if ui.on_demand(f"The paper's other {len(rep['published_only'])} published numbers (no counterpart measured "
+                    "the same way)", key="paper_published_only"):
         ui.table(published_only_frame(rep))
