@@ -128,7 +128,8 @@ const main = document.querySelector(arguments[0].main);
 if (!main) return null;
 const q = (sel) => Array.from(main.querySelectorAll(sel));
 const status = document.querySelector(arguments[0].status);
-const charts = q(arguments[0].chart);
+// charts on screen: one in a tab that is not selected is laid out only once its tab is (never "drawn" before)
+const charts = q(arguments[0].chart).filter(c => c.checkVisibility({visibilityProperty: true}));
 return {
   running: !!(status && /running/i.test(status.innerText || '')),
   skeletons: q(arguments[0].skeleton).length,
