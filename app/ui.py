@@ -190,10 +190,9 @@ def table(data, column_config: dict | None = None, where=None, **kwargs) -> None
         where.caption(" · ".join(helps))
 
 
-def on_demand(label: str, key: str, help: str | None = None) -> bool:
+def on_demand(label: str, key: str) -> bool:
     """A switch for a page's secondary part (a detail table, the rows behind a chart): off when the page opens, so
     the part is neither sent to the browser nor drawn until asked for. What a page opened by URL waits for is
     mostly the browser drawing what the script sent, hidden parts included (an expander's content is sent and laid
     out even while it is closed): docs/benchmarks.md."""
-    return st.toggle(label, value=False, key=key, help=help)
-
+    return st.toggle(label, value=False, key=key)

@@ -201,22 +201,25 @@ def run(quick: bool = False) -> list[Row]:
     if done["status"].get("phase") != "Succeeded":
         return skipped(e2e.explain_failure(kube, done))
     seen.read()
-    pods = seen.error or list(seen.pods.values())
     local.append(_local(params, f"engine-local-b-{stamp}", env))
     local_s = sum(local) / len(local)
     ratio = argo_s / local_s
     where = _where_argo_time_goes(done)
     try:
-        if isinstance(pods, Exception):
-            raise pods
+        if seen.error is not None:
+            raise seen.error
+        pods = list(seen.pods.values())
         parts = timeline(done, pods)
         where += "; " + _timeline_text(parts, local_s)
         n_nodes = sum(n.get("type") == "Pod" for n in done["status"].get("nodes", {}).values())
+        # per_cell_cost takes the first pod for the matrix expansion's: only so when every pod was read
+        cell_cost, no_cost = per_cell_cost(parts), "fewer than 2 cell pods"
         if len(pods) < n_nodes:  # a read failed while pods were deleted: the split misses some
-            where += f" (only {len(pods)} of the {n_nodes} pods were read before their deletion)"
-        cell_cost = per_cell_cost(parts)
+            no_cost = f"only {len(pods)} of the {n_nodes} pods were read before their deletion"
+            cell_cost, where = None, where + f" ({no_cost})"
     except (RuntimeError, ValueError, KeyError) as exc:
-        parts, cell_cost, where = None, None, where + f"; no pod timeline ({exc})"
+        parts, cell_cost, no_cost = None, None, f"no pod timeline ({exc})"
+        where += f"; {no_cost}"
     what = (f"{'a 3-cell sweep of 1 repetition (QUICK)' if quick else 'the default sweep'} on the testbed "
             f"({n_cells} cells, {n_runs} runs)")
     locals_text = (f"local {local[0]:.0f} s and {local[1]:.0f} s (before and after)" if len(local) == 2
@@ -234,7 +237,7 @@ def run(quick: bool = False) -> list[Row]:
              f"timestamps (whole seconds); the matrix expansion's pod before them: "
              f"{parts['per pod'][0] + _expansion_work(pods):.0f} s in all; (Argo - local) / cells: "
              f"{(argo_s - local_s) / n_cells:.1f} s. The same seconds whatever a cell's length"
-             if cell_cost else "fewer than 2 cell pods")),
+             if cell_cost else f"not measured: {no_cost}")),
         Row("engine", "wall time per run, Argo / local", argo_s / n_runs, "s", "", None,
             f"Argo {argo_s / n_runs:.2f} s, local {local_s / n_runs:.2f} s per run"),
     ]

@@ -72,7 +72,7 @@ def workflow_object(path: Path, overrides: dict[str, str], name: str) -> dict:
 
 def wait(kube: Kube, name: str, timeout: float, poll: float = 3, each=None) -> dict:
     """Poll the Workflow every `poll` seconds (and print its pods' phases when they change) until it ended;
-    `each()`, if given, is called after every poll."""
+    `each()`, if given, is called before every poll."""
     t0, last = time.monotonic(), ""
     while True:
         if each is not None:
