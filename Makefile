@@ -41,7 +41,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-mirror-arm64
+        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-argo lab-mirror-arm64
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -225,8 +225,17 @@ lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh subs
 	@$(MAKE) --no-print-directory minio
 	@EB=$(EDGEBENCH) PY=$(PY) scripts/lab-local/run.sh
 
-lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1)
+lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1; FORCE=1 under a live sweep)
 	@scripts/lab-local/lab.sh down
+
+# The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh): needs the e2e
+# cluster (make e2e-argo KEEP=1) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N. See
+# docs/lab-local.md, "The lab through Argo".
+lab-argo: setup ## the lab's sweep submitted with argo submit on the management cluster (after e2e-argo and lab-local, both KEEP=1)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-argo needs root (the e2e cluster's containerd)" >&2; exit 1; }
+	@scripts/e2e-argo/images.sh build runner
+	@scripts/e2e-argo/images.sh import --address /run/edgebench-e2e/containerd.sock runner
+	@$(PY) scripts/lab-local/argo.py $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID))
 
 # The same artifact source for arm64 nodes (a Raspberry Pi lab), built on this amd64 machine: Go cross-compiles,
 # Debian's arm64 packages install into roots under qemu-user-static (binfmt_misc), then every arm64 binary of the

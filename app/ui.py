@@ -13,7 +13,7 @@ import streamlit as st
 
 from edgebench.plan.dimensions import DIMENSIONS
 
-from data.common import (LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, eta_text, live_status,
+from data.common import (LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, eta_text, follower_gone, live_status,
                          shared_kernel_labs, warehouse_path)
 
 
@@ -117,6 +117,9 @@ def freshness() -> None:
             if live.get("error"):
                 line += f". Last problem: {live['error']}"
         st.caption(line)
+        gone = follower_gone(path)
+        if gone:
+            st.warning(gone)
 
     with st.sidebar:
         watch()

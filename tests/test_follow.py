@@ -143,3 +143,54 @@ def test_a_refresh_without_data_tests_is_checked_once_nothing_lands(tmp_path, mo
     with duckdb.connect(str(target), read_only=True) as con:
         assert con.execute("select checked from edgebench_raw_cache.build_info").fetchone()[0]
         assert con.execute("select count(*) from stg_edgebench__runs").fetchone()[0] == 6
+
+
+def test_a_store_outage_mid_build_is_ridden_out_and_the_next_look_builds(tmp_path, monkeypatch):
+    root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests())
+    target = tmp_path / "wh" / "warehouse.duckdb"
+    target.parent.mkdir()
+    real, calls, lines, written = follow.warehouse.build, [], [], []
+    write = follow.write_live
+    monkeypatch.setattr(follow, "write_live", lambda path, doc: (written.append(doc), write(path, doc)))
+
+    def build(**kw):  # the store goes away during the first build: not an EdgebenchError (botocore, duckdb, OSError)
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("Could not connect to the endpoint URL: http://127.0.0.1:9000/edgebench")
+        return real(**kw)
+
+    monkeypatch.setattr(follow.warehouse, "build", build)
+    looks = []
+    assert follow.follow(target, str(root), interval=0.2, log=lines.append,
+                         stop=lambda: looks.append(1) or len(looks) > 3) == 1
+    assert len(calls) == 2  # tried again at the next look, though nothing changed in the store
+    assert any("ConnectionError: Could not connect" in (d.get("error") or "") for d in written)
+    assert written[-1]["error"] is None and written[-1]["built_at"]
+    assert any(line.startswith("follower: ConnectionError") for line in lines)
+
+
+def test_a_follower_that_dies_leaves_word_and_the_sidebar_says_it_is_not_following(tmp_path):
+    from data.common import follower_gone
+
+    target = tmp_path / "warehouse.duckdb"
+    root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests()[:1])
+
+    def stop():
+        raise MemoryError("out of memory")
+
+    try:
+        follow.follow(target, str(root), interval=0.2, log=lambda _: None, stop=stop)
+    except MemoryError:
+        pass
+    doc = json.loads(follow.live_path(target).read_text())
+    assert doc["stopped"] == "MemoryError: out of memory"
+    said = follower_gone(target)
+    assert said.startswith("Not following the store since ") and "(MemoryError: out of memory)" in said
+    assert live_status(target) is None  # no progress is shown from a dead follower
+    later = dt.datetime.fromisoformat(doc["updated_at"]).timestamp() + 3600
+    doc.pop("stopped")
+    follow.write_live(follow.live_path(target), doc)
+    assert follower_gone(target) is None or "stopped answering" in follower_gone(target)
+    assert "its follower stopped answering" in follower_gone(target, now=later)  # silent and stale: gone
+    follow.live_path(target).unlink()
+    assert follower_gone(target) is None  # none was started: nothing to say

@@ -64,7 +64,8 @@ def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
 
 def live_status(path: Path, now: float | None = None) -> dict | None:
     """What `edgebench warehouse --follow` last wrote next to the warehouse (results/follow.py: when it looked and
-    built, the sweeps in progress), if it is following now (written within three intervals, at least 10 s)."""
+    built, the sweeps in progress), if it is following now (written within three intervals, at least 10 s, and not
+    its last word on dying)."""
     live = follow.live_path(path)
     try:
         doc = json.loads(live.read_text())
@@ -72,7 +73,24 @@ def live_status(path: Path, now: float | None = None) -> dict | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     now = time.time() if now is None else now
+    if doc.get("stopped"):  # the follower died (its last word): not following
+        return None
     return doc if now - updated <= max(10.0, 3 * float(doc.get("interval_s") or 2)) else None
+
+
+def follower_gone(path: Path, now: float | None = None) -> str | None:
+    """Why the portal is not following the store when a follower was (its live file is there but stale, or says it
+    stopped on an error): one sentence for the sidebar; None if it follows, or none was started."""
+    if live_status(path, now) is not None:
+        return None
+    try:
+        doc = json.loads(follow.live_path(path).read_text())
+        updated = dt.datetime.fromisoformat(doc["updated_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    why = doc.get("stopped") or "its follower stopped answering"
+    return (f"Not following the store since {updated:%H:%M:%S} UTC ({why}): new runs are not shown. "
+            "`make portal` starts the follower again (or `edgebench warehouse --follow`).")
 
 
 def eta_text(seconds: float | None) -> str:

@@ -36,6 +36,7 @@ mapfile -t RUNNER_PACKAGES < <(awk '/apt-get install -y --no-install-recommends/
 (( ${#RUNNER_PACKAGES[@]} )) || { echo "e2e-argo: no apt-get install list in containers/runner/Dockerfile" >&2; exit 1; }
 RUNNER_PACKAGES+=(python3 python3-venv)
 RUNNER_TOOLS=(fortio edgebench-netem-emu edgebench-relay)
+RUNNER_EXTRA=()       # binaries by path into the runner's /usr/local/bin (kubectl, helm: set below when built)
 # applets of busybox linked in the mc image (the make-bucket Job runs `/bin/sh -c 'until mc ...; do sleep 3; done'`)
 BUSYBOX_APPLETS=(sh ash cat cp echo env false id ls mkdir mv printf rm sleep test true)
 MOUNTS=()             # what chroot_enter mounted, unmounted by chroot_leave (also on exit)
@@ -132,6 +133,11 @@ main() {
   # the round-robin DDS pinger (C, linked against Debian's libddsc0debian, which the runner's cyclonedds-tools
   # brings): built by `make tools` for this host only; a foreign ARCH's runner records its runs as failed
   [[ $ARCH != "$HOST_ARCH" ]] || RUNNER_TOOLS+=(edgebench-ddsrr)
+  # a cluster cell's pods (substrates ssh and kind) drive the target cluster with kubectl, and install cilium's chart
+  # with helm: this host's Kubernetes build (build.sh --k8s) and helm (scripts/lab-local/cilium.sh), where built
+  if [[ $ARCH == "$HOST_ARCH" ]]; then
+    for t in "$E2E/bin/kubectl" "$(tools_dir)/helm"; do [[ -x $t ]] && RUNNER_EXTRA+=("$t"); done
+  fi
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
     import) shift; cmd_import "$@" ;;

@@ -10,7 +10,8 @@
 # service supervisor (systemctl.py) answers the systemctl verbs the provider's steps use.
 #
 #   lab.sh up [N]        start N nodes (default 3: lab-cp, lab-w1, lab-w2); prints the inventory path
-#   lab.sh down          stop every node and remove everything (processes, mounts, namespaces, veths, cgroups)
+#   lab.sh down          stop every node and remove everything (processes, mounts, namespaces, veths, cgroups);
+#                        refused while a live sweep holds the lab's lease (FORCE=1 overrides)
 #   lab.sh status        the nodes and whether sshd answers
 #   lab.sh exec NODE CMD run CMD inside a node (as root, in its namespaces and cgroup)
 #   lab.sh leftovers     print what a lab left on this machine; exit 1 if anything
@@ -135,6 +136,7 @@ inventory() {
   {
     echo "# written by scripts/lab-local/lab.sh: the local lab's nodes share this machine's kernel and cores"
     echo "target: lab-local"
+    echo "artifact_source: http://$HOST_IP:8089   # the lab's mirror (mirror.sh serve $HOST_IP), for sweeps and Argo"
     echo "nodes:"
     for node in "$@"; do
       role=agent; [[ $i == 0 ]] && role=server
@@ -155,8 +157,23 @@ wait_ssh() {
   die "sshd on $node ($addr) does not answer (see $LAB/nodes/$node/init.log and its /var/log/sshd.log)"
 }
 
+# held_by: the live holder of the lab's lease (substrates/clusters/lease.py: /var/lib/edgebench/lab.lease on lab-cp,
+# renewed by the sweep that drives the lab), or nothing when the lab is free, down, or the lease has lapsed
+held_by() {
+  alive lab-cp || return 0
+  node_exec lab-cp sh -c 'f=/var/lib/edgebench/lab.lease; [ -f $f ] || exit 0
+    exp=$(sed -n "s/^expires=//p" $f); now=$(date +%s)
+    [ "${exp:-0}" -gt "$now" ] && echo "$(sed -n "s/^holder=//p" $f) (lease lapses in $((exp - now)) s unless renewed)"' \
+    2>/dev/null || true
+}
+
 down() {
-  local node p
+  local node p holder
+  holder=$(held_by)
+  if [[ -n $holder && ${FORCE:-0} != 1 ]]; then
+    die "the lab is in use by $holder: stop that sweep first (it tears its cluster down), or FORCE=1 $0 down"
+  fi
+  [[ -z $holder ]] || log "FORCE=1: removing the lab under its holder $holder"
   for d in "$LAB"/nodes/*/; do
     [[ -d $d ]] || continue
     node=$(basename "$d")

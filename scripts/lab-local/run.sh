@@ -33,21 +33,29 @@ timed build_lab "$HERE/build.sh"
 step "build the runner image and the artifact mirror (cached after the first run)"
 if [[ -z ${RUNNER_TAR:-} ]]; then timed build_runner "$REPO/scripts/e2e-argo/images.sh" build runner; fi
 timed build_mirror "$HERE/mirror.sh" build
-if [[ ${KEEP:-0} != 1 ]]; then trap '"$HERE/lab.sh" down' EXIT; fi
+# the sweeps run as children this script waits for: an interrupt (Ctrl-C, kill, a closed terminal) stops the running
+# one (SIGTERM: it tears its cell down and gives the lab's lease back) instead of leaving it driving the lab alone
+child=
+stop_child() { if [[ -n $child ]] && kill -0 "$child" 2>/dev/null; then kill -TERM "$child"; wait "$child" || true; fi; }
+trap 'stop_child; exit 130' INT TERM HUP
+# our own sweep is gone by then, so its lease (if it died without giving it back) does not stop the teardown
+if [[ ${KEEP:-0} != 1 ]]; then trap 'stop_child; FORCE=1 "$HERE/lab.sh" down' EXIT; else trap stop_child EXIT; fi
+sweep() { "$EB" sweep "$@" & child=$!; wait "$child"; }
 step "start the lab (1 control plane + 2 workers) and serve the mirror"
 timed lab_up "$HERE/lab.sh" up 3
 "$HERE/mirror.sh" serve 10.77.0.1
 step "the sweep on the lab, through the ssh substrate"
 rc=0
 t0=$SECONDS
-EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts "$EB" sweep "$REPO/workflows/sweep.yaml" -p distribution=kubeadm -p "cnis=$CNIS" -p "repetitions=$REPS" \
+export EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts
+sweep "$REPO/workflows/sweep.yaml" -p distribution=kubeadm -p "cnis=$CNIS" -p "repetitions=$REPS" \
   -p target=lab-local -p "sweep-id=$SWEEP_ID" --inventory "$LAB/inventory.yaml" --ssh-key "$LAB/id_ed25519" \
   --artifact-source http://10.77.0.1:8089 ${SWEEP_ARGS:-} || rc=$?
 T[sweep_lab]=$((SECONDS - t0))
 if [[ ${SKIP_TESTBED:-0} != 1 ]]; then
   step "the same cells on the namespace testbed (emulation)"
   t0=$SECONDS
-  "$EB" sweep "$REPO/workflows/sweep.yaml" --local -p "cnis=$CNIS" -p "repetitions=$REPS" \
+  sweep "$REPO/workflows/sweep.yaml" --local -p "cnis=$CNIS" -p "repetitions=$REPS" \
     -p "sweep-id=$SWEEP_ID-testbed" || rc=$?
   T[sweep_testbed]=$((SECONDS - t0))
 fi

@@ -92,6 +92,7 @@ inputs_runner_venv() {
     check_binary "$dir/$t" || return 1
     echo "$t $(file_sum "$dir/$t")"
   done
+  for t in "${RUNNER_EXTRA[@]}"; do echo "$(basename "$t") $(file_sum "$t")"; done
 }
 
 inputs_of() {

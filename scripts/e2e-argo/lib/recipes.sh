@@ -132,6 +132,7 @@ stage_runner_venv() {
   in_chroot "$root" useradd --uid 10001 --gid 10001 --create-home --home-dir /home/edgebench \
     --shell /usr/sbin/nologin edgebench
   for t in "${RUNNER_TOOLS[@]}"; do install -m 0755 "$(tools_dir)/$t" "$root/usr/local/bin/$t"; done
+  for t in "${RUNNER_EXTRA[@]}"; do install -m 0755 "$t" "$root/usr/local/bin/$(basename "$t")"; done
   install -d "$root/src/runner"
   install -m 0644 "$REPO/requirements.txt" "$root/src/requirements.txt"
   tar -C "$REPO/containers/runner" --exclude=__pycache__ --exclude='*.pyc' --exclude='*.egg-info' \
@@ -172,7 +173,7 @@ stage_runner_venv() {
   chroot_leave
   rm -rf "$root/src" "$root"/tmp/* "$root"/root/.cache
   : >"$root/etc/resolv.conf"
-  finish_bundle "$tag" "$w/bundle" --history.created_by "edgebench venv (containers/runner), ${RUNNER_TOOLS[*]}"
+  finish_bundle "$tag" "$w/bundle" --history.created_by "edgebench venv (containers/runner), ${RUNNER_TOOLS[*]} ${RUNNER_EXTRA[*]##*/}"
 }
 
 recipe_runner() { # $1: workdir, $2: the venv stage's inputs

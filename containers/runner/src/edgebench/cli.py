@@ -25,7 +25,7 @@ from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench.substrates.clusters import inventory as inv
 from edgebench.plan.matrix import compatibility, distributions
-from edgebench.sweep import phases as ph
+from edgebench.sweep import holding, phases as ph
 from edgebench.sweep.phases import PHASES
 from edgebench.sweep.runner import run_local
 
@@ -72,7 +72,6 @@ def _lab(substrate: str, inventory: Optional[Path]):
 
 def _expand_checked(s: spec_mod.Sweep, inventory: Optional[Path]):
     """The sweep's possible cells and the skipped ones with the reason (checked against the inventory if known)."""
-
     substrate = s.values["substrate"]
     return expand_checked(s, _arches(substrate, inventory), _lab(substrate, inventory))
 
@@ -145,9 +144,10 @@ def sweep(
         )
 
     signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave,
-                           live=sys.stdout if sys.stdout.isatty() else None)
+    try:  # one sweep per testbed prefix or lab at a time: a second one is refused naming the holder
+        with holding.sweep_hold(s.values["substrate"], s.sweep_id, inventory, ssh_key):
+            report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave,
+                               live=sys.stdout if sys.stdout.isatty() else None)
     except KeyboardInterrupt:
         err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "
                   "(run the same command again to resume)")
@@ -251,7 +251,8 @@ def _phase_command(phase: str) -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
         if phase == "collect-results":
             ph.merge_results(ctx, sources)
-        result = ph.FUNCTIONS[phase](ctx)
+        with holding.phase_hold(c.substrate if phase != "collect-results" else "", inventory, ssh_key, known_hosts):
+            result = ph.FUNCTIONS[phase](ctx)
         if phase == "collect-results":
             out.print(f"{len(result)} runs of cell {c.cell_id} under {ctx.results / 'runs' / s.sweep_id / c.cell_id}")
             if store:
@@ -292,7 +293,6 @@ def run_cell(
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
 ):
     """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
-
     s, c = _cell_of(cell, cell_id, argo_parameters, default_sweep_id)
     signal.signal(signal.SIGTERM, _on_sigterm)
     wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
@@ -369,15 +369,15 @@ def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON inste
 @app.command()
 def upload():
     """Send results left in the local spool (.edgebench/spool) to the object store."""
-
     store = ResultStore()
     store.check()
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
+from edgebench import cli_lab, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
 
 cli_testbed.register(app)
+cli_lab.register(app)
 cli_status.register(app)
 cli_results.register(app)
 cli_summary.register(app)

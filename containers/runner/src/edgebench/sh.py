@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from typing import Any, Sequence
@@ -20,10 +21,35 @@ from typing import Any, Sequence
 from edgebench.errors import EdgebenchError
 
 
+# what says why a command failed: lines that name an error (kubeadm's "[ERROR Port-10250]: ...", klog's "E0412 ...",
+# "error: ...", "fatal: ..."), else lines that mention one; warnings and hints ("To see the stack trace ...") never
+_STRONG = re.compile(r"^\s*(\[ERROR\b|ERROR\b|E\d{4} |error:|Error:|fatal:|FATAL|panic:)")
+_WEAK = re.compile(r"\b(error|fatal|failed|refused|denied|cannot|unable|no such|not found|timed out)\b", re.I)
+_NOT_CAUSE = re.compile(r"^\s*\[?(WARNING|warning|W\d{4} |I\d{4} |info)|stack trace|--ignore-preflight-errors")
+
+
+def error_lines(text: str, limit: int = 6) -> list[str]:
+    """The lines of a failed command's output that say why (at most `limit`): the error lines if any, else lines
+    mentioning a failure, else the last line. A command's first line is often a warning (kubeadm's cgroup v1
+    notice), so the first line alone is not the reason."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for pattern in (_STRONG, _WEAK):
+        hits = [ln for ln in lines if pattern.search(ln) and not _NOT_CAUSE.search(ln)]
+        if hits:
+            return hits[:limit]
+    return lines[-1:]
+
+
 class CommandError(EdgebenchError):
+    """A command failed. Its message starts with the lines that say why (error_lines), then the whole output when
+    that has more, so a one-line view (a progress line, a table cell) shows the cause."""
+
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str):
         self.argv, self.returncode, self.stderr = list(argv), returncode, stderr.strip()
-        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {self.stderr or 'no error output'}")
+        why = error_lines(self.stderr)
+        head = "; ".join(why) if why else "no error output"
+        more = "" if not self.stderr or self.stderr == head else f"\n--- its whole output:\n{self.stderr}"
+        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {head}{more}")
 
 
 def run(argv: Sequence[str], check: bool = True, input: str | None = None, timeout: float | None = 120) -> str:

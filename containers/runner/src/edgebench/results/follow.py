@@ -134,11 +134,20 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
     log(f"following {root}: looked at every {interval:g} s; the warehouse {target} is rebuilt when runs were stored "
         "(Ctrl-C stops)")
     slot = warehouse.DbtSlot()  # one dbt interpreter, and the project it parsed, for all the builds
+    died: Exception | None = None
     try:
         return _loop(target, root, interval, log, stop, store, slot)
+    except Exception as exc:
+        died = exc
+        raise
     finally:
         slot.stop()
-        live_path(target).unlink(missing_ok=True)  # nobody follows any more: the portal shows no progress
+        if died is None:  # stopped by the user (or Ctrl-C): nobody follows, the portal shows no progress
+            live_path(target).unlink(missing_ok=True)
+        else:  # died: the portal says it is not following any more, and why
+            write_live(live_path(target), {"updated_at": dt.datetime.now(dt.timezone.utc), "interval_s": interval,
+                                           "raw_root": root, "sweeps": [], "just_in": [],
+                                           "stopped": f"{type(died).__name__}: {died}".splitlines()[0]})
 
 
 def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[], bool],
@@ -155,8 +164,9 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
                                        "sweeps": sweeps, "just_in": just_in})
 
     sweeps: list = []
-    while not stop():
-        started = time.monotonic()
+
+    def look() -> None:
+        nonlocal last, builds, built_at, last_error, unchecked, changed_at, seen, sweeps
         try:
             listing = raw_cache.list_raw(root)
             now_fp = fingerprint(root, listing)
@@ -199,7 +209,7 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
                     row["in_warehouse"] = True  # every run listed before the build started is in it
             except warehouse.NoResultsError:
                 last = now_fp
-            except EdgebenchError as exc:
+            except EdgebenchError as exc:  # the build or its data tests failed: retried at the next change
                 last, last_error, unchecked = now_fp, str(exc).splitlines()[0], False
                 log((f"the data tests failed on the runs the warehouse shows (built from them without the tests): "
                      if check else "warehouse build failed (the previous warehouse is kept; retried at the next "
@@ -207,8 +217,18 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
         if store is not None:
             try:
                 sweeps = in_progress(store)
-            except EdgebenchError as exc:
-                last_error = str(exc)
+            except Exception as exc:  # the store is down for a moment: the sweeps shown stay the last known
+                last_error = f"cannot read the sweeps in progress: {(str(exc).splitlines() or [type(exc).__name__])[0]}"
         live(sweeps)
+
+    while not stop():
+        started = time.monotonic()
+        try:
+            look()
+        except Exception as exc:  # anything else a look raised (the store went away mid-build, say): said in the
+            # live file and the log; the last good warehouse stays, and the next look tries again
+            last_error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+            log(f"follower: {last_error} (the previous warehouse is kept; trying again in {interval:g} s)")
+            live(sweeps)
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
     return builds

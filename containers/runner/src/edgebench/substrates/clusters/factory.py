@@ -1,6 +1,7 @@
 """from_cell: the provider of a cell on a real cluster (substrates ssh and kind): a ClusterProvider, or for a cell
 with an inter-cluster tool a MultiCluster (two member clusters). The ssh substrate's inventory, key and transport,
-and the air-gapped artifact source ($EDGEBENCH_ARTIFACT_SOURCE), are resolved here."""
+and the air-gapped artifact source ($EDGEBENCH_ARTIFACT_SOURCE, else the inventory's `artifact_source`), are resolved
+here."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ss
         inv.require_two_clusters()
     key = inv_mod.ssh_key_path(ssh_key)
     transport = kw.pop("transport", None) or SSHTransport(key, inv_mod.known_hosts_path(known_hosts))
-    if "artifacts" not in kw and os.environ.get(ENV_SOURCE):
-        kw["artifacts"] = open_source(os.environ[ENV_SOURCE])
+    mirror = os.environ.get(ENV_SOURCE) or inv.artifact_source  # --artifact-source sets the env; else the lab's own
+    if "artifacts" not in kw and mirror:
+        kw["artifacts"] = open_source(mirror)
     return make("ssh", cell.distribution, cell.cni, cell.cni_mode, workdir, inventory=inv,
                 transport=transport, key_path=str(key), cell_id=cell.cell_id, **kw)

@@ -75,6 +75,7 @@ class Inventory:
     target: str
     nodes: tuple[Node, ...]
     source: str = "<inventory>"
+    artifact_source: str | None = None  # the lab's air-gapped mirror (http URL); --artifact-source / the env win
 
     @property
     def server(self) -> Node:
@@ -97,7 +98,7 @@ class Inventory:
         if not nodes:
             raise SpecError(f"{self.source}: no node belongs to cluster {cluster} (clusters: "
                             f"{', '.join(map(str, self.clusters))})")
-        return Inventory(self.target, nodes, f"{self.source} (cluster {cluster})")
+        return Inventory(self.target, nodes, f"{self.source} (cluster {cluster})", self.artifact_source)
 
     def members(self) -> dict[int, "Inventory"]:
         return {c: self.member(c) for c in self.clusters}
@@ -141,9 +142,13 @@ def parse(doc: Any, source: str = "<inventory>") -> Inventory:
     """Validate an inventory document (the parsed YAML); SpecError names the node and the field."""
     if not isinstance(doc, Mapping):
         raise SpecError(f"{source}: an inventory is a mapping with `target` and `nodes`")
-    unknown = sorted(set(doc) - {"target", "nodes"})
+    unknown = sorted(set(doc) - {"target", "nodes", "artifact_source"})
     if unknown:
-        raise SpecError(f"{source}: unknown field(s) {', '.join(unknown)} (known: target, nodes)")
+        raise SpecError(f"{source}: unknown field(s) {', '.join(unknown)} (known: target, nodes, artifact_source)")
+    mirror = doc.get("artifact_source")
+    if mirror is not None and (not isinstance(mirror, str) or not re.match(r"^https?://[^\s/]+", mirror)):
+        raise SpecError(f"{source}: `artifact_source` must be the http(s) URL of the lab's artifact mirror, "
+                        f"got {mirror!r}")
     target = doc.get("target")
     if not isinstance(target, str) or not _TARGET.match(target):
         raise SpecError(f"{source}: `target` must be a short lowercase name (letters, digits, '-'), got {target!r}")
@@ -210,7 +215,7 @@ def parse(doc: Any, source: str = "<inventory>") -> Inventory:
         if len(servers) > 1:
             raise SpecError(f"{source}: nodes {', '.join(repr(n.name) for n in servers)}{of} all have role `server`; "
                             "edgebench installs one control plane per cluster: make the others `agent`")
-    return Inventory(target, tuple(nodes), source)
+    return Inventory(target, tuple(nodes), source, mirror)
 
 
 def loads(text: str, source: str = "<inventory>") -> Inventory:
