@@ -387,3 +387,24 @@ def test_runs_record_the_lab_and_its_shared_kernel(tmp_path):
     p.provision()
     lab = p._read_state()["lab"]
     assert lab == {"target": "lab-local", "nodes": 3, "shared_kernel": True}
+
+
+def test_a_rerun_at_a_version_the_mirror_carries_takes_that_versions_image_and_manifest(tmp_path):
+    assert artifacts.needed("kubeadm", "flannel", "v0.28.9") == artifacts.needed("kubeadm", "flannel")  # the pin
+    names = artifacts.needed("kubeadm", "flannel", "v0.28.10")
+    assert {"flannel@v0.28.10", "flannel-manifest@v0.28.10", "flannel-cni-plugin"} <= set(names)
+    assert "flannel" not in names and "flannel-manifest" not in names
+    with pytest.raises(SpecError, match="carries flannel at v0.28.10, v0.28.9 only, not v0.28.11"):
+        artifacts.needed("kubeadm", "flannel", "v0.28.11")
+    assert artifacts.needed("kubeadm", "host", "v0.28.10") == artifacts.needed("kubeadm", "host")
+    src = source(fake_mirror(tmp_path))
+    script = artifacts.kubeadm_node_setup(src, "flannel", ["amd64"], "v0.28.10")
+    assert "images/amd64/flannel-v0.28.10.tar" in script and "images/amd64/flannel.tar" not in script
+    assert "ghcr.io/flannel-io/flannel:v0.28.10" in script
+    url, art = src.manifest("flannel", lambda u: u, "v0.28.10")
+    assert url.endswith("manifests/flannel/v0.28.10/kube-flannel.yml") and art["version"] == "v0.28.10"
+    url, art = src.manifest("flannel", lambda u: u)
+    assert url.endswith("manifests/flannel/v0.28.9/kube-flannel.yml") and art["version"] == "v0.28.9"
+    # the mirror builds exactly the versions the catalog says it carries
+    carried = " ".join(artifacts.spec()["versions"]["flannel"])
+    assert f'FLANNEL_EXTRA="{carried}"' in (LAB / "mirror.sh").read_text()

@@ -22,6 +22,7 @@ K8S_VERSION=v1.33.4
 PY=${PY:-$REPO/.venv/bin/python}
 PORT=${MIRROR_PORT:-8089}
 BIN=$LABC/bin/$ARCH
+FLANNEL_EXTRA="v0.28.10"   # flannel versions besides the pin (catalog artifacts.yaml `versions:`; build.sh builds them)
 ROOTFS=$LABC/rootfs/base-$ARCH
 WORK=$LABC/work
 LAYOUT=$WORK/oci
@@ -134,20 +135,27 @@ PY
   rm -rf "$d"
 }
 
-manifests() {
-  local fl kr
-  fl=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json github.com/flannel-io/flannel@v0.28.9 | awk -F'"' '/"Dir"/ {print $4}')
-  kr=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json github.com/cloudnativelabs/kube-router/v2@v2.1.0 | awk -F'"' '/"Dir"/ {print $4}')
-  "$PY" - "$MIRROR" "$fl/Documentation/kube-flannel.yml" "$kr/daemonset/kubeadm-kuberouter.yaml" <<'PY'
+moddir() { (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "$1" | awk -F'"' '/"Dir"/ {print $4}'); }
+
+manifests() {   # every manifest artifact of the catalog, from its module at the artifact's own version
+  local v srcs=()
+  srcs+=("flannel-manifest=$(moddir github.com/flannel-io/flannel@v0.28.9)/Documentation/kube-flannel.yml")
+  for v in $FLANNEL_EXTRA; do
+    srcs+=("flannel-manifest@$v=$(moddir "github.com/flannel-io/flannel@$v")/Documentation/kube-flannel.yml")
+  done
+  srcs+=("kube-router-manifest=$(moddir github.com/cloudnativelabs/kube-router/v2@v2.1.0)/daemonset/kubeadm-kuberouter.yaml")
+  "$PY" - "$MIRROR" "${srcs[@]}" <<'PY'
 import sys
 from pathlib import Path
 from edgebench.substrates.clusters import artifacts as a
-root, sources = Path(sys.argv[1]), {"flannel": sys.argv[2], "kube-router": sys.argv[3]}
+root, sources = Path(sys.argv[1]), dict(x.split("=", 1) for x in sys.argv[2:])
 for name, art in a.spec()["artifacts"].items():
     if art["kind"] == "manifest":
+        if name not in sources:
+            sys.exit(f"mirror.sh: no source for manifest {name}")
         out = root / art["path"]
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(a.rewrite_manifest(Path(sources[art["cni"]]).read_text(), art.get("rewrites", {})))
+        out.write_text(a.rewrite_manifest(Path(sources[name]).read_text(), art.get("rewrites", {})))
 PY
 }
 
@@ -211,6 +219,10 @@ build() {
   image kube-proxy "registry.k8s.io/kube-proxy:$K8S_VERSION" debian "$kb/kube-proxy:/usr/local/bin/kube-proxy"
   image flannel ghcr.io/flannel-io/flannel:v0.28.9 debian "$BIN/flanneld:/opt/bin/flanneld" \
     "$BIN/flannel-install-conf:/opt/bin/install-conf"
+  for v in $FLANNEL_EXTRA; do   # a second version for paired reruns (build.sh builds flanneld-$v)
+    image "flannel-$v" "ghcr.io/flannel-io/flannel:$v" debian "$BIN/flanneld-$v:/opt/bin/flanneld" \
+      "$BIN/flannel-install-conf:/opt/bin/install-conf"
+  done
   image flannel-cni-plugin edgebench.local/flannel-cni-plugin:v0.9.1 debian "$BIN/flannel:/flannel"
   image kube-router docker.io/cloudnativelabs/kube-router:v2.1.0 debian --entrypoint /usr/local/bin/kube-router \
     "$BIN/kube-router:/usr/local/bin/kube-router"   # the manifest gives args only: the image names the program

@@ -39,9 +39,26 @@ def spec() -> dict[str, Any]:
     return catalog._load("artifacts.yaml")
 
 
-def needed(distribution: str, cni: str) -> list[str]:
+def _at_version(names: list[str], cni: str, version: str | None) -> list[str]:
+    """`names` with the CNI's artifacts at `version` (name@version, catalog `versions:`) in place of the pinned
+    ones; the pin itself, or no version, changes nothing. SpecError for a version the catalog does not carry."""
+    if not version:
+        return names
+    arts = spec()["artifacts"]
+    pins = {arts[n].get("version") for n in names if arts[n].get("cni") == cni or n == cni}
+    if version in pins:
+        return names
+    carried = spec().get("versions", {}).get(cni, [])
+    if version not in carried:
+        raise SpecError(f"the artifact source carries {cni} at {', '.join(sorted({*pins, *carried} - {None}))} only, "
+                        f"not {version} (plan/catalog/artifacts.yaml `versions:`; nothing was installed)")
+    return [f"{n}@{version}" if f"{n}@{version}" in arts else n for n in names]
+
+
+def needed(distribution: str, cni: str, version: str | None = None) -> list[str]:
     """The artifacts a cell of `distribution` x `cni` takes from the source (the host baseline installs flannel so
-    that kubeadm's nodes become Ready, see cni.render)."""
+    that kubeadm's nodes become Ready, see cni.render); `version`: a triggered rerun's, whose CNI artifacts replace
+    the pinned ones."""
     n = spec()["needs"]
     if distribution not in n["distributions"]:
         raise SpecError(f"the artifact source has no install path for distribution {distribution!r} "
@@ -51,7 +68,8 @@ def needed(distribution: str, cni: str) -> list[str]:
     if inner not in cnis:
         raise SpecError(f"the artifact source has no {cni!r} artifacts (only {', '.join(sorted(c for c in cnis if cnis[c]))}); "
                         "its images and manifest would come from the internet")
-    return list(dict.fromkeys([*n["distributions"][distribution], *cnis[inner], *n["workloads"]]))
+    mine = _at_version(list(cnis[inner]), inner, version if cni != "host" else None)
+    return list(dict.fromkeys([*n["distributions"][distribution], *mine, *n["workloads"]]))
 
 
 def unavailable(cni: str) -> str | None:
@@ -120,10 +138,12 @@ class Source:
                     out.append(f"{name} for {arch}")
         return out
 
-    def manifest(self, cni: str, fetch) -> tuple[str, dict[str, Any]]:
-        """The CNI's mirrored manifest (image references already rewritten by the mirror) and its catalog entry."""
+    def manifest(self, cni: str, fetch, version: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The CNI's mirrored manifest (image references already rewritten by the mirror) and its catalog entry; at
+        `version` (a triggered rerun's) where the catalog carries another version's."""
+        wanted = [n for n in _at_version([f"{cni}-manifest"], cni, version)] if f"{cni}-manifest" in spec()["artifacts"] else []
         for name, a in spec()["artifacts"].items():
-            if a["kind"] == "manifest" and a.get("cni") == cni:
+            if a["kind"] == "manifest" and a.get("cni") == cni and (not wanted or name in wanted):
                 entry = self.index["artifacts"].get(name, {})
                 if "any" not in entry.get("arches", {}) and not entry.get("arches"):
                     raise SpecError(f"the artifact source {self.url} has no {name}")
@@ -166,9 +186,9 @@ def open_source(url: str, read=_read) -> Source:
     return Source(url.rstrip("/"), doc)
 
 
-def check(source: Source, inventory: Inventory, distribution: str, cni: str) -> None:
+def check(source: Source, inventory: Inventory, distribution: str, cni: str, version: str | None = None) -> None:
     """SpecError naming every missing artifact and the nodes that need it, before anything is installed."""
-    names = needed(distribution, cni)
+    names = needed(distribution, cni, version)
     problems = []
     for node in inventory.nodes:
         miss = source.missing(names, [node.arch])
@@ -180,8 +200,8 @@ def check(source: Source, inventory: Inventory, distribution: str, cni: str) -> 
 
 
 # ---------------------------------------------------------------------------------------------- node setup
-def images_for(distribution: str, cni: str) -> list[str]:
-    return [n for n in needed(distribution, cni) if spec()["artifacts"][n]["kind"] == "image"]
+def images_for(distribution: str, cni: str, version: str | None = None) -> list[str]:
+    return [n for n in needed(distribution, cni, version) if spec()["artifacts"][n]["kind"] == "image"]
 
 
 def _fetch_line(source: Source, name: str, dest: str, arches: Iterable[str], check_only: bool = False) -> list[str]:
@@ -199,7 +219,7 @@ def _fetch_line(source: Source, name: str, dest: str, arches: Iterable[str], che
     return lines
 
 
-def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
+def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str], version: str | None = None) -> str:
     """The air-gapped node setup of kubeadm: the same result as the package install (containerd, kubeadm, kubelet,
     kubectl, CNI plugins, the kubelet unit), from the source, plus the cluster's images imported into containerd.
     On a node without systemd as init (sd_booted: /run/systemd/system) the kubelet and containerd use the cgroupfs
@@ -250,7 +270,7 @@ def kubeadm_node_setup(source: Source, cni: str, arches: Iterable[str]) -> str:
     # an image imported by an earlier cell stays (as a pulled one would), unless the source has another build of it:
     # a marker per imported archive (its sha256) says which one is in containerd
     lines.append("have=$(ctr -n k8s.io images ls -q); mkdir -p /var/lib/edgebench/images")
-    for img in images_for("kubeadm", cni):
+    for img in images_for("kubeadm", cni, version):
         ref = shlex.quote(spec()["artifacts"][img]["ref"])
         lines += _fetch_line(source, img, "$tmp/image.tar", arches, check_only=True)
         lines.append(f"if [ ! -e /var/lib/edgebench/images/$sum ] || ! printf '%s\\n' \"$have\" | grep -qxF {ref}; then")

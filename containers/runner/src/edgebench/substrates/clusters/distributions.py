@@ -74,9 +74,9 @@ def render(distribution: str, inv: Inventory, cni: CniPlan, workdir: str = "${WO
         raise ValueError(f"distribution {distribution!r} is not installed over SSH (kind has its own provider)")
     d = with_cidrs(distribution, pod_cidr, service_cidr)
     if artifacts is not None:
-        artifacts_mod.needed(distribution, cni.cni)  # a distribution without an air-gapped path: SpecError
+        artifacts_mod.needed(distribution, cni.cni, cni.version_requested)  # no air-gapped path: SpecError
         d = dict(d, version=artifacts.index["kubernetes_version"],
-                 node_setup=artifacts_mod.kubeadm_node_setup(artifacts, cni.cni, inv.arches))
+                 node_setup=artifacts_mod.kubeadm_node_setup(artifacts, cni.cni, inv.arches, cni.version_requested))
     plan = fn(d, inv, cni, workdir, key_path)
     plan.install.insert(0, Step("all", PREFLIGHT, sudo=False, capture="preflight", note="kernel/arch/cmdline"))
     plan.teardown += [Step(n.name, cleanup_script(distribution, cni.leftovers, n), check=False,

@@ -42,13 +42,13 @@ def reach(transport: Transport, inventory: Inventory, timeout: float = 30) -> di
     return boots
 
 
-def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None
-          ) -> dict[str, object]:
+def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None,
+          version: str | None = None) -> dict[str, object]:
     """Reachability and the artifact source; what the runs record of the lab: its target, its node count and
     whether the nodes share one kernel (the same boot id: the local lab; a Pi lab's nodes do not)."""
     boots = reach(transport, inventory)
     if source is not None:
-        artifacts_mod.check(source, inventory, distribution, cni)
+        artifacts_mod.check(source, inventory, distribution, cni, version)
     ids = {b for b in boots.values() if b}
     return {"target": inventory.target, "nodes": len(inventory.nodes),
             "shared_kernel": len(inventory.nodes) > 1 and len(ids) == 1 and all(boots.values())}

@@ -185,7 +185,8 @@ class ClusterProvider(WorkloadPods, Provider):
             self.log.append(f"not provisioned: {self.unavailable}")
             return
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
-            lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts)
+            lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts,
+                                  self.cni_plan().version_requested)
         self.teardown()  # replace a leftover cluster of this cell (its state file goes with it)
         if self.name == "ssh":  # what the runs record of the lab: written after the teardown, which removes state
             self._write_state({"lab": lab})
@@ -242,7 +243,8 @@ class ClusterProvider(WorkloadPods, Provider):
             for name, text in plan.files.items():
                 (self.workdir / name).write_text(self._fill(text))
             if plan.manifest_url and self.artifacts is not None:  # the mirror's copy, its images as imported
-                upstream, art = self.artifacts.manifest("flannel" if self.cni == "host" else self.cni, self.fetch)
+                upstream, art = self.artifacts.manifest("flannel" if self.cni == "host" else self.cni, self.fetch,
+                                                        None if self.cni == "host" else plan.version_requested)
                 text = cni_mod.apply_patches(upstream, self._fill_psk(mirror_images(plan.patches, self.artifacts)))
                 plan.version = art["version"]
             elif plan.manifest_url:
