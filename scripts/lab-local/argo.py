@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts" / "e2e-argo"))
 import e2e  # noqa: E402  (Kube, wait, explain_failure, minio_env)
@@ -104,6 +106,134 @@ def collect(src_env: dict[str, str], sweep_id: str) -> tuple[dict, list[dict]]:
     return {"objects_copied": copied, "to": f"{dst_cfg.endpoint}/{dst_cfg.bucket}"}, manifests
 
 
+# ---------------------------------------------------------------------------------------------- rerun (--rerun)
+TAGS_ADDR = (e2e.INDEX_ADDR[0], 18090)  # the e2e node's address, which the probe's pod reaches
+LAB_RERUN = {"substrate": "ssh", "distribution": "kubeadm", "target": TARGET}
+E2E_RERUN_NAMES = {"substrate", "target", "distribution", "workloads", "iperf3-paths", "repetitions"}
+
+
+def sensor_to_lab(kube: e2e.Kube, extra: dict[str, str]) -> None:
+    """Point the Sensor's reruns at the lab: the e2e overlay's local-substrate parameters replaced by the lab's."""
+    sensor = kube.json("-n", NS, "get", "sensor", "edgebench-rerun")
+    for trig in sensor["spec"]["triggers"]:
+        spec = trig["template"]["argoWorkflow"]["source"]["resource"]["spec"]
+        params = [p for p in spec["arguments"]["parameters"] if p["name"] not in E2E_RERUN_NAMES]
+        spec["arguments"]["parameters"] = params + [{"name": k, "value": v} for k, v in {**LAB_RERUN, **extra}.items()]
+    for k in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        sensor["metadata"].pop(k, None)
+    sensor.pop("status", None)
+    kube("replace", "-f", "-", stdin=json.dumps(sensor))
+
+
+def version_sources(kube: e2e.Kube) -> None:
+    """The probe reads flannel's releases from the tags file served here (besides e2e.py's calico index)."""
+    cm = kube.json("-n", NS, "get", "configmap", "edgebench-e2e-version-sources")
+    doc = yaml.safe_load(cm["data"]["sources.yaml"]) or {}
+    doc["flannel"] = {"type": "tags", "url": f"http://{TAGS_ADDR[0]}:{TAGS_ADDR[1]}/flannel.txt"}
+    kube("-n", NS, "patch", "configmap", "edgebench-e2e-version-sources", "--type", "merge", "-p",
+         json.dumps({"data": {"sources.yaml": yaml.safe_dump(doc)}}))
+
+
+def first_run_of(env: dict[str, str], new: str, since: set[str]) -> tuple[str, str] | None:
+    """(sweep id, key) of a stored run manifest of the rerun (its trigger's new version), not among `since`."""
+    from minio import Minio
+
+    c = Minio(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"], env["EDGEBENCH_S3_SECRET_KEY"],
+              secure=False)
+    for o in c.list_objects(env["EDGEBENCH_BUCKET"], prefix="runs/", recursive=True):
+        if o.object_name.endswith("/manifest.json") and o.object_name not in since:
+            since.add(o.object_name)
+            r = c.get_object(env["EDGEBENCH_BUCKET"], o.object_name)
+            try:
+                m = json.loads(r.read())
+            finally:
+                r.close()
+                r.release_conn()
+            if (m.get("trigger") or {}).get("new") == new:
+                return m["sweep_id"], o.object_name
+    return None
+
+
+def rerun(kube: e2e.Kube, a: argparse.Namespace, report: dict) -> list[str]:
+    """A flannel version bump seen by the probe: the Sensor's paired rerun on the lab (the pin and the new version,
+    interleaved by round), timed from the bump to the first stored lab run, collected here for the regression card."""
+    import functools
+    import http.server
+    import tempfile
+    import threading
+
+    pin, new = "v0.28.9", a.rerun_version
+    www = Path(tempfile.mkdtemp(prefix="edgebench-lab-tags-"))
+    (www / "flannel.txt").write_text(f"{pin}\nv0.28.7\n")  # the releases as upstream lists them: the pin newest
+    httpd = http.server.ThreadingHTTPServer(TAGS_ADDR, functools.partial(e2e._Quiet, directory=str(www)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    entry: dict = {"pin": pin, "new": new}
+    report["rerun"] = entry
+    try:
+        sensor_to_lab(kube, {"repetitions": a.rerun_reps, **({"workloads": a.rerun_workloads} if a.rerun_workloads
+                                                            else {})})
+        version_sources(kube)
+        e2e._wait_rollouts(kube, "sensor-name=edgebench-rerun", "Sensor edgebench-rerun")
+        stamp = int(time.time())
+        cnis = json.dumps(["flannel:vxlan"])
+        e2e.PROBE_CNIS = cnis
+        first = e2e._probe(kube, f"lab-probe-same-{stamp}", 600)
+        if first["status"].get("phase") != "Succeeded":
+            return [e2e.explain_failure(kube, first)]
+        if "version" in kube.json("-n", NS, "get", "configmap", "edgebench-cni-version-flannel").get("data", {}):
+            return ["the probe recorded a flannel version although the newest release is the pin"]
+        env = e2e.minio_env(kube)
+        seen: set[str] = set()
+        first_run_of(env, new, seen)  # what is stored already is not the rerun's
+        before = {w["metadata"]["name"] for w in e2e._reruns(kube)}  # e2e-argo's own calico rerun, say
+        (www / "flannel.txt").write_text(f"{new}\n{pin}\nv0.28.7\n")  # the bump
+        t_bump = time.monotonic()
+        second = e2e._probe(kube, f"lab-probe-bump-{stamp}", 600)
+        if second["status"].get("phase") != "Succeeded":
+            return [e2e.explain_failure(kube, second)]
+        entry["probe_seconds"] = round(time.monotonic() - t_bump, 1)
+        while not (mine := [w for w in e2e._reruns(kube) if w["metadata"]["name"] not in before]):
+            if time.monotonic() - t_bump > 300:
+                return ["no rerun Workflow was submitted within 300 s of the version bump"]
+            time.sleep(2)
+        if len(mine) > 1:
+            return [f"{len(mine)} reruns were submitted for one bump: {[w['metadata']['name'] for w in mine]}"]
+        name = mine[0]["metadata"]["name"]
+        entry.update(workflow=name, submitted_after_seconds=round(time.monotonic() - t_bump, 1))
+        print(f"lab-argo: rerun {name} submitted {entry['submitted_after_seconds']:.0f} s after the bump", flush=True)
+        found = None
+
+        def poll() -> None:
+            nonlocal found
+            if found is None:
+                found = first_run_of(env, new, seen)
+                if found:
+                    entry["first_stored_run_after_seconds"] = round(time.monotonic() - t_bump, 1)
+                    print(f"lab-argo: first lab run of the rerun stored {entry['first_stored_run_after_seconds']:.0f} s"
+                          " after the bump", flush=True)
+
+        done = e2e.wait(kube, name, a.timeout, poll=5, each=poll)
+        poll()
+        params = {p["name"]: p.get("value", "") for p in done["spec"]["arguments"]["parameters"]}
+        entry.update(phase=done["status"].get("phase"), seconds_from_bump=round(time.monotonic() - t_bump, 1),
+                     cni_versions=params.get("cni-versions"), cnis=params.get("cnis"))
+        errors = [] if entry["phase"] == "Succeeded" else [e2e.explain_failure(kube, done)]
+        if found is None:
+            return errors + ["the rerun stored no run"]
+        entry["sweep_id"] = found[0]
+        entry["collect"], manifests = collect(env, found[0])
+        versions: dict[str, int] = {}
+        for m in manifests:
+            v = f"requested {(m.get('environment') or {}).get('cni_version_requested')}, read back " \
+                f"{(m.get('environment') or {}).get('cni_version')}, {m.get('status')}"
+            versions[v] = versions.get(v, 0) + 1
+        entry["runs"] = versions
+        return errors
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", default="/var/lib/edgebench-e2e/pki/admin.kubeconfig")
@@ -114,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--param", "-p", action="append", default=[], help="more sweep parameters, NAME=VALUE")
     ap.add_argument("--timeout", type=float, default=6 * 3600, help="seconds the sweep may take (default 6 h)")
     ap.add_argument("--report", type=Path, default=REPO / ".edgebench" / "lab-argo" / "report.json")
+    ap.add_argument("--rerun", action="store_true", help="after the sweep (or instead of it, with --no-sweep): a "
+                    "flannel version bump seen by the probe, and the Sensor's paired rerun on the lab")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the sweep (with --rerun)")
+    ap.add_argument("--rerun-version", default="v0.28.10", help="the new flannel version the mirror carries")
+    ap.add_argument("--rerun-reps", default="3")
+    ap.add_argument("--rerun-workloads", default="", help="the rerun's workloads (JSON list; default: the sweep's)")
     a = ap.parse_args(argv)
     for f in ("inventory.yaml", "id_ed25519", "known_hosts"):
         if not (a.lab / f).is_file():
@@ -131,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"sweep_id": a.sweep_id, "parameters": params}
     t0 = time.monotonic()
     apply_lab_objects(kube, a.lab)
+    if a.no_sweep:
+        errors = rerun(kube, a, report) if a.rerun else []
+        return _finish(a, report, errors)
     submit(kube, a.kubeconfig, params, a.sweep_id)
     done = e2e.wait(kube, a.sweep_id, a.timeout, poll=5)
     report.update(phase=done["status"].get("phase"), seconds=round(time.monotonic() - t0, 1),
@@ -148,14 +287,24 @@ def main(argv: list[str] | None = None) -> int:
         versions.setdefault(f"{m.get('cni')}:{m.get('cni_mode')}", set()).add(
             str((m.get("environment") or {}).get("cni_version")))
     report.update(runs_planned=len(want), runs_stored=len(got & set(want)), statuses=statuses,
-                  cni_versions={k: sorted(v) for k, v in versions.items()}, errors=errors)
-    a.report.parent.mkdir(parents=True, exist_ok=True)
-    a.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+                  cni_versions={k: sorted(v) for k, v in versions.items()})
     print(f"lab-argo: {a.sweep_id} {report['phase']} in {report['seconds']:.0f} s: {report['runs_stored']} of "
           f"{len(want)} planned runs stored ({statuses}); versions read back {report['cni_versions']}")
     print(f"lab-argo: copied into {report['collect']['to']}; `make warehouse` shows them beside the host's sweeps")
+    if a.rerun and not errors:
+        errors += rerun(kube, a, report)
+    return _finish(a, report, errors)
+
+
+def _finish(a: argparse.Namespace, report: dict, errors: list[str]) -> int:
+    report["errors"] = errors
+    a.report.parent.mkdir(parents=True, exist_ok=True)
+    a.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if report.get("rerun"):
+        print(f"lab-argo: rerun {json.dumps(report['rerun'], default=str)}")
     for e in errors:
         print(f"lab-argo: FAIL {e}", file=sys.stderr)
+    print(f"lab-argo: report {a.report}")
     return 1 if errors else 0
 
 
