@@ -16,6 +16,7 @@ SRC=$LABC/src
 ETCD_VERSION=v3.5.21          # kubeadm v1.33's etcd (registry.k8s.io/etcd:3.5.21-0)
 COREDNS_VERSION=v1.12.0       # kubeadm v1.33's CoreDNS
 FLANNEL_VERSION=v0.28.9       # the catalog's pin
+FLANNEL_EXTRA="v0.28.10"      # flannel versions besides the pin, for paired reruns (artifacts.yaml `versions:`)
 KUBE_ROUTER_VERSION=v2.1.0    # the catalog pins v2.11.1; the module proxy answers 403 for its go.mod
 CNI_PLUGINS_VERSION=v1.1.1    # Debian bookworm's containernetworking-plugins
 FLANNEL_CNI_VERSION=v0.9.1    # the last containernetworking/plugins with meta/flannel (flannel-io/cni-plugin: 403)
@@ -34,6 +35,7 @@ if [[ ${1:-} == --print ]]; then
     set -- $nv; have "$1" "$2" && s=cached || s=missing; echo "$ARCH $1 $2 $s"
   done
   have kubeadm-go1.24 "$K8S_VERSION" && s=cached || s=missing; echo "$ARCH kubeadm $K8S_VERSION $s"
+  for v in $FLANNEL_EXTRA; do have flanneld-extra "$v" && s=cached || s=missing; echo "$ARCH flanneld $v $s"; done
   if [[ $ARCH != "$(dpkg --print-architecture)" ]]; then
     for c in "${K8S_FOREIGN[@]}"; do have "k8s-$c" "$K8S_VERSION" && s=cached || s=missing; echo "$ARCH $c $K8S_VERSION $s"; done
   fi
@@ -90,6 +92,16 @@ if ! have flanneld $FLANNEL_VERSION; then
      github.com/flannel-io/flannel/cmd/install_conf)
   built flanneld $FLANNEL_VERSION
 fi
+for v in $FLANNEL_EXTRA; do   # flanneld-<version>, the same way (mirror.sh makes its image)
+  have flanneld-extra "$v" && continue
+  t0=$SECONDS
+  d=$(wrapper "flannel-$v" github.com/flannel-io/flannel "$v" "" github.com/flannel-io/flannel/pkg/version)
+  grep -q tencentcloud/vpc "$d/go.mod" || printf '\nreplace %s => %s v1.0.1000\n' \
+    github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc >> "$d/go.mod"
+  (cd "$d" && CGO_ENABLED=$([[ $ARCH == "$(go env GOHOSTARCH)" ]] && echo 1 || echo 0) go build -trimpath -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$v" \
+     -o "$OUT/flanneld-$v" github.com/flannel-io/flannel)
+  built flanneld-extra "$v"
+done
 if ! have kube-router $KUBE_ROUTER_VERSION; then
   t0=$SECONDS
   d=$(wrapper kube-router github.com/cloudnativelabs/kube-router/v2 $KUBE_ROUTER_VERSION "" \
