@@ -408,3 +408,4 @@ def test_a_rerun_at_a_version_the_mirror_carries_takes_that_versions_image_and_m
     # the mirror builds exactly the versions the catalog says it carries
     carried = " ".join(artifacts.spec()["versions"]["flannel"])
     assert f'FLANNEL_EXTRA="{carried}"' in (LAB / "mirror.sh").read_text()
+    assert f'FLANNEL_EXTRA="{carried}"' in (LAB / "build.sh").read_text()
