@@ -29,14 +29,50 @@ ROWS = [
 ]
 
 
+NORM_COLUMNS = ("cni, cni_mode, datapath, netem_scenario, tuning_profile, cpu_class, workload, metric, config, real_lab, "
+                "testbed_n, testbed_host_n, testbed_overhead_pct, testbed_overhead_ci95_pct, testbed_verdict, real_n, "
+                "real_host_n, real_overhead_pct, real_overhead_ci95_pct, real_verdict, overhead_gap_pts, decided_both, "
+                "verdicts_agree, n_modes, kendall_tau")
+CFG = "tcp pod-to-pod cross-node 131072 B duration 10 bitrate -"
+NORM_ROWS = [
+    ("flannel", "vxlan", "bridge-vxlan", "none", "default_settings", "none", "iperf3", "throughput_mbps", CFG,
+     "lab-local", 3, 3, 24.0, 3.0, "worse", 3, 3, 30.0, 5.0, "worse", -6.0, True, True, 2, -1.0),
+    ("cilium", "vxlan", "bpf-vxlan", "none", "default_settings", "none", "iperf3", "throughput_mbps", CFG,
+     "lab-local", 3, 3, 20.0, 3.0, "worse", 3, 3, 44.0, 6.0, "worse", -24.0, True, True, 2, -1.0),
+    ("flannel", "vxlan", "bridge-vxlan", "none", "default_settings", "none", "http", "response_p50_ms", "echo",
+     "lab-local", 3, 3, 1.0, 4.0, "inconclusive", 3, 3, 3.0, 2.0, "worse", 2.0, False, None, 1, None),
+]
+
+
+def _values(rows) -> str:
+    return ", ".join("(" + ", ".join("null" if v is None else repr(v).lower() if isinstance(v, bool) else repr(v)
+                                     for v in row) + ")" for row in rows)
+
+
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("wh-emulation") / "warehouse.duckdb"
     with duckdb.connect(str(path)) as con:
-        con.execute(f"""create table cmp_emulation_vs_real as select * from (values
-            {", ".join("(" + ", ".join(repr(v).lower() if isinstance(v, bool) else repr(v) for v in row) + ")"
-                       for row in ROWS)}) as t({COLUMNS})""")
+        con.execute(f"create table cmp_emulation_vs_real as select * from (values {_values(ROWS)}) as t({COLUMNS})")
+        con.execute(f"create table cmp_emulation_overhead as select * from (values {_values(NORM_ROWS)}) "
+                    f"as t({NORM_COLUMNS})")
     return path
+
+
+def test_each_substrate_against_its_own_host_says_how_the_testbed_fared(warehouse):
+    from data.emulation import fared_lines, normalized_rows
+
+    with connect(warehouse) as con:
+        df = normalized_rows(con)
+    assert df["workload"].tolist() == ["http", "iperf3", "iperf3"]  # by lab, workload, metric, configuration, CNI
+    assert df["agree"].tolist() == ["not both decided", "yes", "yes"]
+    assert df["testbed_text"].tolist()[2] == "+24.0% [+-3.0] worse"
+    lines = fared_lines(df)
+    # the two modes' verdicts agree, but they come out in the reverse order: the testbed's ranking differs
+    assert lines[1] == ("iperf3 throughput_mbps against lab-local: differs - decided on both substrates in 2 of 2, "
+                        "the same verdict in 2 of 2; overhead gap median 15.0 points (largest 24.0); CNI order tau "
+                        "-1.00 over 1 configuration(s)")
+    assert lines[0].startswith("http response_p50_ms against lab-local: not yet - decided on both substrates in 0 of 1")
 
 
 def test_rows_carry_n_interval_and_the_size_of_a_difference(warehouse):
@@ -62,3 +98,23 @@ def test_the_page_shows_the_table_with_the_lab_banner(warehouse, monkeypatch):
     assert len(df) == 3 and "real_lab" in df.columns
     at.multiselect[0].set_value(["iperf3"]).run()
     assert len(at.dataframe[0].value) == 2
+    assert any(h.value == "Each against its own host" for h in at.subheader)
+    assert any("differs - decided on both substrates in 2 of 2" in m.value for m in at.markdown)
+
+
+def test_the_testbed_holds_only_when_agreement_decided_share_gap_and_order_all_meet_the_bar():
+    from edgebench.results import emulation as emu
+
+    def row(cni, t, r, tv="worse", rv="worse", tau=1.0, cfg="c"):
+        decided = tv in emu.DECIDED and rv in emu.DECIDED
+        return {"real_lab": "lab", "workload": "iperf3", "metric": "throughput_mbps", "config": cfg, "cni": cni,
+                "overhead_gap_pts": t - r, "decided_both": decided, "verdicts_agree": tv == rv if decided else None,
+                "kendall_tau": tau, "n_modes": 3}
+
+    holds = [row("a", 20, 25), row("b", 10, 12), row("c", 5, 6, "equivalent", "equivalent")]
+    assert emu.fared(holds)[0]["outcome"] == "holds"
+    assert emu.fared(holds[:2] + [row("c", 5, 6, "equivalent", "worse")])[0]["outcome"] == "differs"
+    assert emu.fared([row("a", 20, 45), row("b", 10, 32), row("c", 5, 30)])[0]["outcome"] == "not yet"  # gap 20+
+    assert emu.fared([row("a", 20, 25, "inconclusive"), row("b", 10, 12, "inconclusive"), row("c", 5, 6)]
+                     )[0]["outcome"] == "not yet"  # 1 of 3 decided on both
+    assert emu.fared([row(c, 1, 1, tau=-0.3) for c in "ab"])[0]["outcome"] == "differs"  # the order flips

@@ -261,11 +261,12 @@ def test_the_cell_dimensions_are_named_in_one_macro(fixture_warehouse):
     assert naming == ["macros/cell_dimensions.sql"]  # staging parses them through it too
     dims = ["substrate", "lab", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile",
             "cpu_class"]
-    # cmp_emulation_vs_real compares the substrates with each other: substrate and distribution are not its grain
+    # cmp_emulation_vs_real / _overhead compare the substrates with each other: substrate and distribution are not
+    # their grain
     marts = [r[0] for r in q(fixture_warehouse, "select table_name from information_schema.tables "
                                                 "where table_name like 'cmp_%' and table_name not in "
                                                 "('cmp_distributions', 'cmp_cni_version_regressions', "
-                                                "'cmp_emulation_vs_real')")]
+                                                "'cmp_emulation_vs_real', 'cmp_emulation_overhead')")]
     assert len(marts) == 10  # cmp_sockperf_vs_host the tenth
     for mart in marts:
         cols = [r[0] for r in q(fixture_warehouse, "select column_name from information_schema.columns "

@@ -1,6 +1,7 @@
 import streamlit as st
 
-from data.emulation import EMULATION_EMPTY, LAB_BANNER, emulation_rows, style, verdict_counts
+from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, normalized_rows, style,
+                            verdict_counts)
 import ui
 
 st.title("Emulation vs real")
@@ -29,3 +30,24 @@ ui.table(style(shown[SHOWN + ["verdict"]]), column_order=SHOWN,
                             "real_mean": st.column_config.NumberColumn("real", format="%.4g"),
                             "ratio": st.column_config.NumberColumn("testbed / real", format="%.3f"),
                             "ci": "95% CI", "verdict_text": "verdict"})
+
+st.subheader("Each against its own host")
+st.caption("The same CNI modes, each substrate's overhead against the host of that substrate (the vs-host pages' "
+           "comparisons and verdicts, by the one rule), side by side: the machine's load, which moves a lab's CNI and "
+           "its host alike, cancels. Gap: testbed minus real overhead, in points. Agree: both substrates decided, "
+           "and alike.")
+norm = ui.query(normalized_rows)
+if norm.empty:
+    st.caption("No CNI mode has an overhead against its own host on both substrates yet: each side needs its host "
+               "baseline (`host` among the cnis of both sweeps).")
+else:
+    for line in fared_lines(norm):
+        st.markdown("- " + line)
+    NORM = ["real_lab", "cni_label", "workload", "metric", "config", "n", "testbed_text", "real_text",
+            "overhead_gap_pts", "agree", "kendall_tau"]
+    ui.table(norm[NORM], column_order=NORM,
+             column_config={"real_lab": "real lab", "cni_label": "CNI mode", "n": "n testbed / real",
+                            "config": st.column_config.TextColumn("configuration", width="large"),
+                            "testbed_text": "testbed vs its host", "real_text": "real vs its host",
+                            "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
+                            "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})

@@ -44,3 +44,35 @@ def verdict_counts(df: pd.DataFrame) -> dict[str, int]:
 def style(df: pd.DataFrame):
     return df.style.apply(lambda col: [VERDICT_STYLE.get(v, "") for v in df.loc[col.index, "verdict"]],
                           subset=["verdict_text"])
+
+
+def normalized_rows(con) -> pd.DataFrame:
+    """cmp_emulation_overhead (each substrate's CNI against its own host, side by side); empty where the warehouse
+    has no such mart yet."""
+    from edgebench.results.emulation import OVERHEAD_SQL
+
+    have = con.execute("select count(*) from information_schema.tables where table_name = 'cmp_emulation_overhead'"
+                       ).fetchone()[0]
+    df = con.execute(OVERHEAD_SQL).df() if have else pd.DataFrame()
+    if df.empty:
+        return df
+    df["cni_label"] = df["cni"] + ":" + df["cni_mode"]
+    df["n"] = df["testbed_n"].astype(int).astype(str) + " / " + df["real_n"].astype(int).astype(str)
+    for side in ("testbed", "real"):
+        df[f"{side}_text"] = [f"{o:+.1f}% [+-{c:.1f}] {v}" if pd.notna(c) else f"{o:+.1f}% {v}"
+                              for o, c, v in zip(df[f"{side}_overhead_pct"], df[f"{side}_overhead_ci95_pct"],
+                                                 df[f"{side}_verdict"])]
+    df["agree"] = [{True: "yes", False: "no"}.get(a, "not both decided") if pd.notna(a) else "not both decided"
+                   for a in df["verdicts_agree"]]
+    return df
+
+
+def fared_lines(df: pd.DataFrame) -> list[str]:
+    """How the testbed fared per real lab and metric (results/emulation.py, the CLI's lines)."""
+    from edgebench.results import emulation as emu
+
+    if df.empty:
+        return []
+    rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
+            for r in df.to_dict("records")]
+    return [emu.sentence(f) for f in emu.fared(rows)]

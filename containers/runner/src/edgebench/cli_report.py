@@ -13,6 +13,7 @@ from rich.table import Table
 
 from edgebench.console import err, out
 from edgebench.results import changepoints, papers, scorecard
+from edgebench.results import emulation as emu
 from edgebench.results import summaries
 from edgebench.results import warehouse as wh
 from edgebench.results.verdict import RULE_HELP, describe
@@ -77,10 +78,12 @@ def report(
             return
         if emulation:
             rows = summaries._query_params(EMULATION_SQL, [], path)
+            normalized = emu.overhead_rows(lambda sql, params: summaries._query_params(sql, params, path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_emulation(rows)
+                print_normalized(normalized)
             return
         if history:
             entries = changepoints.history_report(lambda sql, params: summaries._query_params(sql, params, path), cni)
@@ -155,6 +158,24 @@ def print_emulation(rows: list[dict]) -> None:
                   f"{r['testbed_n']}/{r['real_n']}", f"{r['testbed_mean']:.4g}", f"{r['real_mean']:.4g}",
                   f"{r['ratio']:.3f} [{_num(r['ratio_ci_low'])}-{_num(r['ratio_ci_high'])}]", verdict)
     out.print(t)
+
+
+def print_normalized(rows: list[dict]) -> None:
+    """cmp_emulation_overhead: each substrate's CNI against its own host, side by side, and how the testbed fared."""
+    if not rows:
+        return
+    t = Table(title="Emulation vs real, each against its own host: overhead % [95% CI] and verdict (the vs-host marts)")
+    for c in ("real lab", "CNI", "workload", "configuration", "n tb/real", "testbed", "real", "gap (pts)", "agree"):
+        t.add_column(c)
+    for r in rows:
+        side = lambda p: (f"{r[p + '_overhead_pct']:+.1f}% [+-{_num(r[p + '_overhead_ci95_pct'])}] "  # noqa: E731
+                          f"{r[p + '_verdict']}")
+        t.add_row(r["real_lab"], f"{r['cni']}:{r['cni_mode']}", f"{r['workload']} {r['metric']}", r["config"],
+                  f"{r['testbed_n']}/{r['real_n']}", side("testbed"), side("real"), f"{r['overhead_gap_pts']:+.1f}",
+                  {True: "yes", False: "NO"}.get(r["verdicts_agree"], "not both decided"))
+    out.print(t)
+    for f in emu.fared(rows):
+        out.print("  " + emu.sentence(f), highlight=False)
 
 
 def print_history(entries: list[dict]) -> None:

@@ -1,0 +1,70 @@
+"""The testbed's answer checked against a real lab, each substrate against its own host (mart
+cmp_emulation_overhead): the rows, and per real lab and metric how it fared (what the CLI's `report --emulation`,
+the portal's Emulation page and the Overview say). The verdicts are the vs-host marts' (the one rule); what this
+adds is their agreement, the overhead gap and the rank agreement (Kendall's tau-b) of the CNI modes."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable
+
+OVERHEAD_SQL = """
+select * from cmp_emulation_overhead
+order by real_lab, workload, metric, config, cni, cni_mode
+"""
+DECIDED = ("equivalent", "better", "worse")
+AGREE_GOAL, DECIDED_GOAL, GAP_GOAL_PTS, TAU_GOAL = 0.90, 0.60, 10.0, 0.8  # issue 43's bar for "the testbed holds"
+
+Query = Callable[[str, list], list[dict]]
+
+
+def overhead_rows(query: Query) -> list[dict[str, Any]]:
+    """The mart's rows (empty when no CNI mode was measured on both substrates, or the mart is not built yet)."""
+    try:
+        return query(OVERHEAD_SQL, [])
+    except Exception as exc:  # an older warehouse without the mart: nothing checked yet
+        if "cmp_emulation_overhead" in str(exc):
+            return []
+        raise
+
+
+def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree, the median and the
+    largest overhead gap (points), the rank agreement (mean tau over configurations with 2+ modes) and a one-word
+    outcome: `holds` (agreement, decided share, gap and tau all meet the bar), `differs` (some decided verdicts
+    disagree or the order flips) or `not yet` (too few decided to say)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["real_lab"], r["workload"], r["metric"]), []).append(r)
+    out = []
+    for (lab, workload, metric), rs in sorted(groups.items()):
+        decided = [r for r in rs if r["decided_both"]]
+        agree = [r for r in decided if r["verdicts_agree"]]
+        gaps = [abs(r["overhead_gap_pts"]) for r in rs if r["overhead_gap_pts"] is not None]
+        taus = {r["config"]: r["kendall_tau"] for r in rs if r.get("kendall_tau") is not None and r["n_modes"] >= 2}
+        tau = statistics.fmean(taus.values()) if taus else None
+        share = len(decided) / len(rs)
+        if decided and (len(agree) < len(decided) or (tau is not None and tau < 0)):
+            outcome = "differs"
+        elif (share >= DECIDED_GOAL and len(agree) >= AGREE_GOAL * len(decided) and gaps
+              and statistics.median(gaps) <= GAP_GOAL_PTS and (tau is None or tau >= TAU_GOAL)):
+            outcome = "holds"
+        else:
+            outcome = "not yet"
+        out.append({"real_lab": lab, "workload": workload, "metric": metric, "comparisons": len(rs),
+                    "decided_both": len(decided), "agree": len(agree),
+                    "median_gap_pts": statistics.median(gaps) if gaps else None,
+                    "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "configs_ranked": len(taus),
+                    "outcome": outcome})
+    return out
+
+
+def sentence(f: dict[str, Any]) -> str:
+    """One line of how the testbed fared for a metric against a lab."""
+    tau = f"; CNI order tau {f['kendall_tau']:+.2f} over {f['configs_ranked']} configuration(s)" \
+        if f["kendall_tau"] is not None else ""
+    gap = f"; overhead gap median {f['median_gap_pts']:.1f} points (largest {f['max_gap_pts']:.1f})" \
+        if f["median_gap_pts"] is not None else ""
+    return (f"{f['workload']} {f['metric']} against {f['real_lab']}: {f['outcome']} - decided on both substrates in "
+            f"{f['decided_both']} of {f['comparisons']}, the same verdict in {f['agree']} of {f['decided_both']}"
+            f"{gap}{tau}")
