@@ -92,6 +92,9 @@ def test_overview_page(app):
     assert [m.value for m in at.metric][:2] == ["1", str(fx.N_MANIFESTS - 1)]
     assert any(LOCAL_BANNER in w.value for w in at.warning)
     assert frame(at, "sweep_id")["sweep_id"].tolist() == [fx.SWEEP]
+    # the fixture has no real lab: the testbed's answers say they have not been checked against real CNIs
+    checked = [m.value for m in at.markdown if m.value.startswith("**Checked against real CNIs**")]
+    assert checked and "not yet" in checked[0]
 
 
 def test_cni_page_renders_local_with_banner_and_chart(app):

@@ -2,6 +2,7 @@ import streamlit as st
 from edgebench.results.verdict import RULE_HELP
 
 from data.common import LAB_BANNER, LOCAL_BANNER, shared_kernel_labs
+from data.emulation import fared_lines, normalized_rows
 from data.overview import answer, answer_chart, answer_table, run_counts, sweeps
 import ui
 
@@ -26,6 +27,10 @@ for tab, (sub, lab) in zip(st.tabs(names) if len(names) > 1 else [st.container()
         if sub == "local":
             st.caption("substrate local: the kernel datapaths the CNIs configure, emulated in network namespaces; "
                        "not the CNIs themselves (see the emulation page for how far it is from real CNIs).")
+            checked = fared_lines(ui.query(normalized_rows))
+            st.markdown("**Checked against real CNIs** (each substrate against its own host): " + (
+                "".join(f"\n- {line}" for line in checked) if checked else
+                "not yet - no CNI mode of these answers has been measured on a real lab with its host (`make lab-local`)."))
         elif lab in shared:
             st.caption(LAB_BANNER)
         for e in [x for x in entries if x["substrate"] == sub and x.get("lab") == lab]:
