@@ -40,6 +40,11 @@ E2E = Path(os.environ.get("EDGEBENCH_E2E", Path.home() / ".local/share/edgebench
 TARGET = "lab-local"
 
 
+def apply_templates(kube: e2e.Kube) -> None:
+    """This checkout's WorkflowTemplates (and the rest of the e2e overlay) on the management cluster."""
+    kube("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "kustomize" / "overlays" / "e2e"))
+
+
 def apply_lab_objects(kube: e2e.Kube, lab: Path) -> None:
     """ConfigMap edgebench-inventory and Secret edgebench-ssh-key from the lab's files; a semaphore for the target."""
     for kind, name, files in (("configmap", "edgebench-inventory", [f"inventory.yaml={lab / 'inventory.yaml'}"]),
@@ -266,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     params.update(dict(p.split("=", 1) for p in a.param))
     report: dict = {"sweep_id": a.sweep_id, "parameters": params}
     t0 = time.monotonic()
+    apply_templates(kube)
     apply_lab_objects(kube, a.lab)
     if a.no_sweep:
         errors = rerun(kube, a, report) if a.rerun else []
