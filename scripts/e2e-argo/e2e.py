@@ -112,6 +112,14 @@ def minio_env(kube: Kube) -> dict[str, str]:
             "EDGEBENCH_S3_SECRET_KEY": "edgebench-secret", "EDGEBENCH_BUCKET": "edgebench"}
 
 
+def minio_client(env: dict[str, str]):
+    """A MinIO client for the store minio_env names (results.store's own S3Config)."""
+    from edgebench.results.store import S3Config
+
+    return S3Config(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"], env["EDGEBENCH_S3_SECRET_KEY"],
+                    env["EDGEBENCH_BUCKET"]).client()
+
+
 def expected_prefixes(path: Path, overrides: dict[str, str]) -> dict[str, str]:
     """run prefix -> status the planner gives it, for the same file and parameters (what a local sweep writes)."""
     from edgebench.plan import cells as cells_mod
@@ -122,10 +130,7 @@ def expected_prefixes(path: Path, overrides: dict[str, str]) -> dict[str, str]:
 
 
 def stored_objects(env: dict[str, str], sweep_id: str) -> list[str]:
-    from minio import Minio
-
-    client = Minio(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"], env["EDGEBENCH_S3_SECRET_KEY"],
-                   secure=False)
+    client = minio_client(env)
     return [o.object_name for o in client.list_objects(env["EDGEBENCH_BUCKET"], prefix=f"runs/{sweep_id}/",
                                                        recursive=True)]
 
@@ -283,10 +288,7 @@ def events(kube: Kube, timeout: float, report: dict) -> list[str]:
             errors.append(f"the rerun's trigger is {trigger}, expected calico {new_version}")
         # its runs in MinIO: the planner's runs for the same parameters, each manifest carrying the trigger
         env = minio_env(kube)
-        from minio import Minio
-
-        client = Minio(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"],
-                       env["EDGEBENCH_S3_SECRET_KEY"], secure=False)
+        client = minio_client(env)
         manifests = [o.object_name for o in client.list_objects(env["EDGEBENCH_BUCKET"], prefix="runs/",
                                                                   recursive=True)
                      if o.object_name.endswith("/manifest.json")]

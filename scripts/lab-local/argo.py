@@ -87,12 +87,9 @@ def planned(params: dict[str, str], inventory: Path) -> dict[str, str]:
 
 def collect(src_env: dict[str, str], sweep_id: str) -> tuple[dict, list[dict]]:
     """Copy the sweep's objects from the management cluster's MinIO into this machine's store; the manifests."""
-    from minio import Minio
-
     from edgebench.results.store import S3Config
 
-    src = Minio(src_env["EDGEBENCH_S3_ENDPOINT"], src_env["EDGEBENCH_S3_ACCESS_KEY"],
-                src_env["EDGEBENCH_S3_SECRET_KEY"], secure=False)
+    src = e2e.minio_client(src_env)
     dst_cfg = S3Config.from_env()
     dst = dst_cfg.client()
     bucket, copied, manifests = src_env["EDGEBENCH_BUCKET"], 0, []
@@ -142,10 +139,7 @@ def version_sources(kube: e2e.Kube) -> None:
 def first_run_of(env: dict[str, str], new: str, since: set[str], after: float = 0.0) -> tuple[str, str] | None:
     """(sweep id, key) of a run manifest of the rerun (its trigger's new version) stored after `after` (a Unix time;
     an earlier try's runs of the same bump do not count), not among `since`."""
-    from minio import Minio
-
-    c = Minio(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"], env["EDGEBENCH_S3_SECRET_KEY"],
-              secure=False)
+    c = e2e.minio_client(env)
     for o in c.list_objects(env["EDGEBENCH_BUCKET"], prefix="runs/", recursive=True):
         if o.object_name.endswith("/manifest.json") and o.object_name not in since:
             since.add(o.object_name)

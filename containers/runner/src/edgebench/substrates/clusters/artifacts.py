@@ -141,7 +141,8 @@ class Source:
     def manifest(self, cni: str, fetch, version: str | None = None) -> tuple[str, dict[str, Any]]:
         """The CNI's mirrored manifest (image references already rewritten by the mirror) and its catalog entry; at
         `version` (a triggered rerun's) where the catalog carries another version's."""
-        wanted = [n for n in _at_version([f"{cni}-manifest"], cni, version)] if f"{cni}-manifest" in spec()["artifacts"] else []
+        pinned = f"{cni}-manifest"
+        wanted = _at_version([pinned], cni, version) if pinned in spec()["artifacts"] else []
         for name, a in spec()["artifacts"].items():
             if a["kind"] == "manifest" and a.get("cni") == cni and (not wanted or name in wanted):
                 entry = self.index["artifacts"].get(name, {})

@@ -81,9 +81,9 @@ class LabLease:
     holder: str
     ttl: int = TTL_S
     directory: str = LEASE_DIR  # on the node
+    release_on_stop: bool = True  # hold(release=False): an Argo phase pod keeps it for its workflow's next phase
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
-    error: str | None = field(default=None, init=False)  # the last renewal's failure, if any
 
     @property
     def node(self):
@@ -123,15 +123,14 @@ class LabLease:
         while not self._stop.wait(self.ttl / 3):
             try:
                 self.take()
-                self.error = None
-            except EdgebenchError as exc:  # a node that stops answering: the cell fails on its own, say why here
-                self.error = str(exc)
+            except EdgebenchError:  # a node that stops answering: the cell's own commands fail and say so; the
+                pass                # lease is taken again at the next renewal, or lapses
 
     def hold(self, release: bool = True) -> "LabLease":
         """Take the lease and renew it in the background until `stop()`; `release`: give it back then (an Argo
         phase pod keeps it for the next phase of its workflow and lets it lapse instead)."""
         self.take()
-        self._release_on_stop = release
+        self.release_on_stop = release
         self._stop.clear()
         self._thread = threading.Thread(target=self._renew, name="lab-lease", daemon=True)
         self._thread.start()
@@ -142,7 +141,7 @@ class LabLease:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        if getattr(self, "_release_on_stop", False):
+        if self.release_on_stop:
             try:
                 self.release()
             except EdgebenchError:
