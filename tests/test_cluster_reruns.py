@@ -346,19 +346,19 @@ def test_plain_cell_keeps_the_pin(tmp_path, key, monkeypatch):
 
 
 def test_cli_threads_the_trigger_into_the_provider(tmp_path):
-    from edgebench import cli
+    from edgebench import cli_phases
 
     raw = {"substrate": "kind", "distribution": "kind", "cnis": '["cilium:vxlan"]',
            "workloads": '["http:payload-echo"]',
            "trigger": json.dumps({"cni": "cilium", "new": "1.18.1"})}
     s, cell = from_json(json.dumps(cell_json(spec.from_parameters(raw, source="test"),
                                              expand(spec.from_parameters(raw, source="test"))[0])))
-    p = cli._provider(s, cell, tmp_path)
+    p = cli_phases.provider_for(s, cell, tmp_path)
     assert p.cni_version == "1.18.1" and p.cni_plan().version == "1.18.1"
     raw.pop("trigger")
     s, cell = from_json(json.dumps(cell_json(spec.from_parameters(raw, source="test"),
                                              expand(spec.from_parameters(raw, source="test"))[0])))
-    assert cli._provider(s, cell, tmp_path).cni_plan().version == "1.18.0"
+    assert cli_phases.provider_for(s, cell, tmp_path).cni_plan().version == "1.18.0"
 
 
 def test_two_cluster_cell_is_invalid_when_either_member_differs(tmp_path):

@@ -357,7 +357,7 @@ def test_fan_out_items_are_short_and_name_readable_nodes(tmp_path):
 def test_a_cell_looked_up_by_id_is_the_cell_its_json_gives(tmp_path):
     """Every cell step gets the cell id and the workflow's parameters: the (sweep, cell) it resolves equals what the
     cell's full JSON (the former fan-out item) gives. An id the sweep does not have is an error that says so."""
-    from edgebench.cli import _cell_of
+    from edgebench.cli_phases import cell_of as _cell_of
     from edgebench.errors import SpecError
     from edgebench.plan.cells import from_json, runs_for
 

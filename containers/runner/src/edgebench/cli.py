@@ -12,21 +12,20 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from edgebench import substrates
+from edgebench.cli_options import INVENTORY_HELP, PARAM_HELP, SSH_KEY_HELP, on_sigterm
 from edgebench.console import err, out
-from edgebench.errors import EdgebenchError, SpecError
+from edgebench.errors import EdgebenchError
 from edgebench.plan import catalog as catalog_mod
-from edgebench.plan import dimensions, dimensions_dbt
+from edgebench.plan import dimensions_dbt
 from edgebench.plan import spec as spec_mod
-from edgebench.plan.cells import by_id, cell_item, cell_json, expand_checked, from_json, runs_for
+from edgebench.plan.cells import cell_item, cell_json, expand_checked, runs_for
 from edgebench.results.runstore import now
-from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.store import ResultStore
 from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench.substrates.clusters import inventory as inv
 from edgebench.plan.matrix import compatibility, distributions
-from edgebench.sweep import holding, phases as ph
-from edgebench.sweep.phases import PHASES
+from edgebench.sweep import holding
 from edgebench.sweep.runner import run_local
 
 app = typer.Typer(
@@ -38,15 +37,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-PARAM_HELP = "Override a sweep parameter, NAME=VALUE (as `argo submit -p`); repeatable. Lists are JSON: -p 'cnis=[\"host\",\"flannel:vxlan\"]'."
-
-
 def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
     return spec_mod.load(file, spec_mod.parse_overrides(params), substrate="local" if local else None)
-
-
-INVENTORY_HELP = "Node inventory (ssh substrate; default $EDGEBENCH_INVENTORY or the Argo ConfigMap mount)."
-SSH_KEY_HELP = "Private SSH key for the nodes (default $EDGEBENCH_SSH_KEY or the Argo Secret mount)."
 
 
 def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
@@ -79,10 +71,6 @@ def _expand_checked(s: spec_mod.Sweep, inventory: Optional[Path]):
 def _print_skipped(skipped, console) -> None:
     for c, reason in skipped:
         console.print(f"  skipped {c.label} on {c.distribution}: {reason}")
-
-
-def _on_sigterm(signum, frame):  # turn `kill` into KeyboardInterrupt so that teardown (finally) runs
-    raise KeyboardInterrupt
 
 
 @app.command()
@@ -143,7 +131,7 @@ def sweep(
             "(see README, 'Run on a management cluster'); here use --local"
         )
 
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:  # one sweep per testbed prefix or lab at a time: a second one is refused naming the holder
         with holding.sweep_hold(s.values["substrate"], s.sweep_id, inventory, ssh_key):
             report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave,
@@ -204,101 +192,6 @@ def cells(
         if path:
             path.write_text(content)
     typer.echo(text)
-
-
-CELL_HELP = "The cell as JSON (one element of `edgebench cells`), or @FILE; or give --cell-id."
-CELL_ID_HELP = "The cell by reference: its id, looked up in the sweep that --argo-parameters gives (what Argo runs)."
-ARGO_HELP = "With --cell-id: the sweep's parameters as Argo's {{workflow.parameters.json}} gives them."
-DEFAULT_ID_HELP = "With --cell-id: the sweep id when the sweep-id parameter is empty (on Argo the workflow name)."
-
-
-def _cell_of(cell: Optional[str], cell_id: Optional[str], argo_parameters: Optional[str],
-             default_sweep_id: Optional[str]):
-    """(Sweep, Cell) of a phase command: the cell's JSON (--cell), or its id in the sweep of --argo-parameters."""
-    if cell_id and argo_parameters is not None:
-        s = spec_mod.from_parameters(spec_mod.argo_overrides(argo_parameters, None, default_sweep_id), "--argo-parameters")
-        return from_json(cell_json(s, by_id(s, cell_id)))  # the same (Sweep, Cell) as the cell's JSON gives
-    if cell and not cell_id:
-        return from_json(Path(cell[1:]).read_text() if cell.startswith("@") else cell)
-    raise SpecError("give the cell: --cell JSON (or @FILE), or --cell-id with --argo-parameters")
-
-
-def _phase_command(phase: str) -> None:
-    doc = (ph.FUNCTIONS[phase].__doc__ or "").strip().split("\n\n")[0]
-
-    def command(
-        cell: Optional[str] = typer.Option(None, "--cell", help=CELL_HELP),
-        cell_id: Optional[str] = typer.Option(None, "--cell-id", help=CELL_ID_HELP),
-        argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help=ARGO_HELP),
-        default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help=DEFAULT_ID_HELP),
-        workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory shared by the phases "
-                                               "(default .edgebench/work/<sweep>/<cell>; on Argo an artifact)."),
-        results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written as "
-                                               "runs/<sweep>/<cell>/<run>/ (default: the local spool)."),
-        upload: bool = typer.Option(False, "--upload", help="collect-results: upload the results to the object "
-                                    "store from the environment (on Argo the output artifact does it)."),
-        sources: List[Path] = typer.Option([], "--from", help="collect-results: result trees of the run-* steps to "
-                                           "merge into --results first (repeatable; missing ones are ignored)."),
-        inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
-        ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
-        known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help="known_hosts file for the nodes."),
-    ):
-        s, c = _cell_of(cell, cell_id, argo_parameters, default_sweep_id)
-        store = ResultStore() if upload else None
-        wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
-        ctx = ph.CellContext(s, c, workdir=wd, results=results or (store.spool if store else state_dir() / "spool"),
-                             provider=_provider(s, c, wd, inventory, ssh_key, known_hosts), log=out.print)
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        if phase == "collect-results":
-            ph.merge_results(ctx, sources)
-        with holding.phase_hold(c.substrate if phase != "collect-results" else "", inventory, ssh_key, known_hosts):
-            result = ph.FUNCTIONS[phase](ctx)
-        if phase == "collect-results":
-            out.print(f"{len(result)} runs of cell {c.cell_id} under {ctx.results / 'runs' / s.sweep_id / c.cell_id}")
-            if store:
-                store.check()
-                out.print(f"uploaded {store.flush()} object(s)")
-        else:
-            out.print(f"{phase}: done for cell {c.cell_id} ({c.label})")
-
-    command.__doc__ = f"Phase {phase} of one cell. {doc}"
-    app.command(phase, rich_help_panel="Phases of a cell (what the Argo templates run)")(command)
-
-
-def _provider(sweep, cell, workdir: Path, inventory=None, ssh_key=None, known_hosts=None):
-    """The cell's provider; a triggered rerun's requested version (the cell JSON's `trigger` parameter) with it."""
-
-    return substrates.get(cell.substrate, cell=cell, workdir=workdir, inventory=inventory and str(inventory),
-                          ssh_key=ssh_key and str(ssh_key), known_hosts=known_hosts and str(known_hosts),
-                          cni_version=sweep.cni_version_requested(cell))
-
-
-def _register_phases() -> None:
-    for phase in PHASES:
-        _phase_command(phase)
-
-
-_register_phases()
-
-
-@app.command("run-cell", rich_help_panel="Phases of a cell (what the Argo templates run)")
-def run_cell(
-    cell: Optional[str] = typer.Option(None, "--cell", help=CELL_HELP),
-    cell_id: Optional[str] = typer.Option(None, "--cell-id", help=CELL_ID_HELP),
-    argo_parameters: Optional[str] = typer.Option(None, "--argo-parameters", help=ARGO_HELP),
-    default_sweep_id: Optional[str] = typer.Option(None, "--default-sweep-id", help=DEFAULT_ID_HELP),
-    workdir: Optional[Path] = typer.Option(None, "--workdir", help="Cell state directory."),
-    results: Optional[Path] = typer.Option(None, "--results", help="Where runs are written (default: the spool)."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
-    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
-):
-    """All phases of one cell in order, teardown always (one process: what the local substrate needs)."""
-    s, c = _cell_of(cell, cell_id, argo_parameters, default_sweep_id)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    wd = workdir or state_dir() / "work" / s.sweep_id / c.cell_id
-    ph.run_cell(ph.CellContext(s, c, workdir=wd, results=results or state_dir() / "spool",
-                               provider=_provider(s, c, wd, inventory, ssh_key), log=out.print))
-    out.print(f"cell {c.cell_id} ({c.label}) done")
 
 
 @app.command()
@@ -374,8 +267,9 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_lab, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
+from edgebench import cli_lab, cli_phases, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
 
+cli_phases.register(app)
 cli_testbed.register(app)
 cli_lab.register(app)
 cli_status.register(app)

@@ -7,14 +7,15 @@ from typing import Optional
 
 import typer
 
+from edgebench.cli_options import INVENTORY_HELP, KNOWN_HOSTS_HELP, SSH_KEY_HELP
 from edgebench.console import out
 from edgebench.substrates.clusters import lease
 
 lab_app = typer.Typer(help="A lab (an inventory's nodes): who holds it. One sweep drives a lab at a time.",
                       no_args_is_help=True)
-INVENTORY = typer.Option(None, "--inventory", help="Node inventory (default $EDGEBENCH_INVENTORY or the Argo mount).")
-SSH_KEY = typer.Option(None, "--ssh-key", help="Private SSH key (default $EDGEBENCH_SSH_KEY or the Argo mount).")
-KNOWN_HOSTS = typer.Option(None, "--known-hosts", help="known_hosts file (default $EDGEBENCH_KNOWN_HOSTS).")
+INVENTORY = typer.Option(None, "--inventory", help=INVENTORY_HELP)
+SSH_KEY = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP)
+KNOWN_HOSTS = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench.results",),  # manifests, the result store, parsing, the warehouse
     ("edgebench.sweep",),  # phases, the local runner, the version watch
     ("edgebench.cli", "edgebench.cli_report", "edgebench.cli_results", "edgebench.cli_status", "edgebench.cli_summary",
-     "edgebench.cli_testbed", "edgebench.cli_versions", "edgebench.cli_lab"),  # the command line
+     "edgebench.cli_testbed", "edgebench.cli_versions", "edgebench.cli_lab", "edgebench.cli_phases",
+     "edgebench.cli_options"),  # the command line
 )
 
 

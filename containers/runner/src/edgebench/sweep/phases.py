@@ -23,6 +23,7 @@ from edgebench.plan.spec import Sweep
 from edgebench.results.provenance import environment
 from edgebench.results.runstore import manifest, now, with_trigger, write_run
 from edgebench.substrates.base import Provider, Unsupported
+from edgebench.substrates.clusters import node_steps
 from edgebench.sweep.sampling import sampler as _sampler
 
 
@@ -89,9 +90,21 @@ def provision_cluster(ctx: CellContext) -> None:
         ctx.state["reused_cluster_of"] = ctx.reuse["cell_id"]
         ctx.log(f"{ctx.cell.label}: the cluster of the previous cell, reset and verified, is reused")
     else:
-        ctx.provider.provision()
+        try:
+            ctx.provider.provision()
+        finally:
+            _stages(ctx, "provision-cluster")
     ctx.state["provisioned"] = True
     ctx.save()
+
+
+def _stages(ctx: CellContext, phase: str) -> None:
+    """A real cluster's stage times of the phase (node_steps.Timings): kept in the cell's state, said in one line."""
+    timings = getattr(ctx.provider, "timings", None)
+    stages = timings.take() if timings is not None else []
+    if stages:
+        ctx.state.setdefault("stage_seconds", {})[phase] = stages
+        ctx.log(f"{ctx.cell.label}: {phase}: {node_steps.summary(stages)}")
 
 
 # what install-cni records about the built cluster: handed on with it to the next cell that reuses it
@@ -115,6 +128,7 @@ def install_cni(ctx: CellContext) -> None:
         return
     try:
         readback = ctx.provider.install_cni(cm)
+        _stages(ctx, "install-cni")
     except Unsupported as exc:
         ctx.state.update(supported=False, reason=str(exc))
         ctx.log(f"{cm.key}: {exc}")
@@ -316,6 +330,7 @@ def teardown_cluster(ctx: CellContext) -> list[str]:
     except Exception as exc:  # the cluster goes away next anyway; say so and carry on
         ctx.log(f"revert of tuning/netem failed ({exc}); removing the cluster anyway")
     removed = ctx.provider.teardown()
+    _stages(ctx, "teardown-cluster")
     ctx.state["torn_down_at"] = now()
     ctx.save()
     return removed

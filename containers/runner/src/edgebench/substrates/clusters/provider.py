@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -26,7 +27,7 @@ from edgebench.substrates.clusters import cni as cni_mod
 from edgebench.substrates.clusters import distributions as dist_mod
 from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import artifacts as artifacts_mod
-from edgebench.substrates.clusters import preflight
+from edgebench.substrates.clusters import node_steps, preflight
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
 from edgebench.substrates.clusters.artifacts import Source, mirror_images
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
@@ -108,6 +109,7 @@ class ClusterProvider(WorkloadPods, Provider):
         self.secrets: dict[str, str] = {}
         self._pods: dict[str, ClusterEndpoint] | None = None
         self.log: list[str] = []
+        self.timings = node_steps.Timings()  # seconds per step, what the phases report (node_steps)
 
     # -- paths and plans ------------------------------------------------------------------------------
     @property
@@ -159,21 +161,41 @@ class ClusterProvider(WorkloadPods, Provider):
         return [self.inventory.node(where)]
 
     def _step(self, step: dist_mod.Step) -> None:
+        """One step, timed; on several nodes at once (node_steps)."""
         cmd = self._fill(step.command)
-        if step.where == "local":
-            out = self.local(cmd, check=step.check)
-            self.log.append("local: " + (" ".join(cmd) if isinstance(cmd, list) else cmd))
-            if step.capture:
-                self.secrets[step.capture] = out.strip()
-            return
-        for node in self._nodes(step.where):
-            rc, out, err = self.transport.run(node, cmd, sudo=step.sudo, timeout=step.timeout)
-            if rc != 0 and step.check:
-                raise sh.CommandError([node.name, *(cmd if isinstance(cmd, list) else [cmd.splitlines()[0]])], rc,
-                                      err or out)
-            if step.capture:
-                key = step.capture if step.where not in ("all", "agents") else f"{step.capture}.{node.name}"
-                self.secrets[key] = out.strip()
+        t0 = time.monotonic()
+        try:
+            if step.where == "local":
+                out = self.local(cmd, check=step.check)
+                self.log.append("local: " + (" ".join(cmd) if isinstance(cmd, list) else cmd))
+                if step.capture:
+                    self.secrets[step.capture] = out.strip()
+                return
+            nodes = self._nodes(step.where)
+            results = node_steps.at_once(
+                lambda node: self.transport.run(node, cmd, sudo=step.sudo, timeout=step.timeout), nodes)
+            for node, result in zip(nodes, results):
+                if isinstance(result, BaseException):
+                    raise result
+                rc, out, err = result
+                if rc != 0 and step.check:
+                    raise sh.CommandError([node.name, *(cmd if isinstance(cmd, list) else [cmd.splitlines()[0]])], rc,
+                                          err or out)
+                if step.capture:
+                    key = step.capture if step.where not in ("all", "agents") else f"{step.capture}.{node.name}"
+                    self.secrets[key] = out.strip()
+        finally:
+            self.timings.add(node_steps.label(step), step.where, time.monotonic() - t0)
+
+    def _steps(self, steps: list[dist_mod.Step], keep_going: bool = False) -> None:
+        """Steps in order, consecutive single-node steps on distinct nodes at once (node_steps.batches). With
+        keep_going (teardown) a failed step is logged and the rest still run."""
+        for batch in node_steps.batches(steps):
+            for result in node_steps.at_once(self._step, batch):
+                if isinstance(result, BaseException):
+                    if not keep_going or not isinstance(result, Exception):
+                        raise result
+                    self.log.append(f"teardown step failed: {result}")
 
     def _kubectl(self, *argv: str, check: bool = True, input: str | None = None) -> str:
         return self.local(["kubectl", "--kubeconfig", self.kubeconfig, *argv], input=input, check=check)
@@ -203,8 +225,7 @@ class ClusterProvider(WorkloadPods, Provider):
                 plan = self.dist_plan()
                 for name, text in plan.files.items():
                     (self.workdir / name).write_text(self._fill(text))
-                for step in plan.install:
-                    self._step(step)
+                self._steps(plan.install)
                 self._step(plan.kubeconfig)
                 kc = rewrite_kubeconfig(self.secrets.pop("kubeconfig"), self.inventory.server.address, plan.api_port)
                 path = Path(self.kubeconfig)
@@ -252,17 +273,17 @@ class ClusterProvider(WorkloadPods, Provider):
             if plan.manifest_url:
                 (self.workdir / "cni-manifest.yaml").write_text(text)
             for script in plan.node_commands:
-                self._on_nodes(script)
+                self.timings.timed("CNI node commands", "all", lambda: self._on_nodes(script))
             for argv in plan.server_commands:
                 if "/var/tmp/edgebench-cni-values.yaml" in argv:
                     self.transport.put_file(self.inventory.server, (self.workdir / "cni-values.yaml").read_text(),
                                             "/var/tmp/edgebench-cni-values.yaml", sudo=True)
                 self._step(dist_mod.Step("server", argv))
             for argv in plan.commands:
-                self.local(self._fill(argv))
+                self.timings.timed(node_steps.argv_label(argv), "local", lambda: self.local(self._fill(argv)))
             for argv in plan.readiness:
-                self.local(self._fill(argv))
-            self._deploy_workloads()
+                self.timings.timed(node_steps.argv_label(argv), "local", lambda: self.local(self._fill(argv)))
+            self.timings.timed("workload pods ready", "local", self._deploy_workloads)
             mtu = self.read_mtu(self.client())
             if plan.version_requested or (self.name == "ssh" and self.cni != "host"):
                 installed = self.read_cni_version(plan)
@@ -339,12 +360,7 @@ class ClusterProvider(WorkloadPods, Provider):
                         self.local(self._fill(argv), check=False)
                 except Exception as exc:  # an unreachable API must not stop the node cleanup
                     self.log.append(f"uninstall failed: {exc}")
-            plan = self.dist_plan()
-            for step in plan.teardown:
-                try:
-                    self._step(step)
-                except Exception as exc:
-                    self.log.append(f"teardown step failed: {exc}")
+            self._steps(self.dist_plan().teardown, keep_going=True)
             removed += [f"{self.distribution} on {n.name}" for n in self.inventory.nodes]
         for f in ("kubeconfig", "cni-manifest.yaml", "cni-values.yaml", "cluster.json"):
             p = self.workdir / f

@@ -1,0 +1,105 @@
+"""Runs kept the moment they finish, on Argo.
+
+A run-workloads pod writes its runs into its `results` output artifact, which Argo saves only when the pod ends.
+A pod that is deleted, evicted or loses its node mid-cell would take every run it had finished with it. So the pod
+also sends each run, as soon as its manifest is written, to the artifact repository itself (the namespace's
+ConfigMap `artifact-repositories`, mounted read-only, and the MinIO credentials from its Secret, both optional),
+under the key collect-results stores it at anyway (`runs/<sweep>/<cell>/<run>/`). collect-results then counts the
+runs already there as stored, and only the runs nobody finished are recorded failed, with why the pod ended.
+
+Without the mount or the credentials (another artifact repository kind, a template without them) nothing is sent
+early and the output artifact alone carries the runs, as before.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from edgebench.plan.cells import Run
+from edgebench.results.store import S3Config
+
+# where cell-phase.yaml and collect-results.yaml mount ConfigMap artifact-repositories, and the key they read: the
+# ConfigMap's default (its annotation; tests/test_templates.py checks that they agree)
+REPOSITORY_MOUNT = Path("/etc/edgebench/artifact-repositories")
+REPOSITORY_KEY = "default-v1"
+ENV_MOUNT, ENV_KEY = "EDGEBENCH_ARTIFACT_REPOSITORIES", "EDGEBENCH_ARTIFACT_REPOSITORY_KEY"  # other mounts and keys
+
+Log = Callable[[str], None]
+
+
+def repository(env: Mapping[str, str] = os.environ) -> S3Config | None:
+    """The artifact repository's S3 endpoint and bucket (from the mounted ConfigMap) with the credentials from the
+    environment (EDGEBENCH_S3_ACCESS_KEY / _SECRET_KEY, from the repository's Secret); None when either is absent
+    or the repository is not S3."""
+    path = Path(env.get(ENV_MOUNT, REPOSITORY_MOUNT)) / env.get(ENV_KEY, REPOSITORY_KEY)
+    access, secret = env.get("EDGEBENCH_S3_ACCESS_KEY"), env.get("EDGEBENCH_S3_SECRET_KEY")
+    if not (path.is_file() and access and secret):
+        return None
+    s3 = (yaml.safe_load(path.read_text()) or {}).get("s3")
+    if not isinstance(s3, dict) or not s3.get("endpoint") or not s3.get("bucket"):
+        return None
+    endpoint = s3["endpoint"]
+    if "://" not in endpoint:
+        endpoint = ("http://" if s3.get("insecure") else "https://") + endpoint
+    return S3Config(endpoint=endpoint, access_key=access, secret_key=secret, bucket=s3["bucket"])
+
+
+class LiveStore:
+    """Send finished runs to the artifact repository (sink), and take the ones already there back (fetch)."""
+
+    def __init__(self, cfg: S3Config, log: Log = print):
+        self.cfg = cfg
+        self.client = cfg.client()
+        self.log = log
+        self.failed = False  # the first failure is said once; the output artifact still carries the runs
+
+    def sink(self, results: Path) -> Callable[[Run, dict[str, Any]], None]:
+        """A CellContext sink: uploads the run's directory under `results`, raw files first, manifest last."""
+
+        def send(run: Run, doc: dict[str, Any]) -> None:
+            directory = results / run.prefix
+            files = sorted((p for p in directory.iterdir() if p.is_file() and not p.name.endswith(".part")),
+                           key=lambda p: (p.name == "manifest.json", p.name))
+            try:
+                for path in files:
+                    data = path.read_bytes()
+                    self.client.put_object(self.cfg.bucket, run.prefix + path.name, io.BytesIO(data), len(data))
+            except Exception as exc:  # the store is away: the run stays in the output artifact, as without us
+                if not self.failed:
+                    self.log(f"could not send {run.prefix} to {self.cfg.endpoint} as it finished ({exc}); "
+                             "the runs go with the step's output artifact instead")
+                self.failed = True
+
+        return send
+
+    def fetch(self, prefix: str, results: Path) -> list[str]:
+        """Copy every complete run (one with a manifest) under key `prefix` (runs/<sweep>/<cell>/) into `results`,
+        at the same relative paths; return their run ids."""
+        names = [o.object_name for o in self.client.list_objects(self.cfg.bucket, prefix=prefix, recursive=True)]
+        complete = {n.rsplit("/", 2)[-2] for n in names if n.endswith("/manifest.json")}
+        for name in names:
+            run_id = name[len(prefix):].split("/", 1)[0]
+            if run_id in complete:
+                dest = results / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                self.client.fget_object(self.cfg.bucket, name, str(dest))
+        return sorted(complete)
+
+
+def ended_reason(status: str | None) -> str | None:
+    """Why a run without a manifest never finished, from the run-workloads step's phase as Argo gives it to
+    collect-results ({{tasks.run-workloads.status}}); None for a step that Succeeded (nothing to add)."""
+    if not status or status == "Succeeded":
+        return None
+    if status == "Error":
+        return ("the run-workloads pod ended in Error before this run finished (the pod was deleted, evicted, or "
+                "lost its node; the workflow's run-workloads node has Argo's message)")
+    if status == "Failed":
+        return ("the run-workloads step Failed before this run finished (a deadline or a crash of the step; its "
+                "log has the reason)")
+    return f"the run-workloads step ended {status} before this run finished"
