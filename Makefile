@@ -229,13 +229,14 @@ lab-local-down: ## stop the local lab and remove everything it left (after a cra
 	@scripts/lab-local/lab.sh down
 
 # The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh): needs the e2e
-# cluster (make e2e-argo KEEP=1) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N. See
+# cluster (make e2e-argo KEEP=1) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N;
+# PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's preset instead of sweep.yaml. See
 # docs/lab-local.md, "The lab through Argo".
 lab-argo: setup ## the lab's sweep submitted with argo submit on the management cluster (after e2e-argo and lab-local, both KEEP=1)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-argo needs root (the e2e cluster's containerd)" >&2; exit 1; }
 	@scripts/e2e-argo/images.sh build runner
 	@scripts/e2e-argo/images.sh import --address /run/edgebench-e2e/containerd.sock runner
-	@$(PY) scripts/lab-local/argo.py $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID))
+	@$(PY) scripts/lab-local/argo.py $(if $(PRESET),--preset $(PRESET)) $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID))
 
 # The same artifact source for arm64 nodes (a Raspberry Pi lab), built on this amd64 machine: Go cross-compiles,
 # Debian's arm64 packages install into roots under qemu-user-static (binfmt_misc), then every arm64 binary of the

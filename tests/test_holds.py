@@ -173,3 +173,33 @@ def test_an_inventory_names_its_lab_mirror(tmp_path):
     assert inv_mod.parse(doc).member(1).artifact_source == "http://10.77.0.1:8089"
     with pytest.raises(inv_mod.SpecError, match="`artifact_source` must be the http"):
         inv_mod.parse({**doc, "artifact_source": "ftp://x"})
+
+
+@pytest.mark.parametrize("argo", [True, False])
+def test_a_phase_keeps_the_lab_for_its_workflow_and_a_phase_by_hand_gives_it_back(tmp_path, monkeypatch, argo):
+    from edgebench.sweep import holding
+
+    holder = "argo workflow edgebench/sweep-x" if argo else "edgebench (pid 5 on laptop)"
+    if argo:
+        monkeypatch.setenv(lease.ENV_HOLDER, holder)
+    else:
+        monkeypatch.delenv(lease.ENV_HOLDER, raising=False)
+    monkeypatch.setattr(lease, "for_lab", lambda *a, **k: _lease(tmp_path, holder))
+    with holding.phase_hold("ssh"):
+        assert _lease(tmp_path, "other").show()["holder"] == holder
+    after = _lease(tmp_path, "other").show()
+    assert (after["holder"] == holder) if argo else after is None
+
+
+def test_lab_release_says_when_the_lease_is_another_holders(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from edgebench.cli import app
+
+    _lease(tmp_path, "edgebench (pid 1 on laptop)").take()
+    monkeypatch.setattr(lease, "for_lab", lambda *a, **k: _lease(tmp_path, "edgebench (pid 2 on laptop)"))
+    r = CliRunner().invoke(app, ["lab", "release"])
+    assert r.exit_code == 3 and "not released: held by edgebench (pid 1 on laptop)" in r.output
+    assert _lease(tmp_path, "x").show()["holder"] == "edgebench (pid 1 on laptop)"
+    r = CliRunner().invoke(app, ["lab", "release", "--force"])
+    assert r.exit_code == 0 and "released (forced)" in r.output and _lease(tmp_path, "x").show() is None

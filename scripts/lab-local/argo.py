@@ -38,6 +38,7 @@ import e2e  # noqa: E402  (Kube, wait, explain_failure, minio_env)
 NS = e2e.NS
 E2E = Path(os.environ.get("EDGEBENCH_E2E", Path.home() / ".local/share/edgebench/e2e-argo"))
 TARGET = "lab-local"
+SWEEP = REPO / "workflows" / "sweep.yaml"
 
 
 def apply_templates(kube: e2e.Kube) -> None:
@@ -57,11 +58,11 @@ def apply_lab_objects(kube: e2e.Kube, lab: Path) -> None:
          json.dumps({"data": {TARGET: "1"}}))
 
 
-def submit(kube: e2e.Kube, kubeconfig: str, params: dict[str, str], name: str) -> None:
-    """`argo submit` with the CLI built here (build.sh), else the same Workflow object by kubectl."""
+def submit(kube: e2e.Kube, kubeconfig: str, params: dict[str, str], name: str, file: Path = SWEEP) -> None:
+    """`argo submit FILE` with the CLI built here (build.sh), else the same Workflow object by kubectl."""
     argo = shutil.which("argo") or (str(E2E / "bin" / "argo") if (E2E / "bin" / "argo").exists() else None)
     if argo:
-        cmd = [argo, "--kubeconfig", kubeconfig, "-n", NS, "submit", str(REPO / "workflows" / "sweep.yaml"),
+        cmd = [argo, "--kubeconfig", kubeconfig, "-n", NS, "submit", str(file),
                "--name", name, *[a for k, v in params.items() for a in ("-p", f"{k}={v}")]]
         print("lab-argo: " + " ".join(cmd[:1] + cmd[3:]), flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -69,17 +70,17 @@ def submit(kube: e2e.Kube, kubeconfig: str, params: dict[str, str], name: str) -
             raise SystemExit(f"lab-argo: argo submit failed: {p.stderr.strip()}")
         return
     print("lab-argo: no argo CLI here (scripts/e2e-argo/build.sh builds it): creating the Workflow object", flush=True)
-    wf = e2e.workflow_object(REPO / "workflows" / "sweep.yaml", params, name)
+    wf = e2e.workflow_object(file, params, name)
     kube("-n", NS, "create", "-f", "-", stdin=json.dumps(wf))
 
 
-def planned(params: dict[str, str], inventory: Path) -> dict[str, str]:
+def planned(params: dict[str, str], inventory: Path, file: Path = SWEEP) -> dict[str, str]:
     """run prefix -> label, as the planner gives them for these parameters on this lab (what a cell pod writes)."""
     from edgebench.plan import cells as cells_mod
     from edgebench.plan import spec
     from edgebench.substrates.clusters import inventory as inv_mod
 
-    sweep = spec.load(REPO / "workflows" / "sweep.yaml", overrides=params)
+    sweep = spec.load(file, overrides=params)
     lab = inv_mod.load(str(inventory))
     ok, _ = cells_mod.expand_checked(sweep, frozenset(lab.arches), lab)
     return {r.prefix: r.label for c in ok for r in cells_mod.runs_for(sweep, c)}
@@ -246,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", default="/var/lib/edgebench-e2e/pki/admin.kubeconfig")
     ap.add_argument("--lab", type=Path, default=Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab")))
-    ap.add_argument("--cnis", default='["host","flannel:vxlan","kube-router:bgp","cilium:vxlan"]')
-    ap.add_argument("--reps", default="3")
+    ap.add_argument("--preset", type=Path, default=SWEEP, help="the sweep file to submit: workflows/sweep.yaml or "
+                    "a preset (workflows/presets/seed-004-kubeadm.yaml); its parameters, then the lab's, then ours")
+    ap.add_argument("--cnis", default=None, help="JSON list (default: the preset's, or "
+                    "host, flannel vxlan, kube-router bgp, cilium vxlan for sweep.yaml)")
+    ap.add_argument("--reps", default=None, help="repetitions (default: the preset's, or 3 for sweep.yaml)")
     ap.add_argument("--sweep-id", default=f"lab-argo-{int(time.time())}")
     ap.add_argument("--param", "-p", action="append", default=[], help="more sweep parameters, NAME=VALUE")
     ap.add_argument("--timeout", type=float, default=6 * 3600, help="seconds the sweep may take (default 6 h)")
@@ -269,8 +273,10 @@ def main(argv: list[str] | None = None) -> int:
               "(make e2e-argo KEEP=1)", file=sys.stderr)
         return 2
     kube = e2e.Kube(a.kubeconfig)
-    params = {"substrate": "ssh", "distribution": "kubeadm", "target": TARGET, "cnis": a.cnis,
-              "repetitions": a.reps, "sweep-id": a.sweep_id}
+    params = {"substrate": "ssh", "distribution": "kubeadm", "target": TARGET, "sweep-id": a.sweep_id}
+    if a.preset.resolve() == SWEEP.resolve():
+        params.update(cnis='["host","flannel:vxlan","kube-router:bgp","cilium:vxlan"]', repetitions="3")
+    params.update({k: v for k, v in (("cnis", a.cnis), ("repetitions", a.reps)) if v is not None})
     params.update(dict(p.split("=", 1) for p in a.param))
     report: dict = {"sweep_id": a.sweep_id, "parameters": params}
     t0 = time.monotonic()
@@ -279,12 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.no_sweep:
         errors = rerun(kube, a, report) if a.rerun else []
         return _finish(a, report, errors)
-    submit(kube, a.kubeconfig, params, a.sweep_id)
+    submit(kube, a.kubeconfig, params, a.sweep_id, a.preset)
     done = e2e.wait(kube, a.sweep_id, a.timeout, poll=5)
     report.update(phase=done["status"].get("phase"), seconds=round(time.monotonic() - t0, 1),
                   started=done["status"].get("startedAt"), finished=done["status"].get("finishedAt"))
     errors = [] if report["phase"] == "Succeeded" else [e2e.explain_failure(kube, done)]
-    want = planned(params, a.lab / "inventory.yaml")
+    want = planned(params, a.lab / "inventory.yaml", a.preset)
     report["collect"], manifests = collect(e2e.minio_env(kube), a.sweep_id)
     got = {f"runs/{m['sweep_id']}/{m['cell_id']}/{m['run_id']}/" for m in manifests}
     missing = sorted(set(want) - got)

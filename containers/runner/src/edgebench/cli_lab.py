@@ -44,4 +44,9 @@ def lab_release(force: bool = typer.Option(False, "--force", help="Release a lea
     """Give the lab back: this holder's lease ($EDGEBENCH_HOLDER on Argo), or with --force whoever's."""
     lab = lease.for_lab(inventory and str(inventory), ssh_key and str(ssh_key), known_hosts and str(known_hosts))
     lab.release(force=force)
+    h = lab.show()
+    if h is not None:  # another holder's lease: left as it is
+        out.print(f"lab {lab.inventory.target}: not released: held by {h['holder']}, not by {lab.holder} (--force "
+                  f"releases it once that holder is known to be gone; it lapses in {h['lapses_s']} s unless renewed)")
+        raise typer.Exit(3)
     out.print(f"lab {lab.inventory.target}: released" + (" (forced)" if force else f" by {lab.holder}"))

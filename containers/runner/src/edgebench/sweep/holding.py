@@ -9,6 +9,7 @@ provisioning the same nodes (edgebench.holds, substrates/clusters/lease.py):
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -41,12 +42,14 @@ def sweep_hold(substrate: str, sweep_id: str, inventory: Optional[Path] = None, 
 def phase_hold(substrate: str, inventory: Optional[Path] = None, ssh_key: Optional[Path] = None,
                known_hosts: Optional[Path] = None) -> Iterator[Any]:
     """One phase of an Argo cell: a lab's lease for the workflow, kept after the phase (its next phase takes it
-    again as the same holder). Other substrates: nothing (Argo's semaphore orders a target's cells)."""
+    again as the same holder). A phase run by hand (no $EDGEBENCH_HOLDER) holds the lab while it runs and gives it
+    back, so the next phase command may take it. Other substrates: nothing (Argo's semaphore orders a target's
+    cells)."""
     if substrate != "ssh":
         yield None
         return
     h = lease.for_lab(inventory and str(inventory), ssh_key and str(ssh_key), known_hosts and str(known_hosts))
-    h.hold(release=False)
+    h.hold(release=not os.environ.get(lease.ENV_HOLDER))
     try:
         yield h
     finally:

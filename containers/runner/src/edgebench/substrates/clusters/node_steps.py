@@ -55,8 +55,12 @@ def _call(fn, x):
 def label(step: Step) -> str:
     """A short name of a step for its timing: its note, else its command's first words."""
     if step.note:
-        return step.note.split(";")[0].split(" (")[0][:60]
+        return " ".join(step.note.split(";")[0].split(" (")[0].split()[:6])
+    if step.capture:
+        return step.capture.replace("_", " ")
     cmd = step.command
+    if isinstance(cmd, str) and cmd.startswith("<<"):  # a captured command run as it is: `<<join_command>> ...`
+        return cmd[2:cmd.index(">>")].replace("_", " ").removesuffix(" command")
     words = cmd if isinstance(cmd, list) else cmd.split()
     return " ".join(str(w) for w in words[:2])[:60]
 

@@ -160,8 +160,8 @@ class ClusterProvider(WorkloadPods, Provider):
             return self.inventory.agents
         return [self.inventory.node(where)]
 
-    def _step(self, step: dist_mod.Step) -> None:
-        """One step, timed; on several nodes at once (node_steps)."""
+    def _step(self, step: dist_mod.Step, timed: bool = True) -> None:
+        """One step, timed (unless its batch is); on several nodes at once (node_steps)."""
         cmd = self._fill(step.command)
         t0 = time.monotonic()
         try:
@@ -185,13 +185,18 @@ class ClusterProvider(WorkloadPods, Provider):
                     key = step.capture if step.where not in ("all", "agents") else f"{step.capture}.{node.name}"
                     self.secrets[key] = out.strip()
         finally:
-            self.timings.add(node_steps.label(step), step.where, time.monotonic() - t0)
+            if timed:
+                self.timings.add(node_steps.label(step), step.where, time.monotonic() - t0)
 
     def _steps(self, steps: list[dist_mod.Step], keep_going: bool = False) -> None:
         """Steps in order, consecutive single-node steps on distinct nodes at once (node_steps.batches). With
         keep_going (teardown) a failed step is logged and the rest still run."""
         for batch in node_steps.batches(steps):
-            for result in node_steps.at_once(self._step, batch):
+            t0 = time.monotonic()
+            results = node_steps.at_once(lambda s: self._step(s, timed=len(batch) == 1), batch)
+            if len(batch) > 1:  # one stage: the batch's wall time, its nodes
+                self.timings.add(node_steps.label(batch[0]), ",".join(s.where for s in batch), time.monotonic() - t0)
+            for result in results:
                 if isinstance(result, BaseException):
                     if not keep_going or not isinstance(result, Exception):
                         raise result
