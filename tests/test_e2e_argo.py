@@ -196,3 +196,25 @@ def test_sweep_on_a_real_argo_controller():
         assert not [r for r in rules.splitlines() if "KUBE-" in r or "CNI-" in r], f"iptables {table} left over"
     mounts = Path("/proc/mounts").read_text()
     assert "edgebench-e2e" not in mounts and "/run/netns/cni-" not in mounts
+
+
+def test_real_argo_lint_accepts_the_templates_the_sweep_and_the_presets(tmp_path):
+    """`argo lint --offline` (the CLI scripts/e2e-argo/build.sh builds) resolves every variable the controller will:
+    a reference the schema accepts but Argo cannot resolve (a `{{...}}` in a parameter's description, say) is refused
+    at `argo submit`. Skips when the CLI is not built (make e2e-argo builds it)."""
+    argo = E2E / "bin" / "argo"
+    if not argo.exists():
+        pytest.skip(f"not built: the argo CLI ({argo}; scripts/e2e-argo/build.sh)")
+    repo = Path(__file__).resolve().parents[1]
+    files = [repo / "templates", repo / "workflows" / "sweep.yaml", *sorted((repo / "workflows" / "presets").glob("*.yaml"))]
+    proc = subprocess.run([str(argo), "lint", "--offline", *map(str, files)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # and it is not a rubber stamp: an unresolvable reference in the collect-results template is refused
+    broken = tmp_path / "templates"
+    shutil.copytree(repo / "templates", broken)
+    f = broken / "collect-results.yaml"
+    f.write_text(f.read_text().replace("description: The cell id (key of its results).",
+                                       "description: The cell id ({{tasks.run-workloads.status}})."))
+    proc = subprocess.run([str(argo), "lint", "--offline", str(broken), str(repo / "workflows" / "sweep.yaml")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "failed to resolve {{tasks.run-workloads.status}}" in proc.stdout + proc.stderr
