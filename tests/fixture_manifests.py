@@ -735,10 +735,13 @@ def version_run(*, cni: str, cni_mode: str, version: str | None, version_source:
                 params: dict | None = None, substrate: str = "local", distribution: str = "none",
                 datapath: str = "ptp-vxlan", netem: str = "none", tuning: str = "default_settings",
                 previous: str | None = None, status: str = "ok", minute: int = 0,
-                trigger_cni: str | None = None) -> tuple[dict, dict[str, bytes]]:
-    """(manifest, {file name: bytes} of the raw files beside it) of one versioned run; see the comment above."""
+                trigger_cni: str | None = None, sweep: str | None = None) -> tuple[dict, dict[str, bytes]]:
+    """(manifest, {file name: bytes} of the raw files beside it) of one versioned run; see the comment above.
+    `sweep`: the run's sweep id (default: one sweep per version, named from it)."""
     requested = version_source == "requested"
-    if requested:
+    if sweep is not None:
+        pass
+    elif requested:
         sweep = f"local-{trigger_cni or cni}-{version}-{_hex(f'{trigger_cni or cni}/{version}', 8)}"
     elif version_source == "installed":
         sweep = f"fixture-{substrate}-{cni}-{version}"
@@ -746,6 +749,8 @@ def version_run(*, cni: str, cni_mode: str, version: str | None, version_source:
         sweep = f"fixture-{substrate}-unversioned"
     params = dict(params or {})
     cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}", 10)
+    if sweep is not None:  # a sweep of both versions (a paired rerun) has a cell per version, as cni-versions gives
+        cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}/{version}", 10)
     run_id = "r-" + _hex(f"{sweep}/{cell_id}/{workload}/{protocol}/{length}/{sorted(params.items())}/{repetition}", 12)
     started = T0 + timedelta(days=3 if requested else 1, minutes=minute)
     metrics_keys = {"iperf3": ("throughput_mbps", "jitter_ms", "lost_percent"),
@@ -825,6 +830,10 @@ VERSION_NULL_CARDS = {  # (cni, mode, datapath) -> (older version, previous, new
 VERSION_SHIFT_CARD = (("cilium", "vxlan", "ptp-vxlan"), ("1.17.6", "1.18.0"))
 VERSION_SHIFT = 0.20
 VERSION_INSTALLED_CARD = (("calico", "vxlan", "ptp-vxlan"), ("v3.29.4", "v3.30.0"))
+# a paired rerun on a lab: one sweep ran both versions; an earlier sweep of the previous version, on another day, ran
+# 30% lower. The card compares the paired sweep's runs only (never pooled with the earlier sweep's)
+VERSION_PAIRED_CARD = (("flannel", "vxlan", "bridge-vxlan"), ("v0.28.9", "v0.28.10"))
+VERSION_PAIRED_SWEEP = "fixture-ssh-flannel-paired"
 # metric -> (mean, coefficient of variation)
 VERSION_NOISE = {
     "throughput_mbps/tcp": (7000.0, 0.04), "throughput_mbps/udp": (950.0, 0.015),
@@ -868,7 +877,7 @@ def _version_values(rng, metrics, shift: float = 0.0) -> dict:
 
 
 def _version_card_runs(card, versions, *, rng, shift_new=0.0, substrate="local", distribution="none",
-                       source="requested", configs=VERSION_CONFIGS, reps=VERSION_REPS) -> list:
+                       source="requested", configs=VERSION_CONFIGS, reps=VERSION_REPS, sweep=None) -> list:
     (cni, mode, datapath), out = card, []
     for vi, version in enumerate(versions):
         shift = shift_new if vi == len(versions) - 1 else 0.0
@@ -879,7 +888,7 @@ def _version_card_runs(card, versions, *, rng, shift_new=0.0, substrate="local",
                                        version_source=source, workload=workload, protocol=proto, length=length,
                                        params=params, repetition=rep, values=values, substrate=substrate,
                                        distribution=distribution, previous=versions[vi - 1] if vi else None,
-                                       minute=600 * vi + 10 * rep + ci))
+                                       minute=600 * vi + 10 * rep + ci, sweep=sweep))
     return out
 
 
@@ -903,6 +912,12 @@ def version_runs() -> list:
                                configs=[udp, VERSION_CONFIGS[5]], reps=2)   # udp: 2 runs at the previous version,
     runs += _version_card_runs(card, [versions[1]], rng=rng, substrate="ssh", distribution="k3s", source="installed",
                                configs=[udp], reps=1)                       # 1 at the new one: n < 2; dds: only old
+    card, versions = VERSION_PAIRED_CARD
+    rng = random.Random("paired")
+    runs += _version_card_runs(card, [versions[0]], rng=rng, substrate="ssh", distribution="kubeadm",
+                               source="installed", configs=[tcp], reps=3, shift_new=0.3)
+    runs += _version_card_runs(card, list(versions), rng=rng, substrate="ssh", distribution="kubeadm",
+                               source="installed", configs=[tcp], reps=3, sweep=VERSION_PAIRED_SWEEP)
     # must stay out: manifests without a version, a failed run, another CNI inside calico's trigger sweep
     (cni, mode, datapath), (_, _, calico_new) = ("calico", "vxlan", "ptp-vxlan"), VERSION_NULL_CARDS[
         ("calico", "vxlan", "ptp-vxlan")]

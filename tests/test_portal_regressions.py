@@ -46,7 +46,7 @@ def frame(at, column):
 
 def test_cards_and_rows(con):
     cards = regression_cards(con)
-    assert len(cards) == len(fx.VERSION_NULL_CARDS) + 2
+    assert len(cards) == len(fx.VERSION_NULL_CARDS) + 3
     assert cards.iloc[0]["label"] == CILIUM  # most worse rows first
     ssh = cards[cards["substrate"] == "ssh"].iloc[0]
     assert ssh["label"] == SSH and ssh["caveat"] is None and ssh["versions"] == "versions installed"
@@ -80,7 +80,7 @@ def test_page_is_registered_and_shows_a_card(page):
     at = page
     assert at.title[0].value == "CNI versions"
     overview = frame(at, "card_n_worse").value
-    assert overview["label"].tolist()[0] == CILIUM and len(overview) == 8
+    assert overview["label"].tolist()[0] == CILIUM and len(overview) == len(fx.VERSION_NULL_CARDS) + 3
     # many cards: a select box, the card with most worse rows first
     box = at.selectbox(key="reg_card")
     assert box.value == CILIUM and SSH in box.options
@@ -117,8 +117,8 @@ def test_few_cards_are_shown_one_below_the_other(versions_warehouse, monkeypatch
     monkeypatch.setattr(data.regressions, "CARDS_SHOWN_ALL", 10)
     at = open_page(versions_warehouse, monkeypatch)
     assert not at.selectbox  # no select box
-    assert len(at.subheader) == 8 and at.subheader[0].value == CILIUM
-    assert sum("diff_pct_ci" in d.value.columns for d in [*at.dataframe, *at.table]) == 8
+    assert len(at.subheader) == len(fx.VERSION_NULL_CARDS) + 3 and at.subheader[0].value == CILIUM
+    assert sum("diff_pct_ci" in d.value.columns for d in [*at.dataframe, *at.table]) == len(fx.VERSION_NULL_CARDS) + 3
 
 
 def test_empty_state_explains_how_versions_get_measured(fixture_warehouse, monkeypatch):

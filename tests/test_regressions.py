@@ -127,7 +127,7 @@ def verdict(prev, new, higher_is_better, metric):
 
 
 def expected_rows() -> dict:
-    values = defaultdict(lambda: defaultdict(list))  # key -> version -> [values]
+    by_sweep = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))  # key -> version -> sweep -> [values]
     for m, files in fx.version_runs():
         version, _ = version_of(m)
         if m["status"] != "ok" or m["cni"] == "host" or not version:
@@ -136,10 +136,19 @@ def expected_rows() -> dict:
         mode = m["params"].get("mode")
         for metric, v in run_metrics(m, files).items():
             key = row_key(card, m["workload"], m["protocol"], m["length_bytes"], mode, m["distribution"], metric)
-            values[key][version].append(v)
+            by_sweep[key][version][m["sweep_id"]].append(v)
     card_versions = defaultdict(set)
-    for key, by_version in values.items():
-        card_versions[key[:3]] |= set(by_version)
+    for key, vs in by_sweep.items():
+        card_versions[key[:3]] |= set(vs)
+    values = defaultdict(lambda: defaultdict(list))  # key -> version -> [values]
+    for key, vs in by_sweep.items():
+        newest = sorted(card_versions[key[:3]], key=parse_version, reverse=True)[:2]
+        # a sweep that measured this configuration at both compared versions: only such sweeps count
+        both = set.intersection(*(set(vs.get(v, {})) for v in newest)) if len(newest) == 2 else set()
+        for version, sweeps in vs.items():
+            for sweep, xs in sweeps.items():
+                if not both or sweep in both:
+                    values[key][version] += xs
     out = {}
     for key, by_version in values.items():
         ordered = sorted(card_versions[key[:3]], key=parse_version, reverse=True)
@@ -287,7 +296,7 @@ def test_version_source_and_trigger_columns(rows):
 
 
 def test_too_few_runs_and_card_counts(rows):
-    ssh = [r for r in rows if r["substrate"] == "ssh"]
+    ssh = [r for r in rows if (r["substrate"], r["cni"]) == ("ssh", fx.VERSION_INSTALLED_CARD[0][0])]
     udp = [r for r in ssh if r["protocol"] == "udp"]
     assert udp and {(r["previous_n_runs"], r["new_n_runs"], r["verdict"]) for r in udp} == {(2, 1, "n < 2")}
     assert not [r for r in ssh if r["workload"] == "dds"]  # measured at the previous version only: not compared
@@ -399,7 +408,7 @@ def test_report_cards(versions_warehouse):
     assert "No CNI software of either version ran" in text
     # the shift card first (most worse rows), and in it worse rows before the others
     titles = [line for line in text.splitlines() if " -> " in line and "(substrate" in line]
-    assert titles[0].startswith("cilium:vxlan 1.17.6 -> 1.18.0") and len(titles) == 8
+    assert titles[0].startswith("cilium:vxlan 1.17.6 -> 1.18.0") and len(titles) == len(fx.VERSION_NULL_CARDS) + 3
     cilium = text.split(titles[0])[1].split(titles[1])[0]
     verdicts = [w for line in cilium.splitlines() for w in ("worse", "inconclusive") if f" {w} " in line]
     assert verdicts == sorted(verdicts, key=["worse", "inconclusive"].index) and verdicts[0] == "worse"
@@ -408,7 +417,7 @@ def test_report_cards(versions_warehouse):
     assert "cilium:vxlan (local): 52 comparisons: 43 worse, 0 better, 0 equivalent, 9 inconclusive" in text
     assert "about 2.6 better/worse by chance" in text
     assert "2/1" in text and "(n < 2)" in text and "7 more with n < 2" in text
-    assert text.rstrip().splitlines()[-1].startswith("8 card(s),")
+    assert text.rstrip().splitlines()[-1].startswith(f"{len(fx.VERSION_NULL_CARDS) + 3} card(s),")
 
 
 def test_report_json_and_filter(versions_warehouse):
@@ -446,3 +455,20 @@ def test_report_without_cards_and_without_warehouse(fixture_warehouse, tmp_path)
 def test_version_regressions_reads_raise_on_missing(tmp_path):
     with pytest.raises(warehouse.WarehouseError, match="no warehouse"):
         summaries.version_regressions(tmp_path / "x.duckdb")
+
+
+def test_a_paired_rerun_is_compared_within_its_sweep(rows):
+    """The lab's paired rerun (both versions in one sweep) against an earlier sweep of the previous version that ran
+    30% lower: the card compares the paired sweep's 3 + 3 runs only; pooled, the earlier day would read as a 15%
+    gain of the new version."""
+    card, (previous, new) = fx.VERSION_PAIRED_CARD
+    got = [r for r in rows if (r["substrate"], r["cni"], r["cni_mode"]) == ("ssh", *card[:2])
+           and r["metric"] == "throughput_mbps"]
+    assert len(got) == 1
+    r = got[0]
+    assert (r["previous_version"], r["new_version"]) == (previous, new)
+    assert (r["previous_n_runs"], r["new_n_runs"], r["previous_n_sweeps"]) == (3, 3, 1)
+    paired = [m["metrics"]["throughput_mbps"] for m, _ in fx.version_runs()
+              if m["sweep_id"] == fx.VERSION_PAIRED_SWEEP and m["environment"]["cni_version"] == previous]
+    assert len(paired) == 3 and r["previous_mean"] == pytest.approx(statistics.mean(paired))
+    assert r["verdict"] != "better"

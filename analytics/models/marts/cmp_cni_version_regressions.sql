@@ -5,7 +5,9 @@
 --   the difference, paired by round where the two versions ran interleaved (a paired rerun, `edgebench watch
 --   --paired` / `cni-versions`: each new-version run joined with the previous version's run of the same sweep and
 --   round, in round-blocked sweeps, int_sweeps__round_blocks; paired when every run of both sides has its pair, 2 or
---   more): t(n - 1) * sd(paired differences) / sqrt(n), the drift between rounds cancels. Otherwise by Welch:
+--   more): t(n - 1) * sd(paired differences) / sqrt(n), the drift between rounds cancels. Where a sweep measured a
+--   configuration at both versions, only such sweeps' runs are compared (paired_sweeps), never pooled with runs of
+--   other sweeps. Otherwise by Welch:
 --   t(0.975, floor(df)) * sqrt(s_new^2/n_new + s_prev^2/n_prev), df by Welch-Satterthwaite (floored: never a
 --   narrower interval). verdict_method says which. diff_pct and its interval relative to the previous mean.
 --   verdict: the project's one rule (macros/verdict.sql; the margin by the metric's unit, better = in the metric's
@@ -50,7 +52,7 @@ versions as (
 
 ),
 
-ranked as (
+ranked_all as (
 
     select metrics.*, versions.version_label, versions.version_rank, versions.n_versions
     from metrics
@@ -59,6 +61,35 @@ ranked as (
     where metrics.version_prerelease is not distinct from versions.version_prerelease
       and versions.version_rank <= 2
       and versions.n_versions >= 2
+
+),
+
+paired_sweeps as (
+
+    -- a sweep that measured a configuration at both versions (a paired rerun, the versions interleaved by round):
+    -- where one exists, that configuration compares only such sweeps' runs. Pooling every run of the previous
+    -- version would mix in runs of other days and other loads on the machine, which the pairing exists to keep out
+    select {{ (card + config) | join(', ') }}, metric, sweep_id
+    from ranked_all
+    group by all
+    having count(distinct version_rank) = 2
+
+),
+
+ranked as (
+
+    select ranked_all.*
+    from ranked_all
+    left join (select distinct {{ (card + config) | join(', ') }}, metric from paired_sweeps) as has_pair
+        on {% for k in card + config + ['metric'] -%}
+           {{ '\n        and ' if not loop.first }}has_pair.{{ k }} is not distinct from ranked_all.{{ k }}
+           {%- endfor %}
+    left join paired_sweeps as in_pair
+        on in_pair.sweep_id = ranked_all.sweep_id
+        {% for k in card + config + ['metric'] -%}
+        and in_pair.{{ k }} is not distinct from ranked_all.{{ k }}
+        {% endfor %}
+    where has_pair.metric is null or in_pair.sweep_id is not null
 
 ),
 
