@@ -75,6 +75,7 @@ def test_the_templates_mount_the_repository_the_configmap_names():
                    if t["name"] == "collect-results")
     params = {p["name"]: p["value"] for p in collect["arguments"]["parameters"]}
     assert params["run-workloads-status"] == "{{tasks.run-workloads.status}}"
+    assert params["run-workloads-exit-code"] == "{{tasks.run-workloads.exitCode}}"
 
 
 def test_a_deleted_run_pod_loses_only_the_run_in_flight(tmp_path, minio_server):
@@ -92,21 +93,27 @@ def test_a_deleted_run_pod_loses_only_the_run_in_flight(tmp_path, minio_server):
     # collect-results, a new pod: its own state (from before run-workloads), no results artifact
     common = ["--cell", f"@{tmp_path / 'cell.json'}", "--workdir", str(tmp_path / "collect-work"),
               "--results", str(tmp_path / "collect-out"), "--from", str(tmp_path / "no-artifact")]
-    proc = _cli("collect-results", *common, "--run-workloads-status", "Error", env=env)
+    # what Argo gave for the pod deleted mid-run (observed): the task Failed, its main container exit code 130
+    proc = _cli("collect-results", *common, "--run-workloads-status", "Failed", "--run-workloads-exit-code", "130",
+                env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 runs of cell" in proc.stdout
     cell_dir = tmp_path / "collect-out" / "runs" / sweep.sweep_id / cell.cell_id
     docs = {d.name: json.loads((d / "manifest.json").read_text()) for d in cell_dir.iterdir()}
     assert [docs[r.run_id]["status"] for r in runs] == ["ok", "ok", "failed"]
     assert (cell_dir / runs[0].run_id / "iperf3-client.json").read_bytes() == b"{}"
-    assert "run-workloads pod ended in Error" in docs[runs[2].run_id]["error"]
+    assert docs[runs[2].run_id]["error"] == ("the run-workloads step ended Failed before this run finished: its pod "
+                                             "was stopped (SIGTERM: the pod deleted or evicted, or the workflow "
+                                             "stopped)")
 
 
 def test_without_the_repository_the_reason_still_says_how_the_step_ended(tmp_path):
     sweep, cell = _cell(tmp_path)
     common = ["--cell", f"@{tmp_path / 'cell.json'}", "--workdir", str(tmp_path / "w"), "--results", str(tmp_path / "o")]
-    for status, words in (("Failed", "step Failed"), ("Succeeded", "no manifest was written"), ("", "no manifest")):
-        proc = _cli("collect-results", *common, "--run-workloads-status", status,
+    for status, code, words in (("Failed", "1", "exited with code 1"), ("Failed", "137", "SIGKILL"),
+                                ("Error", "", "its pod ended in Error"), ("Succeeded", "0", "no manifest was written"),
+                                ("", "", "no manifest")):
+        proc = _cli("collect-results", *common, "--run-workloads-status", status, "--run-workloads-exit-code", code,
                     env={live_store.ENV_MOUNT: str(tmp_path / "absent")})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         cell_dir = tmp_path / "o" / "runs" / sweep.sweep_id / cell.cell_id

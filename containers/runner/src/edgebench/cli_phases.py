@@ -62,6 +62,8 @@ def _phase_command(app: typer.Typer, phase: str) -> None:
         ended: Optional[str] = typer.Option(None, "--run-workloads-status", help="collect-results: how the "
                                             "run-workloads step ended (Argo's {{tasks.run-workloads.status}}); "
                                             "a run it left without a manifest is recorded failed with why."),
+        exit_code: Optional[str] = typer.Option(None, "--run-workloads-exit-code", help="collect-results: the "
+                                                "run-workloads step's exit code (130: its pod was stopped)."),
         inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
         ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
         known_hosts: Optional[Path] = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
@@ -81,7 +83,7 @@ def _phase_command(app: typer.Typer, phase: str) -> None:
                 out.print(f"{len(got)} runs of cell {c.cell_id} were already in {live.cfg.endpoint} as they finished")
                 sources = [*sources, scratch]
             ph.merge_results(ctx, sources)
-            function = functools.partial(ph.collect_results, reason=live_store.ended_reason(ended))
+            function = functools.partial(ph.collect_results, reason=live_store.ended_reason(ended, exit_code))
         with holding.phase_hold(c.substrate if phase != "collect-results" else "", inventory, ssh_key, known_hosts):
             result = function(ctx)
         if phase == "collect-results":

@@ -91,15 +91,20 @@ class LiveStore:
         return sorted(complete)
 
 
-def ended_reason(status: str | None) -> str | None:
-    """Why a run without a manifest never finished, from the run-workloads step's phase as Argo gives it to
-    collect-results ({{tasks.run-workloads.status}}); None for a step that Succeeded (nothing to add)."""
+def ended_reason(status: str | None, exit_code: str | None = None) -> str | None:
+    """Why a run without a manifest never finished, from how the run-workloads step ended as Argo gives it to
+    collect-results (the task's status and exit code); None for a step that Succeeded (nothing to add)."""
     if not status or status == "Succeeded":
         return None
-    if status == "Error":
-        return ("the run-workloads pod ended in Error before this run finished (the pod was deleted, evicted, or "
-                "lost its node; the workflow's run-workloads node has Argo's message)")
-    if status == "Failed":
-        return ("the run-workloads step Failed before this run finished (a deadline or a crash of the step; its "
-                "log has the reason)")
-    return f"the run-workloads step ended {status} before this run finished"
+    code = (exit_code or "").strip()
+    if code in ("130", "143"):  # SIGTERM (edgebench turns it into an interrupt: 130)
+        how = "its pod was stopped (SIGTERM: the pod deleted or evicted, or the workflow stopped)"
+    elif code == "137":
+        how = "its pod was killed (SIGKILL: out of memory, or it did not stop within its grace period)"
+    elif code and code not in ("0", "<no value>"):
+        how = f"the step exited with code {code} (its log has the reason)"
+    elif status == "Error":
+        how = "its pod ended in Error (deleted or evicted before its container ran, or its node lost)"
+    else:
+        how = "the workflow's run-workloads node has Argo's message"
+    return f"the run-workloads step ended {status} before this run finished: {how}"
