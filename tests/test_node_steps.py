@@ -89,22 +89,3 @@ def test_summary_and_labels():
     line = node_steps.summary([{"stage": "kubeadm init", "where": "server", "seconds": 20.0},
                                {"stage": "join", "where": "w1", "seconds": 5.5}])
     assert line == "kubeadm init 20.0 s (server), join 5.5 s (w1); 25.5 s in all"
-
-
-def test_teardown_takes_the_pods_off_the_pod_network_before_the_cni_goes(tmp_path):
-    calls = []
-
-    def local(argv, input=None, check=True):
-        calls.append(" ".join(argv))
-        return ""
-
-    p = ClusterProvider("ssh", "kubeadm", "cilium", "vxlan", tmp_path, inventory=INV, transport=FakeTransport(),
-                        local=local, fetch=lambda url: "")
-    (tmp_path / "kubeconfig").write_text("apiVersion: v1\n")
-    p.teardown()
-    drain = [i for i, c in enumerate(calls) if "delete namespace edgebench-bench" in c or "coredns --replicas=0" in c
-             or "--for=delete pod -l k8s-app=kube-dns" in c]
-    uninstall = [i for i, c in enumerate(calls) if "uninstall cilium" in c]
-    assert len(drain) == 3 and uninstall and max(drain) < min(uninstall)
-    stages = [s["stage"] for s in p.timings.take()]
-    assert stages[:2] == ["pods off the pod network", "CNI uninstall"] and "kubeadm reset" in stages

@@ -28,7 +28,6 @@ from edgebench.substrates.clusters import distributions as dist_mod
 from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import artifacts as artifacts_mod
 from edgebench.substrates.clusters import node_steps, preflight
-from edgebench.substrates.clusters.placement import NAMESPACE as WORKLOADS_NAMESPACE
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
 from edgebench.substrates.clusters.artifacts import Source, mirror_images
 from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
@@ -362,7 +361,6 @@ class ClusterProvider(WorkloadPods, Provider):
         else:
             if kc.exists():
                 try:
-                    self.timings.timed("pods off the pod network", "local", self._drain_pod_network)
                     for argv in self.cni_plan().uninstall:
                         self.timings.timed("CNI uninstall", "local", lambda: self.local(self._fill(argv), check=False))
                 except Exception as exc:  # an unreachable API must not stop the node cleanup
@@ -376,16 +374,6 @@ class ClusterProvider(WorkloadPods, Provider):
                 removed.append(str(p))
         self._pods = None
         return removed
-
-    def _drain_pod_network(self) -> None:
-        """Before the CNI goes: the bench pods and CoreDNS leave the pod network while the CNI still answers for
-        their sandboxes. Removed after it, each sandbox waits on a CNI whose agent is gone (cilium's: `kubeadm reset`
-        spent 50-80 s there). Best effort: an unreachable API leaves it to the node teardown, as before."""
-        self._kubectl("delete", "namespace", WORKLOADS_NAMESPACE, "--ignore-not-found", "--wait=true",
-                      "--timeout=60s", check=False)
-        self._kubectl("-n", "kube-system", "scale", "deployment", "coredns", "--replicas=0", check=False)
-        self._kubectl("-n", "kube-system", "wait", "--for=delete", "pod", "-l", "k8s-app=kube-dns", "--timeout=60s",
-                      check=False)
 
     def _read_state(self) -> dict:
         p = self.workdir / "cluster.json"
