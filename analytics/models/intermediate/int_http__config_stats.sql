@@ -1,4 +1,5 @@
--- HTTP response-time statistics per comparable configuration over status = 'ok' runs (host included): means over
+-- HTTP response-time statistics per comparable configuration (requests per run included) over status = 'ok' runs
+-- (host included): means over
 -- runs of each run's p50 / p90 (from its requests), Student-t 95% CIs of both, and the coarsest time resolution of
 -- the load generators that timed them (resolution_ms: a difference below it is not measurable).
 with runs as (
@@ -13,6 +14,7 @@ select
     path,
     placement,
     length_bytes,
+    requests_planned,                        -- requests per run: a run of 40 and one of 1000 are not one sample
     count(*)                                 as n_runs,
     count(distinct sweep_id)                 as n_sweeps,
     sum(n_requests)                          as n_requests,

@@ -37,7 +37,8 @@ with sides as (
       and (case when dds_mode = 'throughput' then throughput_overhead_pct else latency_p90_overhead_pct end) is not null
     union all
     select substrate, lab, {{ column_list(dims) }}, 'http', 'response_p50_ms',
-           concat_ws(' ', service, path, placement, length_bytes::varchar || ' B'),
+           concat_ws(' ', service, path, placement, length_bytes::varchar || ' B',
+                     requests_planned::varchar || ' requests'),
            response_p50_overhead_pct, response_p50_diff_ci95_ms / nullif(host_response_p50_ms, 0) * 100,
            response_p50_verdict, n_runs, host_n_runs
     from {{ ref('cmp_http_vs_host') }}

@@ -1,5 +1,5 @@
 -- HTTP response time of each CNI/mode against the host-network baseline with identical substrate, distribution,
--- netem, tuning, service, path, placement and payload (status = 'ok' AND is_valid runs). Per side: n runs, the mean
+-- netem, tuning, service, path, placement, payload and requests per run (status = 'ok' AND is_valid runs). Per side: n runs, the mean
 -- over runs of each run's p50/p90 with its standard deviation and 95% CI (Student t), and the load generator's time
 -- resolution.
 --   response_pXX_diff_ms = cni - host with response_pXX_diff_ci95_ms (Welch's 95% interval of the difference);
@@ -10,6 +10,7 @@
 --   'baseline' on host rows, null without a host baseline. runs_to_decide: for an inconclusive verdict.
 -- Host rows kept (is_host_baseline, overheads 0, verdict 'baseline').
 {%- set match = ['service', 'path', 'placement', 'length_bytes'] %}
+{%- set null_safe_match = ['requests_planned'] %}  {#- null in manifests older than the parameter #}
 {%- set resolution = 'greatest(stats.resolution_ms, host.resolution_ms)' %}
 {#- per statistic: its verdict column and its runs_to_decide column (the p90's are the mart's headline ones) #}
 {%- set statistics = [('p50', 'response_p50_verdict', 'response_p50_runs_to_decide'),
@@ -24,7 +25,7 @@ runs as (
 
 pairs as (
 
-    {{ round_pairs(match, [], {'p50': '@.response_p50_ms', 'p90': '@.response_p90_ms'}) }}
+    {{ round_pairs(match, null_safe_match, {'p50': '@.response_p50_ms', 'p90': '@.response_p90_ms'}) }}
 
 )
 
@@ -34,6 +35,7 @@ select
     stats.path,
     stats.placement,
     stats.length_bytes,
+    stats.requests_planned,
     stats.cni = 'host'                      as is_host_baseline,
     stats.n_runs,
     stats.n_requests,
@@ -86,5 +88,5 @@ select
     case when host.response_p90_ms > 0
          then (stats.response_p90_ms - host.response_p90_ms) / host.response_p90_ms * 100
     end                                     as response_p90_overhead_pct,
-    {{ vs_host_tail(match) }}
-{{ pairs_join(match) }}
+    {{ vs_host_tail(match, null_safe_match=null_safe_match) }}
+{{ pairs_join(match, null_safe_match) }}
