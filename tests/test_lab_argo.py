@@ -57,7 +57,7 @@ def test_a_cell_pod_takes_the_lab_mirror_from_the_inventory_and_holds_the_lab_as
     assert inv.artifact_source == "http://10.77.0.1:8089" and inv.target == "lab-local"
     pod = [t for t in yaml.safe_load((REPO / "templates" / "cell-phase.yaml").read_text())["spec"]["templates"]
            if t["name"] == "main"][0]
-    env = {e["name"]: e["value"] for e in pod["container"]["env"]}
+    env = {e["name"]: e.get("value") for e in pod["container"]["env"]}
     assert env[lease.ENV_HOLDER] == "argo workflow {{workflow.namespace}}/{{workflow.name}}"
     monkeypatch.setenv(lease.ENV_HOLDER, "argo workflow edgebench/lab-argo-test")
     assert lease.default_holder("anything") == "argo workflow edgebench/lab-argo-test"

@@ -33,14 +33,17 @@ def _cell(tmp_path):
     return from_json(text)
 
 
-def _mount(tmp_path, endpoint: str) -> Path:
-    """The ConfigMap as Argo's volume would mount it, pointed at the throwaway MinIO."""
+def _mount(tmp_path, endpoint: str, bucket: str | None = None) -> Path:
+    """The ConfigMap as Argo's volume would mount it, pointed at the throwaway MinIO (and a bucket of its own: the
+    session's MinIO is shared, and other tests expect its `edgebench` bucket empty)."""
     data = yaml.safe_load(CONFIGMAP.read_text())["data"]
     mount = tmp_path / "artifact-repositories"
     mount.mkdir()
     for key, text in data.items():
         doc = yaml.safe_load(text)
         doc["s3"]["endpoint"] = endpoint.split("://", 1)[1]
+        if bucket:
+            doc["s3"]["bucket"] = bucket
         (mount / key).write_text(yaml.safe_dump(doc))
     return mount
 
@@ -82,10 +85,12 @@ def test_a_deleted_run_pod_loses_only_the_run_in_flight(tmp_path, minio_server):
     sweep, cell = _cell(tmp_path)
     runs = runs_for(sweep, cell)
     assert len(runs) == 3
-    env = {live_store.ENV_MOUNT: str(_mount(tmp_path, minio_server["endpoint"])),
+    env = {live_store.ENV_MOUNT: str(_mount(tmp_path, minio_server["endpoint"], bucket="live-store-test")),
            "EDGEBENCH_S3_ACCESS_KEY": minio_server["access_key"], "EDGEBENCH_S3_SECRET_KEY": minio_server["secret_key"]}
     # the run-workloads pod: two runs finish and are sent as they finish; then the pod is gone (no artifact)
     live = live_store.LiveStore(live_store.repository(env), log=lambda m: None)
+    if not live.client.bucket_exists("live-store-test"):
+        live.client.make_bucket("live-store-test")
     pod = CellContext(sweep, cell, workdir=tmp_path / "pod-work", results=tmp_path / "pod-out", provider=None)
     pod.sink = live.sink(pod.results)
     for run in runs[:2]:
