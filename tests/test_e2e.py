@@ -20,7 +20,7 @@ SWEEP = str(ROOT / "workflows" / "sweep.yaml")
 TINY = ["-p", 'cnis=["host","flannel:vxlan","calico:ipip"]', "-p", "repetitions=1", "-p", "duration=1",
         "-p", 'iperf3-paths=["pod-to-pod:cross-node","pod-to-service:same-node"]',
         "-p", 'workloads=["iperf3:tcp","iperf3:udp","dds:latency","http:payload-echo"]', "-p", 'dds-payloads=["64"]',
-        "-p", "dds-duration=3", "-p", 'http-payloads=["1000"]']
+        "-p", "dds-duration=3", "-p", 'http-payloads=["1000"]', "-p", "http-requests=40"]  # a tiny run: 40 requests
 N_RUNS = 3 * (2 * 2 + 1 + 1)  # cells x (iperf3 tcp/udp x 2 paths + dds latency + http echo)
 
 
