@@ -97,14 +97,16 @@ def ended_reason(status: str | None, exit_code: str | None = None) -> str | None
     if not status or status == "Succeeded":
         return None
     code = (exit_code or "").strip()
+    if not code.lstrip("-").isdigit():  # none: Argo leaves the variable unresolved when the pod never exited itself
+        code = ""
     if code in ("130", "143"):  # SIGTERM (edgebench turns it into an interrupt: 130)
         how = "its pod was stopped (SIGTERM: the pod deleted or evicted, or the workflow stopped)"
     elif code == "137":
         how = "its pod was killed (SIGKILL: out of memory, or it did not stop within its grace period)"
-    elif code and code not in ("0", "<no value>"):
+    elif code and code != "0":
         how = f"the step exited with code {code} (its log has the reason)"
     elif status == "Error":
-        how = "its pod ended in Error (deleted or evicted before its container ran, or its node lost)"
+        how = "its pod ended in Error with no exit code of its own (the pod deleted or evicted, or its node lost)"
     else:
         how = "the workflow's run-workloads node has Argo's message"
     return f"the run-workloads step ended {status} before this run finished: {how}"
