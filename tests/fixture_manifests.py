@@ -739,17 +739,14 @@ def version_run(*, cni: str, cni_mode: str, version: str | None, version_source:
     """(manifest, {file name: bytes} of the raw files beside it) of one versioned run; see the comment above.
     `sweep`: the run's sweep id (default: one sweep per version, named from it)."""
     requested = version_source == "requested"
-    if sweep is not None:
-        pass
-    elif requested:
+    both_versions = sweep is not None  # a sweep given: one that runs both versions (a paired rerun)
+    if sweep is None and requested:
         sweep = f"local-{trigger_cni or cni}-{version}-{_hex(f'{trigger_cni or cni}/{version}', 8)}"
-    elif version_source == "installed":
-        sweep = f"fixture-{substrate}-{cni}-{version}"
-    else:
-        sweep = f"fixture-{substrate}-unversioned"
+    elif sweep is None:
+        sweep = f"fixture-{substrate}-{cni}-{version}" if version_source == "installed" else f"fixture-{substrate}-unversioned"
     params = dict(params or {})
     cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}", 10)
-    if sweep is not None:  # a sweep of both versions (a paired rerun) has a cell per version, as cni-versions gives
+    if both_versions:  # a sweep of both versions has a cell per version, as cni-versions gives
         cell_id = "c-" + _hex(f"{substrate}/{distribution}/{cni}/{cni_mode}/{tuning}/{netem}/{version}", 10)
     run_id = "r-" + _hex(f"{sweep}/{cell_id}/{workload}/{protocol}/{length}/{sorted(params.items())}/{repetition}", 12)
     started = T0 + timedelta(days=3 if requested else 1, minutes=minute)

@@ -88,7 +88,7 @@ def test_a_deleted_run_pod_loses_only_the_run_in_flight(tmp_path, minio_server):
     env = {live_store.ENV_MOUNT: str(_mount(tmp_path, minio_server["endpoint"], bucket="live-store-test")),
            "EDGEBENCH_S3_ACCESS_KEY": minio_server["access_key"], "EDGEBENCH_S3_SECRET_KEY": minio_server["secret_key"]}
     # the run-workloads pod: two runs finish and are sent as they finish; then the pod is gone (no artifact)
-    live = live_store.LiveStore(live_store.repository(env), log=lambda m: None)
+    live = live_store.LiveStore(live_store.repository(env), spool=tmp_path / "spool", log=lambda m: None)
     if not live.client.bucket_exists("live-store-test"):
         live.client.make_bucket("live-store-test")
     pod = CellContext(sweep, cell, workdir=tmp_path / "pod-work", results=tmp_path / "pod-out", provider=None)

@@ -106,7 +106,7 @@ def _live(ctx: ph.CellContext, phase: str) -> Optional[live_store.LiveStore]:
     cfg = live_store.repository()
     if cfg is None:
         return None
-    live = live_store.LiveStore(cfg, log=out.print)
+    live = live_store.LiveStore(cfg, spool=ctx.workdir.parent / f"{ctx.workdir.name}.spool", log=out.print)
     if phase.startswith("run-"):
         ctx.sink = live.sink(ctx.results)
     return live

@@ -13,7 +13,6 @@ early and the output artifact alone carries the runs, as before.
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -21,7 +20,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from edgebench.plan.cells import Run
-from edgebench.results.store import S3Config
+from edgebench.results.store import ResultStore, S3Config, StoreError
 
 # where cell-phase.yaml and collect-results.yaml mount ConfigMap artifact-repositories, and the key they read: the
 # ConfigMap's default (its annotation; tests/test_templates.py checks that they agree)
@@ -52,24 +51,24 @@ def repository(env: Mapping[str, str] = os.environ) -> S3Config | None:
 class LiveStore:
     """Send finished runs to the artifact repository (sink), and take the ones already there back (fetch)."""
 
-    def __init__(self, cfg: S3Config, log: Log = print):
-        self.cfg = cfg
-        self.client = cfg.client()
+    def __init__(self, cfg: S3Config, spool: Path, log: Log = print):
+        # results.store's own upload (raw files first, the manifest last), once per object: a store that is away
+        # costs each run one try, and the output artifact carries the runs all the same
+        self.store = ResultStore(cfg, spool=spool, attempts=1)
+        self.cfg, self.client = cfg, self.store.client
         self.log = log
-        self.failed = False  # the first failure is said once; the output artifact still carries the runs
+        self.failed = False  # the first failure is said once
 
     def sink(self, results: Path) -> Callable[[Run, dict[str, Any]], None]:
-        """A CellContext sink: uploads the run's directory under `results`, raw files first, manifest last."""
+        """A CellContext sink: the run's manifest and the raw files beside it under `results`, sent as one run."""
 
         def send(run: Run, doc: dict[str, Any]) -> None:
             directory = results / run.prefix
-            files = sorted((p for p in directory.iterdir() if p.is_file() and not p.name.endswith(".part")),
-                           key=lambda p: (p.name == "manifest.json", p.name))
+            raw = {p.name: p.read_bytes() for p in directory.iterdir()
+                   if p.is_file() and p.name != "manifest.json" and not p.name.endswith(".part")}
             try:
-                for path in files:
-                    data = path.read_bytes()
-                    self.client.put_object(self.cfg.bucket, run.prefix + path.name, io.BytesIO(data), len(data))
-            except Exception as exc:  # the store is away: the run stays in the output artifact, as without us
+                self.store.put_run(run.prefix, doc, raw)
+            except StoreError as exc:  # the store is away: the run stays in the output artifact, as without us
                 if not self.failed:
                     self.log(f"could not send {run.prefix} to {self.cfg.endpoint} as it finished ({exc}); "
                              "the runs go with the step's output artifact instead")
