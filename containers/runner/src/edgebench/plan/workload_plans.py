@@ -156,7 +156,7 @@ class HttpPlan(WorkloadPlan):
               "HTTP request payload sizes in bytes (seed grid: 60, 1000, 2000, 10000, 100000, 1000000)"),
         Param("http-requests", lambda n, v: integer(n, v, 1), "1000",
               "sequential requests per HTTP run, on one kept-alive connection (1000: measured on the testbed, a run's "
-              "p50 of 40 decided 1 of 6 comparisons with the host, of 1000 3 of 6, at about 1 s more per run; seed "
+              "p50 of 40 decided 1 of 6 comparisons with the host, of 1000 3 of 6, at 0.5-2 s more per run; seed "
               "001's JMeter plan sends 40: its presets say so)"),
         Param("http-paths", paths, json_default(["pod-to-pod:cross-node"]), "path:placement entries for HTTP runs"),
     )
