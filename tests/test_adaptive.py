@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
+from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.cells import expand_checked
 from edgebench.sweep import adaptive
@@ -134,11 +135,52 @@ def test_a_resumed_sweep_judges_the_runs_stored_before_it():
     plan = [(1, set())] + later
     store = _Store()
     runner._adapt(s, cells, store, report, Progress(3, 12, log=lambda _: None), lambda _: None, plan, 0, 3,
-                  active, variant_of, {}, prior)
+                  active, variant_of, {}, prior, {r.run_id: r.repetition for c in cells for r in runs_for(s, c)})
     assert tcp not in active[1]  # decided on rounds 1-3 (n = 3), not on round 3 alone
     assert all(i != 1 for i, _ in plan[1:])  # its round 4 is not measured
     rec = store.put[f"sweeps/{s.sweep_id}/stops.json"]["stops"][vxlan.cell_id]
     assert rec["variants"][adaptive.label(tcp)]["reason"].startswith("decided after 3 rounds: worse (paired, n=3)")
+
+
+def test_the_time_budget_stops_every_open_variant_before_a_round_that_would_end_after_it():
+    from edgebench.plan.cells import runs_for
+    from edgebench.sweep import runner
+    from edgebench.sweep.progress import Progress
+
+    for budget, stops in (("190", False), ("4m", False), ("189", True)):
+        s = _sweep(**{"min-repetitions": "3", "max-repetitions": "10", "time-budget": budget})
+        cells, _ = expand_checked(s)
+        host, vxlan, gw = cells
+        tcp = adaptive._variant(_docs(host, [1])[0])
+        # undecided so far: the spread is wide, nothing stops on its own
+        now = _docs(host, [1000, 990, 1010]) + _docs(vxlan, [940, 960, 900]) + _docs(gw, [950, 1000, 930])
+        report = runner.SweepReport(s.sweep_id, results=now)
+        active = {i: {tcp} for i in range(3)}
+        variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(s, c)}
+        rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(s, c)}
+        later = [(i, {r.run_id for r in runs_for(s, c) if r.repetition == 4}) for i, c in enumerate(cells)]
+        plan = [(2, set())] + later
+        clock = iter([0.0, 100.0, 100.0, 100.0]).__next__
+        progress = Progress(3, 30, log=lambda _: None, clock=clock)
+        progress.measured = 10  # 10 runs in 100 s: the 9 runs of round 4 (3 cells x 3 paths) would end at 190 s
+        store, lines = _Store(), []
+        runner._adapt(s, cells, store, report, progress, lines.append, plan, 0, 3, active, variant_of, {}, [],
+                      rep_of)
+        assert (len(plan) == 1) is stops, (budget, lines)
+        if stops:
+            assert active == {0: set(), 1: set(), 2: set()}
+            rec = store.put[f"sweeps/{s.sweep_id}/stops.json"]["stops"][vxlan.cell_id]
+            assert rec["variants"][adaptive.label(tcp)]["reason"].startswith("time budget: round 4 (9 runs")
+            assert sum("time budget" in ln for ln in lines) == 1  # said once, not per variant
+        else:
+            assert all(active[i] == {tcp} for i in range(3))
+
+
+def test_a_bad_time_budget_is_refused():
+    with pytest.raises(SpecError, match="time-budget"):
+        _sweep(**{"time-budget": "soon"})
+    assert _sweep(**{"time-budget": "1h"}).values["time-budget"] == 3600
+    assert _sweep().values["time-budget"] is None
 
 
 def test_what_an_earlier_session_stopped_stays_stopped():

@@ -85,6 +85,10 @@ def sweep(
                                     "pairs each configuration with its baseline by round, so drift between rounds "
                                     "cancels) or each cell's rounds at once (one provisioning per cell, faster on "
                                     "clusters)."),
+    duet: bool = typer.Option(True, "--duet/--no-duet", help="Local testbed, interleaved: within a round, stand a "
+                              "CNI mode and its host baseline side by side (one testbed prefix each) and run each "
+                              "workload variant on all of them in turn, so a run and its baseline's run are seconds "
+                              "apart, not minutes (docs/verdicts.md, Duet rounds)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help=INVENTORY_HELP),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     artifact_source: Optional[str] = typer.Option(None, "--artifact-source", help="ssh substrate: take binaries, "
@@ -134,7 +138,7 @@ def sweep(
     signal.signal(signal.SIGTERM, on_sigterm)
     try:  # one sweep per testbed prefix or lab at a time: a second one is refused naming the holder
         with holding.sweep_hold(s.values["substrate"], s.sweep_id, inventory, ssh_key):
-            report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave,
+            report = run_local(s, ResultStore(), rerun=rerun, log=out.print, interleave=interleave, duet_on=duet,
                                live=sys.stdout if sys.stdout.isatty() else None)
     except KeyboardInterrupt:
         err.print(f"interrupted: the testbed was torn down; runs already measured are stored under sweep {s.sweep_id} "

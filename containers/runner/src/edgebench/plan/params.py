@@ -78,6 +78,18 @@ def integer(name: str, value: str, minimum: int) -> int:
     return n
 
 
+def time_budget(name: str, value: str) -> int | None:
+    """A wall-time budget: none, or seconds (`1200`, `1200s`), minutes (`20m`) or hours (`1h`) -> seconds."""
+    text = str(value).strip().lower()
+    if text == "none":
+        return None
+    m = re.fullmatch(r"([0-9]{1,7})([smh]?)", text)
+    if not m or int(m.group(1)) == 0:
+        raise SpecError(f"parameter {name!r} must be none or a positive time such as 1200, 20m or 1h; got "
+                        f"{short(value)}")
+    return int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
 def choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise SpecError(f"parameter {name!r} must be one of {', '.join(choices)}; got {value!r}")

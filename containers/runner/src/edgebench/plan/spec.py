@@ -20,7 +20,7 @@ from edgebench import versions
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, netem
 from edgebench.plan.dimensions import CNIS, dimension_params, neutral_params, substrate_problems
-from edgebench.plan.params import Param, choice, integer, json_default, json_list, short
+from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, time_budget
 from edgebench.plan.workload_plans import PLANS, params as workload_params
 
 SUBSTRATES = ("local", "kind", "ssh")
@@ -149,6 +149,9 @@ CORE_PARAMS: tuple[Param, ...] = (
           "max-repetitions (local runner; Argo runs the maximum)"),
     Param("min-repetitions", lambda n, v: integer(n, v, 2), "3", "with repetitions=auto: rounds every cell runs"),
     Param("max-repetitions", lambda n, v: integer(n, v, 2), "10", "with repetitions=auto: rounds at most"),
+    Param("time-budget", time_budget, "none",
+          "with repetitions=auto: the sweep's wall time at most (none, or seconds, 20m, 1h); after the minimum rounds "
+          "a further round starts only while, at the pace measured so far, it ends within the budget (local runner)"),
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),
 )
 LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Argo files list them
@@ -177,7 +180,7 @@ DEFAULTS: dict[str, str] = {name: p.default for name, p in PARAMS.items()}
 CORE_NAMES = frozenset(p.name for p in (*CORE_PARAMS, *LATE_PARAMS))
 # dimensions and workload parameters added after sweeps were stored: at their default they change no sweep id, cell
 # id or object key
-NEUTRAL_AT_DEFAULT = frozenset({"trigger", "min-repetitions", "max-repetitions", *neutral_params(),
+NEUTRAL_AT_DEFAULT = frozenset({"trigger", "min-repetitions", "max-repetitions", "time-budget", *neutral_params(),
                                 *(p.name for p in PARAMS.values() if p.neutral_at_default)})
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from edgebench import sh, workloads
-from edgebench.sweep import adaptive, phases
+from edgebench.sweep import adaptive, duet, phases
 from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
@@ -44,8 +44,10 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log = print,
-              testbed: Testbed | None = None, interleave: bool = True, live: TextIO | None = None) -> SweepReport:
-    """Run the sweep's cells, in interleaved rounds unless interleave is False (visits()). Progress
+              testbed: Testbed | None = None, interleave: bool = True, live: TextIO | None = None,
+              duet_on: bool = True) -> SweepReport:
+    """Run the sweep's cells, in interleaved rounds unless interleave is False (visits()); within a round the cells
+    of a duet group side by side, each variant on all of them in turn, unless duet_on is False (sweep/duet.py). Progress
     (sweep/progress.py) is a live line on `live` (a terminal), else plain lines through `log` when the current cell or
     phase changes."""
     require_root()
@@ -87,7 +89,7 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
 
     try:
         _run_cells(sweep, cells, store, testbed, previous, report, progress, sink, log, interleave,
-                   prior=[d for d in stored.values() if d.get("status") == "ok"])
+                   prior=[d for d in stored.values() if d.get("status") == "ok"], duet_on=duet_on)
     except BaseException:  # interrupted or broken: still send what was measured, but report the original error
         with contextlib.suppress(Exception):
             uploader.close()
@@ -98,11 +100,13 @@ def run_local(sweep: Sweep, store: ResultStore, *, rerun: bool = False, log: Log
     return report
 
 
-def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list[tuple[int, set[str]]]:
+def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool,
+           duets: dict[int, int] | None = None) -> list[tuple[int, set[str]]]:
     """The order the cells are measured in: (cell index, run ids) per visit. Interleaved (the default), round r of
     every cell runs before round r + 1 of any: each round is a block of time in which every configuration and its
     baseline ran once, so the warehouse pairs them by round and the machine's drift between rounds cancels
-    (docs/verdicts.md). Otherwise each cell runs all its rounds at once (one provisioning per cell)."""
+    (docs/verdicts.md). Otherwise each cell runs all its rounds at once (one provisioning per cell). `duets`
+    (sweep/duet.py groups) puts the cells of a duet group next to each other within each round."""
     if not interleave:
         return [(i, todo) for i, todo in enumerate(todos) if todo]
     rounds = sweep.values["repetitions"]
@@ -111,12 +115,16 @@ def visits(sweep: Sweep, cells, todos: list[set[str]], interleave: bool) -> list
         for r in runs_for(sweep, cell):
             if r.run_id in todos[i]:
                 by_rep[i][r.repetition].add(r.run_id)
-    return [(i, by_rep[i][rep]) for rep in range(1, rounds + 1) for i in range(len(cells)) if by_rep[i].get(rep)]
+    order = list(range(len(cells)))
+    if duets:  # a duet group's cells stand side by side: consecutive within a round, where its first cell was
+        first = {g: min(i for i, h in duets.items() if h == g) for g in set(duets.values())}
+        order.sort(key=lambda i: (first[duets[i]], i) if i in duets else (i, i))
+    return [(i, by_rep[i][rep]) for rep in range(1, rounds + 1) for i in order if by_rep[i].get(rep)]
 
 
 def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progress: Progress, log: Log,
            plan: list, v: int, rnd: int, active: dict[int, set], variant_of: dict[str, tuple], stopped: dict,
-           prior: list[dict]) -> None:
+           prior: list[dict], rep_of: dict[str, int]) -> None:
     """repetitions=auto, after round `rnd` (the visit plan[v] ended it): stop the variants whose comparisons are
     decided, or cannot be within max-repetitions (sweep/adaptive.py), drop their runs from the later visits, and
     record why in sweeps/<id>/stops.json. A resumed sweep judges the runs stored before it too (`prior`)."""
@@ -125,6 +133,12 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
         docs.setdefault(doc.get("cell_id"), []).append(doc)
     decisions = adaptive.stops(cells, docs, active, rnd, sweep.values["min-repetitions"],
                                sweep.values["max-repetitions"])
+    over = _over_budget(sweep, sum(len(t) for _, t in plan[v + 1:] if rep_of[next(iter(t))] == rnd + 1), rnd, progress)
+    if over:  # the next round would end after the budget: every variant still open stops here
+        for j, vs in active.items():
+            for var in vs - set(decisions.get(j, {})):
+                decisions.setdefault(j, {})[var] = over
+        log(f"round {rnd}: {over}")
     if not decisions:
         return
     for j, by_variant in decisions.items():
@@ -132,7 +146,8 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
         rec = stopped.setdefault(cells[j].cell_id, {"label": cells[j].label, "variants": {}})
         for var, reason in sorted(by_variant.items()):
             rec["variants"][adaptive.label(var)] = {"after_round": rnd, "reason": reason}
-            log(f"{cells[j].label}: {adaptive.label(var)} stops after round {rnd}: {reason}")
+            if reason != over:  # the budget's stop is said once, above
+                log(f"{cells[j].label}: {adaptive.label(var)} stops after round {rnd}: {reason}")
         if not active[j]:
             rec["after_round"] = rnd
             rec["reason"] = f"every variant stopped ({len(rec['variants'])}) by round {rnd}"
@@ -153,6 +168,21 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
     store.put_json(f"sweeps/{sweep.sweep_id}/stops.json", {"sweep_id": sweep.sweep_id, "stops": stopped})
 
 
+def _over_budget(sweep: Sweep, next_round: int, rnd: int, progress: Progress) -> str | None:
+    """repetitions=auto with a time-budget, after round `rnd` from the minimum on: why the next round (of
+    `next_round` runs) does not start (it would end after the budget at the pace of the runs measured so far), or
+    None."""
+    budget = sweep.values.get("time-budget")
+    if not budget or not next_round or rnd < sweep.values["min-repetitions"] or not progress.measured:
+        return None
+    pace = progress.elapsed() / progress.measured
+    ends = progress.elapsed() + next_round * pace
+    if ends <= budget:
+        return None
+    return (f"time budget: round {rnd + 1} ({next_round} runs, about {next_round * pace:.0f} s at {pace:.1f} s a "
+            f"run) would end at {ends:.0f} s, after the {budget} s budget")
+
+
 def _resume_stops(sweep: Sweep, cells, store: ResultStore, active: dict[int, set], log: Log) -> dict:
     """repetitions=auto, resumed: the variants an earlier session of this sweep stopped stay stopped (their later
     runs are not measured now either); returns the earlier stops.json's record to go on from."""
@@ -170,7 +200,8 @@ def _resume_stops(sweep: Sweep, cells, store: ResultStore, active: dict[int, set
 
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
-               progress: Progress, sink, log: Log, interleave: bool = True, prior: list[dict] | None = None) -> None:
+               progress: Progress, sink, log: Log, interleave: bool = True, prior: list[dict] | None = None,
+               duet_on: bool = True) -> None:
     """The cells in visits() order. Consecutive visits of the same build (Provider.build_key: local testbed, same
     datapath, service proxy, CPU class and MTUs; they differ in tuning or link condition) share one cluster: the
     earlier visit resets it for the next instead of tearing it down, and verifies the reset (phases.reset_cluster);
@@ -185,7 +216,8 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
             progress.cell(cell.label)
             progress.cell_done()
             log(f"{progress.head()} {cell.label}: all {len(runs)} runs already stored, skipped")
-    plan = visits(sweep, cells, todos, interleave)
+    duets = duet.groups(cells) if interleave and duet_on else {}
+    plan = visits(sweep, cells, todos, interleave, duets)
     adaptive_on = bool(sweep.values.get("adaptive")) and interleave
     rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(sweep, c)}
     variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(sweep, c)}
@@ -206,7 +238,29 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
         while v < len(plan):
             i, todo = plan[v]
             cell, rnd_no = cells[i], rep_of[next(iter(todo))]
-            last_of_round = v + 1 == len(plan) or rep_of[next(iter(plan[v + 1][1]))] != rnd_no
+            w = v  # a duet: the consecutive visits of one group in this round stand side by side (sweep/duet.py)
+            while (i in duets and w + 1 < len(plan) and duets.get(plan[w + 1][0]) == duets[i]
+                   and rep_of[next(iter(plan[w + 1][1]))] == rnd_no):
+                w += 1
+            last_of_round = w + 1 == len(plan) or rep_of[next(iter(plan[w + 1][1]))] != rnd_no
+            if w > v:
+                if kept is not None:
+                    kept, prev = None, kept
+                    prev[0].teardown()
+                members = [cells[j].label for j, _ in plan[v:w + 1]]
+                progress.cell(f"duet of {len(members)}, round {rnd_no} of {n_rounds}")
+                log(f"round {rnd_no} of {n_rounds}: {', '.join(members)} side by side, each variant on all of them "
+                    f"in turn ({sum(len(t) for _, t in plan[v:w + 1])} runs)")
+                duet.run_round(sweep, cells, plan[v:w + 1], rnd_no, testbed, previous, store.spool, sink, log,
+                               progress.phase)
+                for j, _ in plan[v:w + 1]:
+                    if all(k != j for k, _ in plan[w + 1:]):
+                        progress.cell_done()
+                if adaptive_on and last_of_round:
+                    _adapt(sweep, cells, store, report, progress, log, plan, w, rnd_no, active, variant_of, stopped,
+                           prior or [], rep_of)
+                v = w + 1
+                continue
             rnd = f", round {rnd_no} of {n_rounds}" if interleave else ""
             progress.cell(cell.label + (rnd.replace(",", "") if rnd else ""))
             log(f"{cell.label}: {cell.cni_info.datapath} datapath, {len(todo)} runs{rnd} ({cell.cell_id})")
@@ -237,7 +291,7 @@ def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None,
                 progress.cell_done()
             if adaptive_on and last_of_round:
                 _adapt(sweep, cells, store, report, progress, log, plan, v, rnd_no, active, variant_of, stopped,
-                       prior or [])
+                       prior or [], rep_of)
             v += 1
     finally:
         if kept is not None:  # interrupted between two cells: the kept cluster goes too

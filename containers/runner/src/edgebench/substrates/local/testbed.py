@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 from dataclasses import dataclass
@@ -40,7 +41,11 @@ STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
 
 
 def default_prefix() -> str:
-    return os.environ.get("EDGEBENCH_TESTBED_PREFIX", "eb")
+    p = os.environ.get("EDGEBENCH_TESTBED_PREFIX", "eb")
+    if re.search(r"-d[0-9]+$", p):
+        raise EdgebenchError(f"EDGEBENCH_TESTBED_PREFIX={p!r}: a name ending in -d<number> is a duet member's "
+                             "prefix (sweep/duet.py); choose another, e.g. eb2")
+    return p
 
 
 def require_root() -> None:
@@ -284,7 +289,19 @@ class Testbed(NodeConditions, Datapath):
 
         cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
         container.cleanup(self.prefix)  # host-container's runc containers, bundles and root bind mount
+        for sub in self.duet_members(removed):  # a duet's testbeds live under this prefix: their state goes too
+            removed += Testbed(sub, runner=self._runner).down()
         return removed
+
+    def duet_members(self, names: Sequence[str] = ()) -> list[str]:
+        """The prefixes of the duet members under this one (`<prefix>-d<k>`, sweep/duet.py) that left namespaces
+        (among `names`) or a state file."""
+        pattern = re.compile(re.escape(self.prefix) + r"-d[0-9]+(?=-|\.json$)")
+        found = {m.group(0) for n in names for m in [pattern.match(n)] if m}
+        if STATE_DIR.is_dir():
+            found |= {m.group(0) for f in STATE_DIR.glob(f"testbed-{self.prefix}-d*.json")
+                      for m in [pattern.match(f.name[len("testbed-"):])] if m}
+        return sorted(found)
 
     def kill_processes(self, namespaces: Sequence[str] | None = None) -> int:
         """SIGKILL every process in the testbed's namespaces (found in /proc); returns how many there were."""

@@ -1,0 +1,141 @@
+"""Duet rounds on the local testbed: within a round, every CNI mode and its host baseline stand built side by side,
+each on its own testbed prefix (`<prefix>-d<k>`), and each workload variant runs on all of them one after another
+before the next variant starts. A configuration's run and the host's run of the same variant are then seconds apart
+instead of minutes (a round of the default sweep is several minutes long), so the machine's drift between them
+cancels in the paired comparison (Bulej et al., ICPE 2020: duet benchmarking; Abedi and Brecht, ICPE 2017:
+randomized interleaved trials).
+
+The order within a variant puts the host in the middle and is reversed every other round, so each mode runs as
+often before the host as after it, and no mode is always furthest from it (docs/verdicts.md, "Duet rounds").
+
+A duet group is the cells of one round that share every cell dimension but the network's own (cni, cni mode, the
+requested version): exactly what the warehouse pairs with the same host run. Only single-cluster cells of the local
+substrate form groups (a real cluster is one build at a time; inter-cluster cells build two clusters).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+from edgebench import sh, substrates
+from edgebench.plan.cells import runs_for
+from edgebench.results.store import state_dir
+from edgebench.substrates.local.testbed import Testbed, default_prefix
+from edgebench.sweep import adaptive, phases
+
+NETWORK_FIELDS = ("cni", "cni_mode", "requested_version")
+
+
+def group_key(cell: Any) -> tuple | None:
+    """The cell's duet group (cells with equal keys stand side by side), or None when it takes no part."""
+    if cell.substrate != "local" or cell.intercluster != "none":
+        return None
+    return tuple(sorted((k, v) for k, v in cell.manifest_fields().items() if k not in NETWORK_FIELDS))
+
+
+def groups(cells: Sequence[Any]) -> dict[int, int]:
+    """cell index -> group number, for the cells in a duet group: two or more cells with the same key, one of
+    them the host baseline (a group without its baseline has nothing to pair beside). Other cells are left out."""
+    by_key: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cells):
+        key = group_key(c)
+        if key is not None:
+            by_key.setdefault(key, []).append(i)
+    out: dict[int, int] = {}
+    for g, members in enumerate(m for m in by_key.values() if len(m) > 1 and any(cells[i].cni == "host" for i in m)):
+        for i in members:
+            out[i] = g
+    return out
+
+
+def prefix(base: str, k: int) -> str:
+    """The testbed prefix of the k-th cell of a duet: under the sweep's own prefix, so that `edgebench testbed down`
+    of the base prefix removes it too, and never a prefix that another duet member's names start with."""
+    return f"{base}-d{k}"
+
+
+def order(cells: Sequence[Any], members: Sequence[int], round_no: int) -> list[int]:
+    """The members in the order each variant runs on them in round `round_no`: the configurations split around the
+    host (host in the middle), reversed in even rounds."""
+    hosts = [i for i in members if cells[i].cni == "host"]
+    others = [i for i in members if cells[i].cni != "host"]
+    half = (len(others) + 1) // 2
+    seq = others[:half] + hosts + others[half:]
+    return seq if round_no % 2 else seq[::-1]
+
+
+def variants(runs_by_member: dict[int, list[Any]]) -> list[tuple]:
+    """The variants of a duet in the order they run: the order of the first member that has each one (every member
+    plans its runs in the same workload and variant order)."""
+    seen: dict[tuple, None] = {}
+    for runs in runs_by_member.values():
+        for r in runs:
+            seen.setdefault(adaptive.variant(r), None)
+    return list(seen)
+
+
+def run_one(ctx: Any, run: Any) -> None:
+    """Measure one planned run of a set-up cell (its manifest stored as run-workloads stores every run)."""
+    only = ctx.only
+    ctx.only = {run.run_id}
+    try:
+        phases.run_workload(ctx, run.workload)
+    finally:
+        ctx.only = only
+
+
+SETUP = phases.PHASES[:phases.PHASES.index("run-workloads")]
+
+
+def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set[str]]], round_no: int,
+              testbed: Testbed | None, previous: dict, results: Path, sink: Any, log: Any,
+              on_phase: Any = None) -> None:
+    """One round of one duet group: `entries` (cell index, run ids to measure) stand built side by side, each on
+    its own prefix; each variant runs on every member (order()) before the next variant. A member whose set-up
+    fails records its runs as failed with the reason, the others go on; teardown of every member always runs."""
+    base = testbed.prefix if testbed is not None else default_prefix()
+    runner = testbed._runner if testbed is not None else sh.run
+    ctxs: dict[int, phases.CellContext] = {}
+    try:
+        for k, (i, todo) in enumerate(entries):
+            cell = cells[i]
+            workdir = state_dir() / "work" / sweep.sweep_id / cell.cell_id
+            shutil.rmtree(workdir, ignore_errors=True)
+            provider = substrates.get(cell.substrate, Testbed(prefix(base, k), runner=runner), cell=cell,
+                                      workdir=workdir, cni_version=sweep.cni_version_requested(cell))
+            ctx = ctxs[i] = phases.CellContext(
+                sweep, cell, workdir=workdir, results=results, provider=provider, log=log, sink=sink, only=set(todo),
+                attempts={rid: previous.get(rid, {}).get("attempt", 0) + 1 for rid in todo})
+            try:
+                if on_phase:
+                    on_phase(f"set-up of {cell.label}")
+                for phase in SETUP:
+                    phases.FUNCTIONS[phase](ctx)
+            except Exception as exc:  # this member cannot run: its runs are failed with the reason, the rest go on
+                log(f"{cell.label}: FAILED {exc}")
+                phases.collect_results(ctx, reason=f"{cell.label}: {exc}")
+                phases.teardown_cluster(ctx)
+                del ctxs[i]
+            if ctx.state.get("supported") is False:
+                log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
+        runs = {i: [r for r in runs_for(sweep, cells[i]) if r.run_id in ctx.only] for i, ctx in ctxs.items()}
+        seq = order(cells, list(ctxs), round_no)
+        if on_phase:
+            on_phase("run-workloads, each variant on every member in turn")
+        for var in variants(runs):
+            for i in seq:
+                for r in runs[i]:
+                    if adaptive.variant(r) == var:
+                        run_one(ctxs[i], r)
+        for ctx in ctxs.values():
+            phases.collect_results(ctx)
+    finally:
+        if on_phase and ctxs:
+            on_phase("teardown-cluster")
+        for ctx in ctxs.values():
+            try:
+                phases.teardown_cluster(ctx)
+            finally:
+                shutil.rmtree(ctx.workdir, ignore_errors=True)
