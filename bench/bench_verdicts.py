@@ -1,22 +1,24 @@
 """Benchmark part "verdicts" (opt-in: `make bench ONLY=verdicts`): how decisive the one verdict rule is on this
-machine, and what repetitions=auto costs.
+machine with the old default plan and with `make sweep`'s, side by side.
 
-Runs the same small sweep twice back to back through runner.run_local (interleaved rounds, a throwaway MinIO, a
-testbed prefix of its own): once with 3 fixed repetitions, once with repetitions=auto (min 3, max 8). Each CNI
-cell's comparisons with the host (every workload variant, paired by round; results/verdict.py) are judged from the
-runs of that sweep alone. Rows:
-  - the share of decisive comparisons (equivalent, better or worse) with auto (target >= 0.80), beside fixed 3's;
-  - wall time auto / fixed 3 (target <= 1.0: deciding early should not cost more than it saves; with
-    min-repetitions 3 auto can only add rounds to fixed 3's, so this target is met only when every variant decides
-    at the minimum), and wall time per decisive comparison, auto / fixed 3 (what a decided answer costs);
-  - a simulation of the rule at the auto setting: a 20 % shift (5 % run-to-run spread) detected in >= 90 % of
-    comparisons, and identical sides called better / worse in <= 5 % (the A/A false-verdict rate).
+Runs the same small sweep twice back to back through runner.run_local (a throwaway MinIO, a testbed prefix of its
+own), each comparison of a CNI cell with its host (every workload variant, paired by round; results/verdict.py)
+judged from that sweep's runs alone:
+  - before: the sweep file's plan as it was the default until 2026-11-28: 3 fixed rounds of 3 s runs, the cells of a
+    round one after another (--no-duet), tools not pinned to CPUs (EDGEBENCH_PIN_CPUS=0);
+  - after: `make sweep`'s plan (the Makefile's REPEAT): duet rounds, client and server pinned to CPUs of their own,
+    the same 3 s runs, repetitions=auto (3..6) within a time budget equal to the wall time `before` took just now.
+Rows: the share of decisive comparisons (equivalent, better or worse; target >= 0.90) and of HTTP p50 comparisons
+(>= 0.80) after, beside before's; wall time after / before (<= 1.0); the pair SD (sd over rounds of the per-round
+difference, in % of the host mean, median over variants) after / before, per workload; and a simulation of the
+stopping rule at the after setting: identical sides called better / worse in <= 5 % (A/A), a 20 % shift found.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -33,14 +35,15 @@ from edgebench.results.verdict import DECISIVE, compare  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"
 PARAMS = {"cnis": ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "calico:bgp"],
-          "workloads": ["iperf3:tcp", "dds:latency", "http:payload-echo"], "duration": "2", "dds-duration": "2",
+          "workloads": ["iperf3:tcp", "dds:latency", "http:payload-echo"],
           "iperf3-paths": ["pod-to-pod:cross-node", "pod-to-pod:same-node"], "dds-payloads": ["64", "16384"],
-          "http-payloads": ["60"], "http-requests": "100"}
-QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan", "flannel:host-gw"], "workloads": ["iperf3:tcp"],
-         "duration": "1"}
+          "http-payloads": ["60"]}
+QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan", "flannel:host-gw"], "workloads": ["iperf3:tcp", "http:payload-echo"]}
+BEFORE = {"repetitions": "3", "duration": "3", "dds-duration": "3"}
+AFTER = {"repetitions": "auto", "max-repetitions": "6", "duration": "3", "dds-duration": "3"}  # + time-budget
 
 
-def _sweep(values: dict, sweep_id: str):
+def _sweep(values: dict, sweep_id: str, duet: bool):
     from edgebench.plan import spec
     from edgebench.results.store import ResultStore
     from edgebench.sweep import runner
@@ -50,15 +53,40 @@ def _sweep(values: dict, sweep_id: str):
     sweep = spec.load(REPO / "workflows" / "sweep.yaml", {**raw, "sweep-id": sweep_id}, substrate="local")
     t0 = time.perf_counter()
     try:
-        report = runner.run_local(sweep, ResultStore(), log=lambda _: None,
+        report = runner.run_local(sweep, ResultStore(), log=lambda _: None, duet_on=duet,
                                   testbed=Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]))
     finally:
         Testbed(os.environ["EDGEBENCH_TESTBED_PREFIX"]).down()
     return sweep, report, time.perf_counter() - t0
 
 
-def decisive(sweep, report) -> tuple[int, int, dict[str, int]]:
-    """(decisive, total, verdict counts) over every CNI cell's comparisons with its host in this sweep's runs."""
+def pair_sd(sweep, report) -> dict[str, float]:
+    """Per workload: the median over CNI variants of the sd over rounds of (cell - host) / host mean, in %."""
+    from edgebench.plan.cells import expand_checked
+    from edgebench.sweep import adaptive
+
+    cells, _ = expand_checked(sweep)
+    docs: dict[str, list[dict]] = {}
+    for d in report.results:
+        docs.setdefault(d["cell_id"], []).append(d)
+    base = adaptive.baselines(cells)
+    sds: dict[str, list[float]] = {}
+    for i, cell in enumerate(cells):
+        if base.get(i) is None:
+            continue
+        host = adaptive._values(docs.get(cells[base[i]].cell_id, []))
+        for v, rounds in adaptive._values(docs.get(cell.cell_id, [])).items():
+            b = host.get(v) or {}
+            rs = sorted(set(rounds) & set(b))
+            if len(rs) >= 2:
+                mean = statistics.fmean(b[r][1] for r in rs)
+                sds.setdefault(v[0], []).append(statistics.stdev((rounds[r][1] - b[r][1]) / mean * 100 for r in rs))
+    return {w: statistics.median(v) for w, v in sds.items()}
+
+
+def decisive(sweep, report, workload: str | None = None) -> tuple[int, int, dict[str, int]]:
+    """(decisive, total, verdict counts) over every CNI cell's comparisons with its host in this sweep's runs (of
+    one workload, or all)."""
     from edgebench.plan.cells import expand_checked
     from edgebench.sweep import adaptive
 
@@ -71,13 +99,14 @@ def decisive(sweep, report) -> tuple[int, int, dict[str, int]]:
     for i, cell in enumerate(cells):
         if base.get(i) is None:
             continue
-        for c in adaptive.judge(docs.get(cell.cell_id, []), docs.get(cells[base[i]].cell_id, [])).values():
-            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        for v, c in adaptive.judge(docs.get(cell.cell_id, []), docs.get(cells[base[i]].cell_id, [])).items():
+            if workload is None or v[0] == workload:
+                counts[c.verdict] = counts.get(c.verdict, 0) + 1
     total = sum(counts.values())
     return sum(n for v, n in counts.items() if v in DECISIVE), total, counts
 
 
-def simulate(trials: int = 2000, lo: int = 3, hi: int = 8, shift: float = 0.20, cv: float = 0.05) -> tuple[float, float]:
+def simulate(trials: int = 2000, lo: int = 3, hi: int = 6, shift: float = 0.20, cv: float = 0.05) -> tuple[float, float]:
     """The auto procedure on simulated paired rounds: (share of 20 % shifts called worse, share of A/A pairs called
     better or worse)."""
     from edgebench.sweep import adaptive
@@ -109,31 +138,40 @@ def run(quick: bool = False) -> list[Row]:
     values = QUICK if quick else PARAMS
     with throwaway_minio(work / "minio") as server, scoped_env({**server["env"],
                                                                 "EDGEBENCH_STATE": str(work / "state")}):
-        fixed = _sweep({**values, "repetitions": "3"}, "bench-verdicts-fixed3")
-        auto = _sweep({**values, "repetitions": "auto", "min-repetitions": "3", "max-repetitions": "8"},
-                      "bench-verdicts-auto")
-    fd, ft, fc = decisive(fixed[0], fixed[1])
-    ad, at, ac = decisive(auto[0], auto[1])
+        with scoped_env({"EDGEBENCH_PIN_CPUS": "0"}):
+            before = _sweep({**values, **BEFORE}, "bench-verdicts-before", duet=False)
+        after = _sweep({**values, **AFTER, "time-budget": str(int(before[2]))}, "bench-verdicts-after", duet=True)
+    bd, bt, bc = decisive(before[0], before[1])
+    ad, at, ac = decisive(after[0], after[1])
+    hb, htb, _ = decisive(before[0], before[1], "http")
+    ha, hta, hc = decisive(after[0], after[1], "http")
+    sd_b, sd_a = pair_sd(before[0], before[1]), pair_sd(after[0], after[1])
     detected, false = simulate()
-    return [
-        Row("verdicts", "decisive comparisons, repetitions=auto (3..8)", ad / at if at else None, "share", ">= 0.80",
-            (ad / at >= 0.80) if at else None,
-            f"auto {ad}/{at} decisive {ac}; fixed 3: {fd}/{ft} decisive {fc}; runs auto {len(auto[1].results)}, "
-            f"fixed {len(fixed[1].results)}", {"auto": ac, "fixed3": fc}),
-        Row("verdicts", "wall time, repetitions=auto / fixed 3", auto[2] / fixed[2], "ratio", "<= 1.0",
-            auto[2] / fixed[2] <= 1.0, f"auto {auto[2]:.0f} s, fixed 3 {fixed[2]:.0f} s (back to back)"),
-        Row("verdicts", "wall time per decisive comparison, repetitions=auto / fixed 3",
-            (auto[2] / ad) / (fixed[2] / fd) if ad and fd else None, "ratio", "<= 1.0",
-            ((auto[2] / ad) / (fixed[2] / fd) <= 1.0) if ad and fd else None,
-            f"auto {auto[2] / ad:.0f} s per decisive comparison, fixed 3 "
-            + (f"{fixed[2] / fd:.0f} s" if fd else "none decisive") if ad else "auto decided none"),
+    rows = [
+        Row("verdicts", "decisive comparisons, make sweep's plan", ad / at if at else None, "share", ">= 0.90",
+            (ad / at >= 0.90) if at else None,
+            f"after {ad}/{at} {ac}; before (fixed 3 x 3 s, round order, unpinned) {bd}/{bt} {bc}; runs after "
+            f"{len(after[1].results)}, before {len(before[1].results)}", {"after": ac, "before": bc}),
+        Row("verdicts", "decisive HTTP p50 comparisons, make sweep's plan", ha / hta if hta else None, "share",
+            ">= 0.80", (ha / hta >= 0.80) if hta else None, f"after {ha}/{hta} {hc}; before {hb}/{htb}"),
+        Row("verdicts", "wall time, make sweep's plan / fixed 3 before", after[2] / before[2], "ratio", "<= 1.0",
+            after[2] / before[2] <= 1.0, f"after {after[2]:.0f} s (budget {before[2]:.0f} s), before {before[2]:.0f} s "
+            "(back to back)"),
+    ]
+    for w in sorted(set(sd_a) & set(sd_b)):
+        rows.append(Row("verdicts", f"pair SD {w}, make sweep's plan / before", sd_a[w] / sd_b[w] if sd_b[w] else None,
+                        "ratio", "< 1.0", (sd_a[w] / sd_b[w] < 1.0) if sd_b[w] else None,
+                        f"median over variants of the sd over rounds of the difference to the host: after "
+                        f"{sd_a[w]:.2f} % of the host mean, before {sd_b[w]:.2f} %"))
+    rows += [
         Row("verdicts", "simulated 20 % shift detected at the auto setting", detected, "share", ">= 0.90",
-            detected >= 0.90, "2000 paired trials, 5 % spread, 10 % drift between rounds, 3..8 rounds"),
+            detected >= 0.90, "2000 paired trials, 5 % spread, 10 % drift between rounds, 3..6 rounds"),
         Row("verdicts", "simulated A/A: better / worse called on identical sides", false, "share", "<= 0.05",
             false <= 0.05, "2000 paired trials at the auto setting (binomial SE about 0.5 %), the runner's stopping rule "
-            "(sweep/adaptive.py: an early stop on a difference needs it with the interval widened by 2 sqrt(max / n), futile ones stop; looking after every round inflates "
-            "the per-look 5 %, this row measures what is left)"),
+            "(sweep/adaptive.py: an early stop on a difference needs it with the interval widened by 2 sqrt(max / n), "
+            "futile ones stop; looking after every round inflates the per-look 5 %, this row measures what is left)"),
     ]
+    return rows
 
 
 if __name__ == "__main__":

@@ -197,3 +197,19 @@ def test_what_an_earlier_session_stopped_stays_stopped():
     assert active == {0: {tcp}, 1: set(), 2: {tcp}}
     assert lines == [f"{cells[1].label}: 1 variant(s) stopped by an earlier session of this sweep stay stopped"]
     assert runner._resume_stops(s, cells, _Store(), {0: {tcp}}, lines.append) == {}  # first session: nothing
+
+
+def test_dds_runs_pair_with_the_hosts_across_discovery():
+    """The host network finds DDS peers by multicast, a datapath without it by static peers: the warehouse compares
+    them (cmp_dds_vs_host shows both), so the runner judges them as a pair too (before, DDS never had a baseline)."""
+    def dds(discovery, values):
+        return [{"status": "ok", "workload": "dds", "protocol": "udp", "path": "pod-to-pod", "placement": "cross-node",
+                 "length_bytes": 64, "repetition": r, "params": {"mode": "latency", "discovery": discovery,
+                                                                 "reliability": "reliable"},
+                 "metrics": {"latency_p90_us": v}} for r, v in enumerate(values, 1)]
+    judged = adaptive.judge(dds("static-peers", [80, 82, 81]), dds("multicast", [50, 51, 50]))
+    assert [c.verdict for c in judged.values()] == ["worse"]
+    other = dds("static-peers", [80, 82, 81])
+    for d in other:
+        d["params"] = {**d["params"], "reliability": "best-effort"}
+    assert adaptive.judge(other, dds("multicast", [50, 51, 50])) == {}  # another parameter: no pair

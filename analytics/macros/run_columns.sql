@@ -22,10 +22,12 @@
         prefix) }}
 {%- endmacro %}
 
-{#- How the run ended: status, error, validity, attempt, timestamps, and the manifest's object key (raw_key). -#}
+{#- How the run ended: status, error, validity, attempt, timestamps, the manifest's object key (raw_key), and the
+    machine's CPU headroom during the run (int_runs__cpu_headroom). -#}
 {% macro run_outcome_columns(prefix='') -%}
     {{ column_list([
         'status', 'error', 'is_valid', 'invalid_reason', 'attempt', 'started_at', 'finished_at', 'raw_key', 'is_imported',
+        'min_idle_cpu_pct', 'low_cpu_headroom',
     ], prefix) }}
 {%- endmacro %}
 

@@ -1,7 +1,7 @@
 import streamlit as st
 
-from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, normalized_rows, style,
-                            verdict_counts)
+from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
+                            style, verdict_counts)
 import ui
 
 st.title("Emulation vs real")
@@ -51,3 +51,11 @@ else:
                             "testbed_text": "testbed vs its host", "real_text": "real vs its host",
                             "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
                             "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})
+
+st.subheader("What the testbed still leaves out")
+st.caption("Per CNI mode on this page: the parts of a real cluster running it that the testbed does not build "
+           "(the catalog's testbed_leaves_out). A testbed figure is the kernel datapath's; where it disagrees with the "
+           "real lab, these are the candidates. Each run also records the machine's idle CPU per second: runs that "
+           "had less than 10 % of it idle in some second are counted in every comparison (low CPU headroom).")
+for label, parts in leaves_out(rows).items():
+    st.markdown(f"**{label}**\n" + "\n".join(f"- {p}" for p in parts))

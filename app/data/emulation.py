@@ -76,3 +76,11 @@ def fared_lines(df: pd.DataFrame) -> list[str]:
     rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
             for r in df.to_dict("records")]
     return [emu.sentence(f) for f in emu.fared(rows)]
+
+
+def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:
+    """Per CNI mode on the page: what the testbed does not build of a real cluster running it (the catalog's
+    testbed_leaves_out, catalog.leaves_out), so that a disagreement can be read against it."""
+    from edgebench.plan import catalog
+
+    return {label: catalog.leaves_out(label) for label in sorted(set(df["cni_label"])) if catalog.leaves_out(label)}

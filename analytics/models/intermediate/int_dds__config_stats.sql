@@ -24,6 +24,7 @@ select
     placement,
     string_agg(distinct discovery, ', ' order by discovery) as discovery,
     count(*)                                 as n_runs,
+    count(*) filter (where low_cpu_headroom) as n_low_headroom,
     count(distinct sweep_id)                 as n_sweeps,
     -- latency mode (means over runs of each run's whole-run percentile)
     avg(latency_p50_us)                      as latency_p50_us,

@@ -16,6 +16,7 @@ select
     length_bytes,
     requests_planned,                        -- requests per run: a run of 40 and one of 1000 are not one sample
     count(*)                                 as n_runs,
+    count(*) filter (where low_cpu_headroom) as n_low_headroom,
     count(distinct sweep_id)                 as n_sweeps,
     sum(n_requests)                          as n_requests,
     sum(n_errors)                            as n_errors,

@@ -16,6 +16,7 @@ select
     duration_s,
     iperf3_bitrate,
     count(*)                                 as n_runs,
+    count(*) filter (where low_cpu_headroom) as n_low_headroom,
     count(distinct sweep_id)                 as n_sweeps,
     avg(throughput_mbps)                     as throughput_mbps,
     stddev_samp(throughput_mbps)             as throughput_stddev_mbps,

@@ -43,7 +43,9 @@ select
     stats.discovery,
     host.discovery                          as host_discovery,
     stats.n_runs,
+    stats.n_low_headroom,
     host.n_runs                             as host_n_runs,
+    host.n_low_headroom                     as host_n_low_headroom,
 
     -- latency mode
     stats.latency_p50_us,

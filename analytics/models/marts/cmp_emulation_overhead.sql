@@ -7,6 +7,8 @@
 --   overhead_ci95_pct: the half-width of its 95% interval (Welch's interval of the difference over the host mean);
 --   overhead_gap_pts = testbed - real overhead, in percentage points (how much the testbed under- or overstates);
 --   verdicts_agree: both verdicts decided (equivalent / better / worse) and the same; null when one is not decided;
+--   testbed_ / real_low_headroom_runs: of the runs behind the side (the mode's and its host's), those measured
+--   while the machine had less idle CPU than the floor in some second (int_runs__cpu_headroom; null = not sampled);
 --   kendall_tau: the rank agreement of the CNI modes' overheads (tau-b) between the substrates, per real lab, metric
 --   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed).
 -- Metrics: iperf3 throughput, DDS latency p90 (latency mode) or throughput (throughput mode), HTTP response p50.
@@ -19,7 +21,7 @@ with sides as (
                      'duration ' || coalesce(duration_s::varchar, '-'), 'bitrate ' || coalesce(iperf3_bitrate::varchar, '-'))
                                                                             as config,
            overhead_pct, throughput_diff_ci95_mbps / nullif(host_throughput_mbps, 0) * 100 as overhead_ci95_pct,
-           verdict, n_runs, host_n_runs
+           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
     from {{ ref('cmp_iperf3_vs_host') }}
     where not is_host_baseline and overhead_pct is not null
     union all
@@ -31,7 +33,7 @@ with sides as (
                      'ping timeout ' || coalesce(ping_timeout_ms::varchar, '-')),
            case when dds_mode = 'throughput' then throughput_overhead_pct else latency_p90_overhead_pct end,
            case when dds_mode = 'throughput' then throughput_overhead_ci95_pct else latency_p90_overhead_ci95_pct end,
-           verdict, n_runs, host_n_runs
+           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
     from {{ ref('cmp_dds_vs_host') }}
     where not is_host_baseline
       and (case when dds_mode = 'throughput' then throughput_overhead_pct else latency_p90_overhead_pct end) is not null
@@ -40,7 +42,7 @@ with sides as (
            concat_ws(' ', service, path, placement, length_bytes::varchar || ' B',
                      requests_planned::varchar || ' requests'),
            response_p50_overhead_pct, response_p50_diff_ci95_ms / nullif(host_response_p50_ms, 0) * 100,
-           response_p50_verdict, n_runs, host_n_runs
+           response_p50_verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
     from {{ ref('cmp_http_vs_host') }}
     where not is_host_baseline and response_p50_overhead_pct is not null
 
@@ -52,7 +54,8 @@ with sides as (
            t.verdict as testbed_verdict,
            r.n_runs as real_n, r.host_n_runs as real_host_n,
            r.overhead_pct as real_overhead_pct, r.overhead_ci95_pct as real_overhead_ci95_pct,
-           r.verdict as real_verdict
+           r.verdict as real_verdict,
+           t.n_low_headroom as testbed_low_headroom_runs, r.n_low_headroom as real_low_headroom_runs
     from sides t
     join sides r
       on  t.substrate = 'local' and r.substrate = 'ssh'
@@ -87,6 +90,7 @@ select
     {{ column_list(dims, 'p.') }}, p.workload, p.metric, p.config, p.real_lab,
     p.testbed_n, p.testbed_host_n, p.testbed_overhead_pct, p.testbed_overhead_ci95_pct, p.testbed_verdict,
     p.real_n, p.real_host_n, p.real_overhead_pct, p.real_overhead_ci95_pct, p.real_verdict,
+    p.testbed_low_headroom_runs, p.real_low_headroom_runs,
     p.testbed_overhead_pct - p.real_overhead_pct as overhead_gap_pts,
     p.testbed_verdict in ('equivalent', 'better', 'worse') and p.real_verdict in ('equivalent', 'better', 'worse')
                                                                             as decided_both,

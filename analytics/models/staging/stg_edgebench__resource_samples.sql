@@ -24,6 +24,7 @@ renamed as (
         sample->>'name'                                        as name,
         try_cast(sample->>'cpu_pct' as double)                 as cpu_pct,
         try_cast(sample->>'rss_mb' as double)                  as rss_mb,
+        try_cast(sample->>'cpus' as integer)                   as cpus,
         raw_key
     from elements
 

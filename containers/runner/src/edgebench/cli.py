@@ -115,7 +115,10 @@ def sweep(
         lo, hi = s.values["min-repetitions"], s.values["max-repetitions"]
         out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, between {len(runs) * lo // hi} and {len(runs)} "
                   f"runs (repetitions=auto: {lo} to {hi} rounds; each variant of a CNI cell stops once its "
-                  f"comparison with the host is decided, or cannot be), up to {timed}s of timed measurement (substrate={s.values['substrate']})")
+                  f"comparison with the host is decided, or cannot be"
+                  + (f", or the next round would end after the {s.values['time-budget']}s time budget"
+                     if s.values.get("time-budget") else "")
+                  + f"), up to {timed}s of timed measurement (substrate={s.values['substrate']})")
     else:
         out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, {len(runs)} runs, {timed}s of timed measurement "
                   f"(substrate={s.values['substrate']})")

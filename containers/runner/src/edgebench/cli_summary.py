@@ -44,7 +44,9 @@ def warehouse(summary: bool = typer.Option(True, "--summary/--no-summary", help=
 VERDICT_NOTE = ("verdict: the one rule of edgebench (docs/verdicts.md): equivalent when the whole 95% interval of the "
                 "difference lies within the margin (±5 % of the baseline by default), better / worse by x % [95% CI] "
                 "when it excludes 0 and reaches beyond the margin, else inconclusive with about how many more runs "
-                "per side would decide; n = runs of the configuration / of the baseline.")
+                "per side would decide; n = runs of the configuration / of the baseline; k low CPU = runs during "
+                "which, in some second, less than 10 % of the machine's CPU was idle (kept in, counted: the machine, "
+                "not the datapath, may have set their pace).")
 
 
 def verdict_text(r: dict, diff_pct: float | None, ci_pct: float | None, n_a: int | None, n_b: int | None) -> str:
@@ -53,6 +55,12 @@ def verdict_text(r: dict, diff_pct: float | None, ci_pct: float | None, n_a: int
     if v in (None, "baseline", "no baseline"):
         return v or "-"
     return describe(v, diff_pct, ci_pct, n_a, n_b, r.get("verdict_margin_pct"), r.get("runs_to_decide"))
+
+
+def low_headroom(r: dict) -> str:
+    """' (k low CPU)' when k of the row's runs had less idle CPU than the floor in some second (docs/verdicts.md,
+    CPU headroom), else ''."""
+    return f" ({r['n_low_headroom']} low CPU)" if r.get("n_low_headroom") else ""
 
 
 def _print_summary(rows: list[dict]) -> None:
@@ -82,7 +90,7 @@ def _print_summary(rows: list[dict]) -> None:
             t.add_column(col, justify="right" if right else "left", no_wrap=col not in ("note", "verdict"))
         for r in group:
             runs = f"{r['n_ok']}" + (f" (+{r['n_failed']} failed)" if r["n_failed"] else "") + (
-                f" (+{r['n_invalid']} invalid)" if r.get("n_invalid") else "")
+                f" (+{r['n_invalid']} invalid)" if r.get("n_invalid") else "") + low_headroom(r)
             note = (r["error"] or "").split(" (")[0] if not r["n_ok"] else ""
             diff = None if r["overhead_pct"] is None else -r["overhead_pct"]
             t.add_row(f"{r['cni']}:{r['cni_mode']}", runs, num(r["throughput_mbps"]),
@@ -211,9 +219,9 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
                 t.add_row(f"{r['cni']}:{r['cni_mode']}", *[fmt(r[c], f) for _, c, f in cols])
             out.print(t)
 
-    dds = [{**r, "verdict_text": verdict_text(r, r["latency_p90_overhead_pct"], r["latency_p90_overhead_ci95_pct"],
+    dds = [{**r, "runs_text": f"{r['n_runs']}{low_headroom(r)}", "verdict_text": verdict_text(r, r["latency_p90_overhead_pct"], r["latency_p90_overhead_ci95_pct"],
                                               r["n_runs"], r["host_n_runs"])} for r in dds]
-    http = [{**r, "verdict_text": verdict_text(r, r["response_p50_overhead_pct"], r["response_p50_overhead_ci95_pct"],
+    http = [{**r, "runs_text": f"{r['n_runs']}{low_headroom(r)}", "verdict_text": verdict_text(r, r["response_p50_overhead_pct"], r["response_p50_overhead_ci95_pct"],
                                                r["n_runs"], r["host_n_runs"])} for r in http]
     # every column of the marts' grain that varies is in the group key, and in the title unless at its default
     common = ["substrate", "lab", "distribution", "netem_scenario", "tuning_profile", "cpu_class"]
@@ -228,12 +236,12 @@ def _print_latency_summaries(dds: list[dict], http: list[dict]) -> None:
            lambda k: (f"DDS latency (RTT/2), {k['length_bytes']} B {k['reliability']} {k['transport']} {k['placement']}"
                       f" security={k['security']}" + (" batching=off" if k["batching"] == "off" else "") +
                       f" {conditions(k)}"),
-           [("runs", "n_runs", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
+           [("runs", "runs_text", "{}"), ("p50 us", "latency_p50_us", "{:.1f}"), ("p90 us", "latency_p90_us", "{:.1f}"),
             ("±95% CI", "latency_p90_ci95_us", "{:.1f}"), ("p99 us", "latency_p99_us", "{:.1f}"),
             ("p90 overhead vs host %", "latency_p90_overhead_pct", "{:+.1f}"), ("verdict (p90)", "verdict_text", "{}")])
     tables(http, common + ["service", "path", "placement", "length_bytes"],
            lambda k: f"HTTP {k['service']}, {k['length_bytes']} B {k['path']} {k['placement']} {conditions(k)}",
-           [("runs", "n_runs", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
+           [("runs", "runs_text", "{}"), ("requests", "n_requests", "{}"), ("errors", "n_errors", "{}"),
             ("p50 ms", "response_p50_ms", "{:.3f}"), ("±95% CI", "response_p50_ci95_ms", "{:.3f}"),
             ("p90 ms", "response_p90_ms", "{:.3f}"), ("p50 overhead vs host %", "response_p50_overhead_pct", "{:+.1f}"),
             ("verdict (p50)", "verdict_text", "{}")])

@@ -37,6 +37,7 @@ with status as (
     select {', '.join(_SUMMARY_KEYS)},
            count(*) filter (where status = 'ok' and is_valid)     as n_ok,   -- the runs behind the figures
            count(*) filter (where status = 'ok' and not is_valid) as n_invalid,  -- kept out of every comparison
+           count(*) filter (where status = 'ok' and is_valid and low_cpu_headroom) as n_low_headroom,
            count(*) filter (where status = 'failed')      as n_failed,
            count(*) filter (where status = 'unsupported') as n_unsupported,
            any_value(error) filter (where status <> 'ok') as error
@@ -77,7 +78,7 @@ def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     return _query(f"""
         select substrate, lab, distribution, netem_scenario, tuning_profile, cpu_class, reliability, transport,
                placement, security, batching, rate, length_bytes, cni, cni_mode, n_runs, latency_p50_us, latency_p90_us, latency_p90_ci95_us,
-               latency_p99_us, latency_p90_overhead_pct, latency_p90_overhead_ci95_pct, host_n_runs,
+               latency_p99_us, latency_p90_overhead_pct, latency_p90_overhead_ci95_pct, host_n_runs, n_low_headroom,
                verdict_margin_pct, verdict_method, runs_to_decide,
                {_verdict("verdict", "cni = 'host'", "host_latency_p90_us")}
         from cmp_dds_vs_host where dds_mode = 'latency'
@@ -90,7 +91,7 @@ def http_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
         select substrate, lab, distribution, netem_scenario, tuning_profile, cpu_class, service, path, placement,
                length_bytes, cni, cni_mode, n_runs, n_requests, n_errors, response_p50_ms, response_p50_ci95_ms, response_p90_ms,
                response_p50_overhead_pct, response_p50_diff_ci95_ms / host_response_p50_ms * 100
-               as response_p50_overhead_ci95_pct, host_n_runs, verdict_margin_pct, verdict_method,
+               as response_p50_overhead_ci95_pct, host_n_runs, n_low_headroom, verdict_margin_pct, verdict_method,
                response_p50_runs_to_decide as runs_to_decide,
                coalesce(response_p50_verdict, 'no baseline') as verdict
         from cmp_http_vs_host

@@ -9,7 +9,8 @@ The order within a variant puts the host in the middle and is reversed every oth
 often before the host as after it, and no mode is always furthest from it (docs/verdicts.md, "Duet rounds").
 
 A duet group is the cells of one round that share every cell dimension but the network's own (cni, cni mode, the
-requested version): exactly what the warehouse pairs with the same host run. Only single-cluster cells of the local
+requested version): exactly what the warehouse pairs with the same host run, and the versions of one mode that a
+regression card pairs. Only single-cluster cells of the local
 substrate form groups (a real cluster is one build at a time; inter-cluster cells build two clusters).
 """
 
@@ -36,15 +37,16 @@ def group_key(cell: Any) -> tuple | None:
 
 
 def groups(cells: Sequence[Any]) -> dict[int, int]:
-    """cell index -> group number, for the cells in a duet group: two or more cells with the same key, one of
-    them the host baseline (a group without its baseline has nothing to pair beside). Other cells are left out."""
+    """cell index -> group number, for the cells in a duet group: two or more cells with the same key (the host
+    baseline among them, or a CNI mode at two requested versions: what a regression card pairs). Other cells are
+    left out."""
     by_key: dict[tuple, list[int]] = {}
     for i, c in enumerate(cells):
         key = group_key(c)
         if key is not None:
             by_key.setdefault(key, []).append(i)
     out: dict[int, int] = {}
-    for g, members in enumerate(m for m in by_key.values() if len(m) > 1 and any(cells[i].cni == "host" for i in m)):
+    for g, members in enumerate(m for m in by_key.values() if len(m) > 1):
         for i in members:
             out[i] = g
     return out

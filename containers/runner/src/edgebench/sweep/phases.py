@@ -234,6 +234,8 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
     with "unsupported:" records the run as unsupported, any other error as failed."""
     env = {**environment(workload, (ctx.state.get("netem") or {}).get("mechanism")), "cni_version": ctx.state.get("cni_version"),
            "distribution_version": ctx.state.get("distribution_version")}
+    if getattr(ctx.provider, "pinning", None) is not None:  # the testbed's client and server CPUs (or None)
+        env["cpu_pinning"] = ctx.provider.pinning()
     if ctx.state.get("cluster"):  # a real cluster: the lab's target, whether its nodes share one kernel, sources
         env["cluster"] = ctx.state["cluster"]
     for run in ctx.runs(workload):

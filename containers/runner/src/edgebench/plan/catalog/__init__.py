@@ -99,6 +99,17 @@ def resolve_cni(entry: str) -> CniMode:
     )
 
 
+def leaves_out(entry: str) -> list[str]:
+    """What the testbed does not build of a real cluster running this CNI mode (cnis.yaml `testbed_leaves_out`:
+    every mode's, the CNI's, the mode's); [] for the host baseline, which runs no CNI."""
+    cm = resolve_cni(entry)
+    if cm.host_network:
+        return []
+    info = cnis()[cm.cni]
+    return [*_load("cnis.yaml").get("testbed_leaves_out", []), *(info.get("testbed_leaves_out") or []),
+            *(info["modes"][cm.mode].get("testbed_leaves_out") or [])]
+
+
 def rows() -> list[dict[str, Any]]:
     """The catalog flattened to one row per CNI mode (for `edgebench catalog`)."""
     out = []

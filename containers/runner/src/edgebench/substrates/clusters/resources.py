@@ -79,7 +79,7 @@ def deltas(prev: dict[str, Any], cur: dict[str, Any], clk: int, ncpu: int, node:
         dtot = cur["total"] - prev["total"]
         cpu = 100.0 * ncpu * (cur["busy"] - prev["busy"]) / dtot if dtot > 0 else 0.0
         rows.append({"component": "system", "name": f"system@{node}", "cpu_pct": round(cpu, 2),
-                     "rss_mb": round(cur.get("mem_used_mb", 0.0), 2)})
+                     "rss_mb": round(cur.get("mem_used_mb", 0.0), 2), "cpus": ncpu})
     for (comm, pid), (ticks, rss_kb) in cur["procs"].items():
         if (comm, pid) not in prev["procs"] or dt <= 0:
             continue

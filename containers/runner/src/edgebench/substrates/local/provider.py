@@ -176,6 +176,10 @@ class LocalProvider(Provider):
                     out[f"{comm}@{ns}"] = pid
         return out
 
+    def pinning(self) -> dict[str, int] | None:
+        """The CPUs the client's and the server's tools run on (endpoints.py), recorded in every run's environment."""
+        return self.testbed.pinning()
+
     def client(self, placement: str = "cross-node") -> Endpoint:
         return self.testbed.client()
 

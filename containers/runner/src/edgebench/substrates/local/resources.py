@@ -142,7 +142,7 @@ class Sampler:
             prev_sys = (busy, total)
             cpu_sys = 100.0 * NCPU * dbusy / dtotal if dtotal > 0 else 0.0
             batch.append({"t_s": t_s, "phase": phase, "component": "system", "name": "system",
-                          "cpu_pct": round(cpu_sys, 2), "rss_mb": _round(_mem_used_mb())})
+                          "cpu_pct": round(cpu_sys, 2), "rss_mb": _round(_mem_used_mb()), "cpus": NCPU})
             seen = {}
             for name, pid in self._pids().items():
                 ticks = _proc_cpu_ticks(pid)

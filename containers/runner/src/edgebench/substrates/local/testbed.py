@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -32,10 +31,11 @@ from edgebench import sh
 from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath, node_ip, pod_ip
+from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath  # noqa: F401 - PODS_PER_NODE: re-exported
 from edgebench.substrates.local import container, cpuclass, processes
 from edgebench.substrates.local.processes import netns_pids
 from edgebench.substrates.local.testbed_conditions import NodeConditions
+from edgebench.substrates.local.endpoints import Endpoint, Endpoints  # noqa: F401 - Endpoint: re-exported
 
 STATE_DIR = Path(os.environ.get("EDGEBENCH_RUN_DIR", "/run/edgebench"))
 
@@ -61,27 +61,7 @@ def _batch_word(arg: str) -> str:
     return arg
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """A testbed endpoint (substrate.Endpoint): a namespace and the address peers use to reach it."""
-
-    ns: str
-    ip: str
-    node: int
-    cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
-    container: str | None = None  # the testbed prefix when tools run in runc containers (container.py), else None
-
-    def cmd(self, argv: Sequence[str]) -> list[str]:
-        if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class)
-            return container.wrap(self.ns, self.container, argv)
-        argv = ["ip", "netns", "exec", self.ns, *argv]
-        if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
-
-            return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
-        return argv
-
-
-class Testbed(NodeConditions, Datapath):
+class Testbed(NodeConditions, Datapath, Endpoints):
     __test__ = False  # not a pytest class
     def __init__(self, prefix: str | None = None, nodes: int = 2, runner: Callable[..., str] = sh.run,
                  clusters: int = 1):
@@ -340,63 +320,6 @@ class Testbed(NodeConditions, Datapath):
             out = self._run(["ip", "-n", ns, "-br", "addr"], check=False)
             spaces[ns] = [" ".join(line.split()) for line in out.splitlines() if not line.startswith("lo ")]
         return {"prefix": self.prefix, "up": bool(spaces), "state": state, "namespaces": spaces}
-
-    # endpoints -----------------------------------------------------------------------------------
-    def _is_host(self) -> bool:
-        if getattr(self, "_host", None) is not None:
-            return self._host
-        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
-        return state.get("datapath") == "host"
-
-    def _runtime_of(self) -> str | None:
-        if getattr(self, "_runtime", None) is not None or getattr(self, "_host", None) is not None:
-            return getattr(self, "_runtime", None)
-        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
-        return state.get("runtime")
-
-    def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
-        """Pod `pod` of node `node`; with host networking every pod is its node's namespace (its tools in a runc
-        container where the mode has a runtime, container.py)."""
-        host = self._is_host() if host is None else host
-        cgroups = cpuclass.node_cgroups(self.prefix, node) if self.cpu_limit != cpuclass.NONE else ()
-        if host:
-            return Endpoint(self.node_ns(node), node_ip(node), node, cgroups,
-                            self.prefix if self._runtime_of() else None)
-        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
-
-    def _client_node(self) -> int:
-        """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
-        return 1 if self.clusters == 1 else self.nodes
-
-    def client(self) -> Endpoint:
-        return self.endpoint(self._client_node(), 1)
-
-    def server(self, placement: str) -> Endpoint:
-        """Cross-node: node 2 (with two clusters a worker of cluster 1); same-node: pod 2 of the client's node."""
-        return self.endpoint(self._client_node(), 2) if placement == "same-node" else self.endpoint(2, 1)
-
-    def pods(self, node: int) -> list[Endpoint]:
-        return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
-
-    def peers(self, placement: str) -> list[Endpoint]:
-        """Where subscribers go: node 2's pods (cross-node) or the client node's pods after the client."""
-        return self.pods(2) if placement == "cross-node" else self.pods(self._client_node())[1:]
-
-    def multicast_reason(self, placement: str) -> str | None:
-        """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
-
-        The testbed floods multicast only within one L2 segment: the LAN (host networking) and one node's pod
-        bridge, and between the nodes of a cluster where the mode floods it to every peer (Weave's
-        `multicast_flood`). It routes no multicast between nodes and its other tunnels carry no BUM traffic."""
-        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
-        datapath = state.get("datapath", "?")
-        if self.clusters > 1 and placement == "cross-node":
-            return "multicast does not cross clusters (no inter-cluster tool forwards it)"
-        if self._is_host() or (datapath.startswith("bridge-") and (placement == "same-node"
-                                                                   or state.get("multicast_flood"))):
-            return None
-        where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
-        return f"the {datapath} datapath carries no multicast {where} on the local testbed"
 
     def read_mtu(self, ep: Endpoint) -> int:
         dev = "eth0"

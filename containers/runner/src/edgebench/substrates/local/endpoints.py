@@ -1,0 +1,121 @@
+"""Where a cell's tools run on the local testbed: an Endpoint (a namespace, its address, how to start a command in
+it) and the Testbed's choice of endpoints for a run's client, server and DDS peers (Endpoints, mixed into Testbed).
+
+CPU pinning: on a machine with two CPUs or more, the client's tools run on one CPU and the server's (and the DDS
+peers') on another (`taskset`), whatever node they are on. Unpinned, the scheduler put the two on one core in some
+runs and on two in others, and a run's figure followed where they landed: HTTP p50 spread 15-21 % from run to run
+unpinned, 7.5-9 % pinned (8 runs each, flannel vxlan, this machine). Nodes of a CPU class run in their own pinned
+cgroups (cpuclass.py) and tools in a runc container start in its cgroup: neither is pinned again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from edgebench.substrates.local import container, cpuclass
+from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_ip
+
+PIN_ENV = "EDGEBENCH_PIN_CPUS"  # 0: never pin the client and server to CPUs of their own
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A testbed endpoint (substrate.Endpoint): a namespace and the address peers use to reach it."""
+
+    ns: str
+    ip: str
+    node: int
+    cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
+    container: str | None = None  # the testbed prefix when tools run in runc containers (container.py), else None
+    cpu: int | None = None  # the CPU its tools are pinned to (module doc), else None
+
+    def cmd(self, argv: Sequence[str]) -> list[str]:
+        if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class)
+            return container.wrap(self.ns, self.container, argv)
+        pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
+        argv = ["ip", "netns", "exec", self.ns, *pin, *argv]
+        if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
+
+            return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
+        return argv
+
+
+class Endpoints:
+    """The endpoint choices of the Testbed (it provides prefix, nodes, clusters, cpu_limit, state_file, node_ns,
+    pod_ns)."""
+
+    def _is_host(self) -> bool:
+        if getattr(self, "_host", None) is not None:
+            return self._host
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        return state.get("datapath") == "host"
+
+    def _runtime_of(self) -> str | None:
+        if getattr(self, "_runtime", None) is not None or getattr(self, "_host", None) is not None:
+            return getattr(self, "_runtime", None)
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        return state.get("runtime")
+
+    def endpoint(self, node: int, pod: int, host: bool | None = None) -> Endpoint:
+        """Pod `pod` of node `node`; with host networking every pod is its node's namespace (its tools in a runc
+        container where the mode has a runtime, container.py)."""
+        host = self._is_host() if host is None else host
+        cgroups = cpuclass.node_cgroups(self.prefix, node) if self.cpu_limit != cpuclass.NONE else ()
+        if host:
+            return Endpoint(self.node_ns(node), node_ip(node), node, cgroups,
+                            self.prefix if self._runtime_of() else None)
+        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
+
+    def _client_node(self) -> int:
+        """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
+        return 1 if self.clusters == 1 else self.nodes
+
+    def pinning(self) -> dict[str, int] | None:
+        """{"client_cpu", "server_cpu"}: the CPUs the client's and the server's tools run on (module doc); None when
+        they are not pinned (one CPU, a CPU class, a runc container, or EDGEBENCH_PIN_CPUS=0)."""
+        if os.environ.get(PIN_ENV, "1") == "0" or self.cpu_limit != cpuclass.NONE or self._runtime_of():
+            return None
+        cpus = sorted(os.sched_getaffinity(0))
+        return {"client_cpu": cpus[0], "server_cpu": cpus[1]} if len(cpus) >= 2 else None
+
+    def _pinned(self, ep: Endpoint, role: str) -> Endpoint:
+        pin = self.pinning()
+        return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
+
+    def client(self) -> Endpoint:
+        return self._pinned(self.endpoint(self._client_node(), 1), "client")
+
+    def server(self, placement: str) -> Endpoint:
+        """Cross-node: node 2 (with two clusters a worker of cluster 1); same-node: pod 2 of the client's node."""
+        return self._pinned(self.endpoint(self._client_node(), 2) if placement == "same-node" else self.endpoint(2, 1),
+                            "server")
+
+    def pods(self, node: int) -> list[Endpoint]:
+        return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
+
+    def peers(self, placement: str) -> list[Endpoint]:
+        """Where subscribers go: node 2's pods (cross-node) or the client node's pods after the client."""
+        pods = self.pods(2) if placement == "cross-node" else self.pods(self._client_node())[1:]
+        return [self._pinned(ep, "server") for ep in pods]
+
+    def multicast_reason(self, placement: str) -> str | None:
+        """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.
+
+        The testbed floods multicast only within one L2 segment: the LAN (host networking) and one node's pod
+        bridge, and between the nodes of a cluster where the mode floods it to every peer (Weave's
+        `multicast_flood`). It routes no multicast between nodes and its other tunnels carry no BUM traffic."""
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        datapath = state.get("datapath", "?")
+        if self.clusters > 1 and placement == "cross-node":
+            return "multicast does not cross clusters (no inter-cluster tool forwards it)"
+        if self._is_host() or (datapath.startswith("bridge-") and (placement == "same-node"
+                                                                   or state.get("multicast_flood"))):
+            return None
+        where = "between nodes" if placement == "cross-node" else "between pods without a shared bridge"
+        return f"the {datapath} datapath carries no multicast {where} on the local testbed"
+
