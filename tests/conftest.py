@@ -34,11 +34,12 @@ from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 PARALLEL_SAFE = frozenset(f"test_{name}.py" for name in """
     argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs
     driver_numbers follow holds intercluster_clusters inventory iperf3_parser iperf3_properties layers live_store
-    multicluster node_steps
+    duet multicluster node_steps pinning
     papers parse_import perftest portal portal_distributions portal_emulation portal_intercluster
     portal_loaded_latency portal_regressions portal_tables provenance published ranking regressions relay replay
     resources_efficiency scorecard status verdict warehouse warehouse_conditions warehouse_dds_http
-    warehouse_distributions warehouse_http_requests warehouse_incremental warehouse_intercluster warehouse_s3 workloads
+    warehouse_distributions warehouse_headroom warehouse_http_requests warehouse_incremental warehouse_intercluster
+    warehouse_s3 workloads
     """.split())
 
 

@@ -86,6 +86,17 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
             raw = json.loads(client.get_object("e2e", prefix + "iperf3-client.json").read())
             assert raw["end"]["sum_received"]["bits_per_second"] / 1e6 == pytest.approx(d["metrics"]["throughput_mbps"])
     assert not any((tmp_path / "state" / "spool").rglob("*.json"))  # everything uploaded
+    # duet rounds (sweep/duet.py): each variant ran on flannel, then beside it on the host (host in the middle of
+    # flannel and the unsupported calico ipip), before the next variant; DDS included (paired across discovery)
+    ok = sorted((d for d in docs if d["status"] == "ok"), key=lambda d: (d["started_at"], d["cni"] != "flannel"))
+    assert [d["cni"] for d in ok] == ["flannel", "host"] * (len(ok) // 2)
+    for a, b in zip(ok[::2], ok[1::2]):
+        assert (a["workload"], a["protocol"], a["path"], a["placement"], a["length_bytes"]) == \
+               (b["workload"], b["protocol"], b["path"], b["placement"], b["length_bytes"])
+    assert {d["workload"] for d in ok} == {"iperf3", "dds", "http"}
+    pins = {d["workload"]: d["environment"].get("cpu_pinning") for d in ok}
+    assert pins["iperf3"] is None and pins["dds"] is None
+    assert pins["http"] is None or pins["http"]["client_cpu"] != pins["http"]["server_cpu"]
 
     # the same sweep id again: nothing is measured twice, nothing duplicated
     second = _sweep(env, "-p", "sweep-id=e2e-1")

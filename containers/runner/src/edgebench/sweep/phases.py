@@ -235,7 +235,7 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
     env = {**environment(workload, (ctx.state.get("netem") or {}).get("mechanism")), "cni_version": ctx.state.get("cni_version"),
            "distribution_version": ctx.state.get("distribution_version")}
     if getattr(ctx.provider, "pinning", None) is not None:  # the testbed's client and server CPUs (or None)
-        env["cpu_pinning"] = ctx.provider.pinning()
+        env["cpu_pinning"] = ctx.provider.pinning() if workloads.REGISTRY[workload].pin_cpus else None
     if ctx.state.get("cluster"):  # a real cluster: the lab's target, whether its nodes share one kernel, sources
         env["cluster"] = ctx.state["cluster"]
     for run in ctx.runs(workload):

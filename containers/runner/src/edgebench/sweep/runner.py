@@ -133,7 +133,9 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
         docs.setdefault(doc.get("cell_id"), []).append(doc)
     decisions = adaptive.stops(cells, docs, active, rnd, sweep.values["min-repetitions"],
                                sweep.values["max-repetitions"])
-    over = _over_budget(sweep, sum(len(t) for _, t in plan[v + 1:] if rep_of[next(iter(t))] == rnd + 1), rnd, progress)
+    nxt = sum(1 for j, t in plan[v + 1:] for rid in t  # the next round's runs of the variants still open
+              if rep_of[rid] == rnd + 1 and variant_of[rid] not in decisions.get(j, {}))
+    over = _over_budget(sweep, nxt, rnd, progress)
     if over:  # the next round would end after the budget: every variant still open stops here
         for j, vs in active.items():
             for var in vs - set(decisions.get(j, {})):

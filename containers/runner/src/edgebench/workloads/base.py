@@ -37,6 +37,8 @@ class Workload:
 
     name: str = ""
     tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
+    # the local testbed pins this workload's client and server to CPUs of their own (substrates/local/endpoints.py)
+    pin_cpus: bool = False
     staging_model: str = ""  # dbt model that reads its raw files (analytics/models/staging/<name>.sql)
     mart: str = ""  # dbt mart the portal and CLI read (analytics/models/marts/<name>.sql + .yml)
     page: str = ""  # portal page (app/app_pages/<name>.py), also its URL path
@@ -88,11 +90,13 @@ class Workload:
         return self.plan.describe(run)
 
 
-def endpoints(ctx: CellContext, run: Run, port: int):
+def endpoints(ctx: CellContext, run: Run, port: int, pin: bool = False):
     """Client, server and the address the client dials: the server's pod IP, or a ClusterIP (DNAT) for
     pod-to-service; in an inter-cluster cell the address the tool gives a cluster-2 client for the exported
     service (or, over a layer-3 tool, the pod IP)."""
     client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
+    if pin and hasattr(ctx.provider, "pin"):  # the local testbed: client and server on CPUs of their own
+        client, server = ctx.provider.pin(client, "client"), ctx.provider.pin(server, "server")
     ctx.provider.flush_services()
     if run.cell.intercluster != "none":  # the server's service exported from cluster 1, dialled from cluster 2
         return client, server, ctx.provider.export_service(port, server, run.path)

@@ -1,11 +1,14 @@
 """Where a cell's tools run on the local testbed: an Endpoint (a namespace, its address, how to start a command in
 it) and the Testbed's choice of endpoints for a run's client, server and DDS peers (Endpoints, mixed into Testbed).
 
-CPU pinning: on a machine with two CPUs or more, the client's tools run on one CPU and the server's (and the DDS
-peers') on another (`taskset`), whatever node they are on. Unpinned, the scheduler put the two on one core in some
-runs and on two in others, and a run's figure followed where they landed: HTTP p50 spread 15-21 % from run to run
-unpinned, 7.5-9 % pinned (8 runs each, flannel vxlan, this machine). Nodes of a CPU class run in their own pinned
-cgroups (cpuclass.py) and tools in a runc container start in its cgroup: neither is pinned again.
+CPU pinning, for the workloads that ask for it (Workload.pin_cpus: HTTP): on a machine with two CPUs or more, the
+client's tools run on one CPU and the server's on another (`taskset`), whatever node they are on. Unpinned, the
+scheduler put the two on one core in some runs and on two in others, and an HTTP run's p50 followed where they
+landed: its spread from run to run was 15-21 % unpinned, 7.5-9 % pinned (8 runs each, twice, flannel vxlan, this
+machine), and the default sweep's HTTP pair SD fell from 12 to 8.5 points. iperf3 is not pinned: pinned, its TCP
+throughput spread more (8.5 % against 6.4 %, 8 runs each; pair SD 6.5 against 4.1 points over the default sweep).
+Nodes of a CPU class run in their own pinned cgroups (cpuclass.py) and tools in a runc container start in its
+cgroup: neither is pinned again.
 """
 
 from __future__ import annotations
@@ -83,25 +86,24 @@ class Endpoints:
         cpus = sorted(os.sched_getaffinity(0))
         return {"client_cpu": cpus[0], "server_cpu": cpus[1]} if len(cpus) >= 2 else None
 
-    def _pinned(self, ep: Endpoint, role: str) -> Endpoint:
+    def pin(self, ep: Endpoint, role: str) -> Endpoint:
+        """The endpoint with its tools pinned to the `role`'s CPU (client or server), where pinning() pins."""
         pin = self.pinning()
         return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
 
     def client(self) -> Endpoint:
-        return self._pinned(self.endpoint(self._client_node(), 1), "client")
+        return self.endpoint(self._client_node(), 1)
 
     def server(self, placement: str) -> Endpoint:
         """Cross-node: node 2 (with two clusters a worker of cluster 1); same-node: pod 2 of the client's node."""
-        return self._pinned(self.endpoint(self._client_node(), 2) if placement == "same-node" else self.endpoint(2, 1),
-                            "server")
+        return self.endpoint(self._client_node(), 2) if placement == "same-node" else self.endpoint(2, 1)
 
     def pods(self, node: int) -> list[Endpoint]:
         return [self.endpoint(node, j) for j in range(1, PODS_PER_NODE + 1)]
 
     def peers(self, placement: str) -> list[Endpoint]:
         """Where subscribers go: node 2's pods (cross-node) or the client node's pods after the client."""
-        pods = self.pods(2) if placement == "cross-node" else self.pods(self._client_node())[1:]
-        return [self._pinned(ep, "server") for ep in pods]
+        return self.pods(2) if placement == "cross-node" else self.pods(self._client_node())[1:]
 
     def multicast_reason(self, placement: str) -> str | None:
         """None if multicast from the client pod reaches the `placement` peers on this datapath, else why not.

@@ -177,8 +177,11 @@ class LocalProvider(Provider):
         return out
 
     def pinning(self) -> dict[str, int] | None:
-        """The CPUs the client's and the server's tools run on (endpoints.py), recorded in every run's environment."""
+        """The CPUs a pinned workload's client and server run on (endpoints.py), recorded in its runs' environment."""
         return self.testbed.pinning()
+
+    def pin(self, ep: Endpoint, role: str) -> Endpoint:
+        return self.testbed.pin(ep, role)
 
     def client(self, placement: str = "cross-node") -> Endpoint:
         return self.testbed.client()
