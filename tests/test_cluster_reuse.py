@@ -95,11 +95,12 @@ def test_reset_that_leaves_a_link_condition_is_refused(built, monkeypatch):
 
 @needs_root
 def test_sweep_reuses_the_testbed_and_records_each_cell_as_its_own(minio_server, tmp_path):
-    """Four cells, two datapaths: the second cell of each datapath reuses the first one's testbed. Every run is
-    measured and stored, and nothing is left behind. (What a reset restores is tested above.)"""
+    """Four cells, two datapaths, in round order (--no-duet: a duet round stands every member up anew): the second
+    cell of each datapath reuses the first one's testbed. Every run is measured and stored, and nothing is left
+    behind. (What a reset restores is tested above.)"""
     env = {**os.environ, **minio_server["env"], "EDGEBENCH_BUCKET": "reuse", "EDGEBENCH_STATE": str(tmp_path / "st"),
            "EDGEBENCH_TESTBED_PREFIX": "ebu", "EDGEBENCH_RUN_DIR": str(tmp_path / "run")}
-    out = subprocess.run([sys.executable, "-m", "edgebench.cli", "sweep", str(SWEEP), "--local",
+    out = subprocess.run([sys.executable, "-m", "edgebench.cli", "sweep", str(SWEEP), "--local", "--no-duet",
                           "-p", 'cnis=["host","flannel:vxlan"]', "-p", 'tuning=["network-latency","default_settings"]',
                           "-p", "repetitions=1", "-p", "duration=1", "-p", 'workloads=["iperf3:tcp"]',
                           "-p", 'iperf3-paths=["pod-to-pod:cross-node"]', "-p", "sweep-id=reuse-1"],

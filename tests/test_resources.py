@@ -41,8 +41,11 @@ def test_busy_vs_idle_and_phases(procs):
     phases = [x["phase"] for x in samples]
     assert phases == sorted(phases)  # idle first, then run: never back
     for x in samples:
-        assert set(x) == {"t_s", "phase", "component", "name", "cpu_pct", "rss_mb"}
+        # a system row also says how many CPUs its cpu_pct is out of (the CPU-headroom gate reads it)
+        assert set(x) == {"t_s", "phase", "component", "name", "cpu_pct", "rss_mb"} | (
+            {"cpus"} if x["component"] == "system" else set())
         assert x["component"] in ("workload", "system")
+        assert x.get("cpus", resources.NCPU) == resources.NCPU
     summ = resources.summarize(samples)
     cpu_busy = [x["cpu_pct"] for x in samples if x["name"] == "busy"]
     mean_busy = sum(cpu_busy) / len(cpu_busy)
