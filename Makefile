@@ -20,7 +20,7 @@ REPEAT     ?= -p repetitions=auto -p max-repetitions=6 -p time-budget=12m
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 sockperf cyclonedds-tools procps \
-                 cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc
+                 cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc jq
 # the lab's node test (tests/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
 # them, so `make sweep` does not bring an SSH server to a machine that had none
 TEST_PACKAGES := openssh-server openssh-client sudo
@@ -260,7 +260,7 @@ lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) n
 
 # ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
 mgmt-tools: ## install kind, kubectl and the argo CLI (pinned) into $(TOOLS)
-	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "error: make up needs a running Docker engine" >&2; exit 1; }
+	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "error: make up needs a running Docker engine (scripts/kind/dockerd.sh install && scripts/kind/dockerd.sh up starts one of edgebench's own; docs/substrates.md, kind on this machine)" >&2; exit 1; }
 	@command -v kubectl >/dev/null || { echo "kubectl: downloading $(KUBECTL_VERSION) from dl.k8s.io"; mkdir -p $(TOOLS); \
 	  curl -fsSL -o $(TOOLS)/kubectl https://dl.k8s.io/release/$(KUBECTL_VERSION)/bin/linux/$(ARCH)/kubectl \
 	  && chmod +x $(TOOLS)/kubectl; }

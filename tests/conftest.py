@@ -34,6 +34,7 @@ from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 PARALLEL_SAFE = frozenset(f"test_{name}.py" for name in """
     argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs
     driver_numbers follow holds intercluster_clusters inventory iperf3_parser iperf3_properties layers live_store
+    runc_capdrop
     duet multicluster node_steps pinning
     papers parse_import perftest portal portal_distributions portal_emulation portal_intercluster
     portal_loaded_latency portal_regressions portal_tables provenance published ranking regressions relay replay
