@@ -3,8 +3,10 @@ than var cpu_headroom_floor_pct of the machine's CPU was idle; the flag reaches 
 comparison counts the flagged runs of each side. Files written before `cpus` was recorded give no flag (null)."""
 
 import json
+from pathlib import Path
 
 import duckdb
+import yaml
 
 import fixture_manifests as fx
 from edgebench.results import warehouse
@@ -53,3 +55,11 @@ def test_runs_below_the_floor_are_flagged_and_counted_on_each_side(tmp_path):
             assert low is (100 - max(busy) / 2 < 10)
     assert got[("flannel", 1)][1] is True and got[("flannel", 2)][1] is False
     assert dict((c, (n, low, host_low)) for c, n, low, host_low in cmp) == {"flannel": (3, 1, 0), "host": (3, 0, 0)}
+
+
+def test_the_floor_has_one_value():
+    """The CLI and the portal say the floor from results.verdict; the warehouse applies the dbt var: the same."""
+    from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
+
+    project = yaml.safe_load((Path(__file__).resolve().parents[1] / "analytics" / "dbt_project.yml").read_text())
+    assert project["vars"]["cpu_headroom_floor_pct"] == CPU_HEADROOM_FLOOR_PCT

@@ -1,5 +1,7 @@
 import streamlit as st
 
+from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
+
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
                             style, verdict_counts)
 import ui
@@ -56,6 +58,7 @@ st.subheader("What the testbed still leaves out")
 st.caption("Per CNI mode on this page: the parts of a real cluster running it that the testbed does not build "
            "(the catalog's testbed_leaves_out). A testbed figure is the kernel datapath's; where it disagrees with the "
            "real lab, these are the candidates. Each run also records the machine's idle CPU per second: runs that "
-           "had less than 10 % of it idle in some second are counted in every comparison (low CPU headroom).")
+           f"had less than {CPU_HEADROOM_FLOOR_PCT:g} % of it idle in some second are counted in every comparison "
+           "(low CPU headroom).")
 for label, parts in leaves_out(rows).items():
     st.markdown(f"**{label}**\n" + "\n".join(f"- {p}" for p in parts))

@@ -83,4 +83,5 @@ def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:
     testbed_leaves_out, catalog.leaves_out), so that a disagreement can be read against it."""
     from edgebench.plan import catalog
 
-    return {label: catalog.leaves_out(label) for label in sorted(set(df["cni_label"])) if catalog.leaves_out(label)}
+    parts = {label: catalog.leaves_out(label) for label in sorted(set(df["cni_label"]))}
+    return {label: p for label, p in parts.items() if p}

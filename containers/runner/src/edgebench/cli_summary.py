@@ -8,7 +8,7 @@ from rich.table import Table
 from edgebench.console import out
 from edgebench.results import follow as follow_mod
 from edgebench.results import summaries
-from edgebench.results.verdict import describe
+from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT, describe
 from edgebench.results import warehouse as wh
 from edgebench.results.labels import intercluster_label
 
@@ -45,8 +45,8 @@ VERDICT_NOTE = ("verdict: the one rule of edgebench (docs/verdicts.md): equivale
                 "difference lies within the margin (±5 % of the baseline by default), better / worse by x % [95% CI] "
                 "when it excludes 0 and reaches beyond the margin, else inconclusive with about how many more runs "
                 "per side would decide; n = runs of the configuration / of the baseline; k low CPU = runs during "
-                "which, in some second, less than 10 % of the machine's CPU was idle (kept in, counted: the machine, "
-                "not the datapath, may have set their pace).")
+                f"which, in some second, less than {CPU_HEADROOM_FLOOR_PCT:g} % of the machine's CPU was idle (kept "
+                "in, counted: the machine, not the datapath, may have set their pace).")
 
 
 def verdict_text(r: dict, diff_pct: float | None, ci_pct: float | None, n_a: int | None, n_b: int | None) -> str:

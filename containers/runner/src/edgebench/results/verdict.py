@@ -48,6 +48,9 @@ MARGINS_PCT: dict[str, float] = {
     "emulation": 10.0,   # the testbed's emulation against the real CNI ("model holds" within +-10 %)
 }
 DEFAULT_MARGIN_PCT = 5.0
+# a run is flagged low_cpu_headroom when in some second less than this share of the machine's CPU was idle; the dbt var
+# cpu_headroom_floor_pct holds the same (int_runs__cpu_headroom; tests/test_warehouse_headroom.py checks they agree)
+CPU_HEADROOM_FLOOR_PCT = 10.0
 MAX_RUNS_TO_DECIDE = 1000  # beyond this the estimate is reported as "more than 1000"
 
 # how every page and table explains a verdict column (one sentence, the same everywhere)

@@ -21,9 +21,10 @@ from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.results.verdict import Comparison, compare, decide, margin_abs, margin_pct, t95
 
 
-def conditions(cell) -> tuple:
-    """What a cell shares with its host baseline: every dimension but the network's own."""
-    return tuple(getattr(cell, d.field) for d in DIMENSIONS if d.field not in ("cni", "cni_mode", "datapath"))
+def conditions(cell, ignore: tuple[str, ...] = ()) -> tuple:
+    """What a cell shares with its host baseline: every dimension but the network's own (and those in `ignore`)."""
+    return tuple(getattr(cell, d.field) for d in DIMENSIONS
+                 if d.field not in ("cni", "cni_mode", "datapath", *ignore))
 
 
 def baselines(cells) -> dict[int, int | None]:

@@ -26,14 +26,12 @@ from edgebench.results.store import state_dir
 from edgebench.substrates.local.testbed import Testbed, default_prefix
 from edgebench.sweep import adaptive, phases
 
-NETWORK_FIELDS = ("cni", "cni_mode", "requested_version")
-
-
 def group_key(cell: Any) -> tuple | None:
-    """The cell's duet group (cells with equal keys stand side by side), or None when it takes no part."""
+    """The cell's duet group (cells with equal keys stand side by side): what it shares with its host baseline
+    (adaptive.conditions), a requested version aside; None when it takes no part."""
     if cell.substrate != "local" or cell.intercluster != "none":
         return None
-    return tuple(sorted((k, v) for k, v in cell.manifest_fields().items() if k not in NETWORK_FIELDS))
+    return adaptive.conditions(cell, ignore=("requested_version",))
 
 
 def groups(cells: Sequence[Any]) -> dict[int, int]:
@@ -118,8 +116,7 @@ def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set
             except Exception as exc:  # this member cannot run: its runs are failed with the reason, the rest go on
                 log(f"{cell.label}: FAILED {exc}")
                 phases.collect_results(ctx, reason=f"{cell.label}: {exc}")
-                phases.teardown_cluster(ctx)
-                del ctxs[i]
+                _teardown([ctxs.pop(i)])
             if ctx.state.get("supported") is False:
                 log(f"{cell.label}: {len(todo)} runs recorded as {ctx.state['reason']}")
         runs = {i: [r for r in runs_for(sweep, cells[i]) if r.run_id in ctx.only] for i, ctx in ctxs.items()}
@@ -136,8 +133,19 @@ def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set
     finally:
         if on_phase and ctxs:
             on_phase("teardown-cluster")
-        for ctx in ctxs.values():
-            try:
-                phases.teardown_cluster(ctx)
-            finally:
-                shutil.rmtree(ctx.workdir, ignore_errors=True)
+        _teardown(list(ctxs.values()))
+
+
+def _teardown(ctxs: Sequence[phases.CellContext]) -> None:
+    """Tear down every member and remove its work dir; one member's failure does not spare the others (the first
+    failure is raised after all were tried)."""
+    failed: BaseException | None = None
+    for ctx in ctxs:
+        try:
+            phases.teardown_cluster(ctx)
+        except BaseException as exc:  # noqa: BLE001 - the next members still go; raised below
+            failed = failed or exc
+        finally:
+            shutil.rmtree(ctx.workdir, ignore_errors=True)
+    if failed is not None:
+        raise failed

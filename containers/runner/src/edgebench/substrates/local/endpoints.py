@@ -5,8 +5,9 @@ CPU pinning, for the workloads that ask for it (Workload.pin_cpus: HTTP): on a m
 client's tools run on one CPU and the server's on another (`taskset`), whatever node they are on. Unpinned, the
 scheduler put the two on one core in some runs and on two in others, and an HTTP run's p50 followed where they
 landed: its spread from run to run was 15-21 % unpinned, 7.5-9 % pinned (8 runs each, twice, flannel vxlan, this
-machine), and the default sweep's HTTP pair SD fell from 12 to 8.5 points. iperf3 is not pinned: pinned, its TCP
-throughput spread more (8.5 % against 6.4 %, 8 runs each; pair SD 6.5 against 4.1 points over the default sweep).
+machine). Over whole default sweeps (one each) the HTTP pair SD was 12 points unpinned, 8.5 and 13.6 pinned: within
+what a sweep's median moves. iperf3 is not pinned: pinned, its TCP throughput spread more (8.5 % against 6.4 %, 8 runs
+each; pair SD 6.5 points pinned against 4.1 and 5.0 unpinned over default sweeps).
 Nodes of a CPU class run in their own pinned cgroups (cpuclass.py) and tools in a runc container start in its
 cgroup: neither is pinned again.
 """
