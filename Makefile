@@ -33,7 +33,8 @@ BROWSER_PACKAGES := chromium chromium-driver
 FORTIO_VERSION := v1.66.5
 KUBECTL_VERSION := v1.32.4
 KUSTOMIZE_VERSION := v5.5.0
-# Management-cluster path (a workstation with Docker): kind matching the pinned node image, the Argo CLI
+# make up-upstream (a workstation with Docker and a registry): kind matching the pinned upstream node image, the Argo
+# CLI; make up's own build uses kind v0.33.0 (scripts/kind/mgmt.sh)
 KIND_VERSION  := v0.29.0
 # Argo Events' linter and edgebench's Sensor renderer (containers/events-check/go.mod pins the same version)
 ARGO_EVENTS_VERSION := v1.9.11
@@ -46,7 +47,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up submit down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-argo lab-mirror-arm64
+        up up-upstream submit submit-tiny e2e-kind down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-argo lab-mirror-arm64
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -258,19 +259,41 @@ lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) n
 	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh build
 	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh prove
 
-# ---- management cluster (needs Docker; not available on CI machines) --------------------------------------------
-mgmt-tools: ## install kind, kubectl and the argo CLI (pinned) into $(TOOLS)
-	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "error: make up needs a running Docker engine (scripts/kind/dockerd.sh install && scripts/kind/dockerd.sh up starts one of edgebench's own; docs/substrates.md, kind on this machine)" >&2; exit 1; }
-	@command -v kubectl >/dev/null || { echo "kubectl: downloading $(KUBECTL_VERSION) from dl.k8s.io"; mkdir -p $(TOOLS); \
-	  curl -fsSL -o $(TOOLS)/kubectl https://dl.k8s.io/release/$(KUBECTL_VERSION)/bin/linux/$(ARCH)/kubectl \
-	  && chmod +x $(TOOLS)/kubectl; }
-	@test -x $(TOOLS)/kind || { echo "kind: go install sigs.k8s.io/kind@$(KIND_VERSION)"; mkdir -p $(TOOLS); \
-	  cd /tmp && GOBIN=$(TOOLS) go install sigs.k8s.io/kind@$(KIND_VERSION); }
-	@test -x $(TOOLS)/argo || { echo "argo: downloading the $(ARGO_VERSION) CLI"; mkdir -p $(TOOLS); \
-	  curl -fsSL https://github.com/argoproj/argo-workflows/releases/download/$(ARGO_VERSION)/argo-linux-$(ARCH).gz \
-	  | gunzip > $(TOOLS)/argo && chmod +x $(TOOLS)/argo; }
+# ---- management cluster: kind (opt-in; root) ------------------------------------------------------------------------
+# `make up` builds everything from this machine's own builds and runs offline (scripts/kind/mgmt.sh: a Docker engine of
+# its own where none runs, kind v0.33.0 from the Go module proxy, a node image for Kubernetes v1.33.4 built from a
+# Debian root, flannel from the lab's mirror, Argo Workflows v3.7.9, Argo Events v1.9.11, MinIO and edgebench). Where a
+# container registry answers, UPSTREAM=auto (the default) takes upstream's node image, images and release binaries
+# (up-upstream); UPSTREAM=0 forces the local build, UPSTREAM=1 upstream's. docs/argo.md, docs/substrates.md.
+UPSTREAM ?= auto
+MGMT := scripts/kind/mgmt.sh
 
-up: mgmt-tools ## create a kind management cluster with Argo, MinIO and the edgebench templates
+up: setup ## create the kind management cluster with Argo Workflows, Argo Events, MinIO and the edgebench templates (offline here)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make up needs root (an engine of its own, a node image built with chroot)" >&2; exit 1; }
+	@missing=$$(for p in $(LAB_PACKAGES) jq; do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@up=$(UPSTREAM); if [ "$$up" = auto ]; then \
+	  if curl -s -o /dev/null --max-time 5 https://registry.k8s.io/v2/; then up=1; else up=0; \
+	    echo "up: no container registry answers (registry.k8s.io): the cluster is built from this machine's own builds"; fi; fi; \
+	if [ "$$up" = 1 ]; then $(MAKE) --no-print-directory up-upstream; else PY=$(PY) $(MGMT) up; fi
+
+submit: ## argo submit $(SWEEP) --watch on the management cluster (ARGS='-p NAME=VALUE ...')
+	@SWEEP=$(SWEEP) $(MGMT) submit $(ARGS)
+
+submit-tiny: ## the default sweep's tiny variant on the management cluster (workflows/tiny.params.yaml: no edge lab needed)
+	@SWEEP=$(SWEEP) $(MGMT) submit --parameter-file workflows/tiny.params.yaml $(ARGS)
+
+e2e-kind: ## make e2e-argo's checks on the kind management cluster: up, smoke + tiny sweep + version-bump rerun + warehouse, down (root)
+	@rc=0; $(MAKE) --no-print-directory up UPSTREAM=0 && PY=$(PY) $(MGMT) e2e || rc=$$?; \
+	if [ "$(KEEP)" != 1 ]; then $(MGMT) down; fi; exit $$rc
+
+down: ## delete the kind management cluster; stop the engine if make up started it (PURGE=1: its image cache too)
+	@$(MGMT) down
+
+# upstream's path (a workstation with Docker and a registry): kind matching the pinned node image, kubectl, the
+# argo CLI, and the project's images built with buildx
+up-upstream: mgmt-tools
 	kind get clusters 2>/dev/null | grep -qx $(CLUSTER) || \
 	  kind create cluster --name $(CLUSTER) --config kustomize/overlays/kind/kind-cluster.yaml
 	kubectl apply --server-side -k kustomize/upstream/argo-workflows
@@ -285,8 +308,13 @@ up: mgmt-tools ## create a kind management cluster with Argo, MinIO and the edge
 	kubectl -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=300s
 	@echo "management cluster ready: make submit (or: argo -n edgebench submit workflows/smoke.yaml --watch)"
 
-submit: mgmt-tools ## argo submit $(SWEEP) --watch on the management cluster (ARGS='-p NAME=VALUE ...')
-	argo -n edgebench submit $(SWEEP) --serviceaccount edgebench-runner --watch $(ARGS)
-
-down: mgmt-tools ## delete the kind management cluster
-	kind delete cluster --name $(CLUSTER)
+mgmt-tools:
+	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "error: make up-upstream needs a running Docker engine" >&2; exit 1; }
+	@command -v kubectl >/dev/null || { echo "kubectl: downloading $(KUBECTL_VERSION) from dl.k8s.io"; mkdir -p $(TOOLS); \
+	  curl -fsSL -o $(TOOLS)/kubectl https://dl.k8s.io/release/$(KUBECTL_VERSION)/bin/linux/$(ARCH)/kubectl \
+	  && chmod +x $(TOOLS)/kubectl; }
+	@test -x $(TOOLS)/kind || { echo "kind: go install sigs.k8s.io/kind@$(KIND_VERSION)"; mkdir -p $(TOOLS); \
+	  cd /tmp && GOBIN=$(TOOLS) go install sigs.k8s.io/kind@$(KIND_VERSION); }
+	@test -x $(TOOLS)/argo || { echo "argo: downloading the $(ARGO_VERSION) CLI"; mkdir -p $(TOOLS); \
+	  curl -fsSL https://github.com/argoproj/argo-workflows/releases/download/$(ARGO_VERSION)/argo-linux-$(ARCH).gz \
+	  | gunzip > $(TOOLS)/argo && chmod +x $(TOOLS)/argo; }

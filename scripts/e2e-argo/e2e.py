@@ -29,11 +29,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "edgebench"
-# the tiny sweep of the issue: two CNI modes, one workload, one repetition, on the network-namespace testbed
-TINY = {
-    "substrate": "local", "target": "local", "cnis": '["flannel:vxlan","flannel:host-gw"]',
-    "workloads": '["iperf3:tcp"]', "iperf3-paths": '["pod-to-pod:cross-node"]', "repetitions": "1", "duration": "3",
-}
+# the default sweep's tiny variant (workflows/tiny.params.yaml, also `make submit-tiny`'s)
+TINY = {k: str(v) for k, v in yaml.safe_load((REPO / "workflows" / "tiny.params.yaml").read_text()).items()}
 
 
 # the version bump: e2e.py serves calico's Helm index where kustomize/overlays/e2e/version-sources.yaml points
@@ -106,9 +103,16 @@ def explain_failure(kube: Kube, wf: dict) -> str:
     return "\n".join(lines)
 
 
+# where this process reaches MinIO: None = the service's cluster IP (the bash cluster routes it to the host); kind's
+# nodes do not, so --minio-port-forward sets a local port of `kubectl port-forward`
+S3_ENDPOINT: str | None = None
+
+
 def minio_env(kube: Kube) -> dict[str, str]:
-    ip = kube("-n", NS, "get", "svc", "minio", "-o", "jsonpath={.spec.clusterIP}").strip()
-    return {"EDGEBENCH_S3_ENDPOINT": f"{ip}:9000", "EDGEBENCH_S3_ACCESS_KEY": "edgebench",
+    endpoint = S3_ENDPOINT
+    if endpoint is None:
+        endpoint = kube("-n", NS, "get", "svc", "minio", "-o", "jsonpath={.spec.clusterIP}").strip() + ":9000"
+    return {"EDGEBENCH_S3_ENDPOINT": endpoint, "EDGEBENCH_S3_ACCESS_KEY": "edgebench",
             "EDGEBENCH_S3_SECRET_KEY": "edgebench-secret", "EDGEBENCH_BUCKET": "edgebench"}
 
 
@@ -217,14 +221,38 @@ def _reruns(kube: Kube) -> list[dict]:
     return [w for w in items if w["metadata"]["name"].startswith("edgebench-rerun-")]
 
 
-def events(kube: Kube, timeout: float, report: dict) -> list[str]:
+def port_forward(kube: Kube) -> tuple[subprocess.Popen, str]:
+    """`kubectl port-forward svc/minio :9000` on a free local port: (the process, 127.0.0.1:PORT)."""
+    p = subprocess.Popen(kube.base + ["-n", NS, "port-forward", "svc/minio", ":9000"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # "Forwarding from 127.0.0.1:PORT -> 9000"
+    m = re.search(r"127\.0\.0\.1:(\d+)", line)
+    if not m:
+        p.kill()
+        raise RuntimeError(f"kubectl port-forward svc/minio: {line.strip() or p.stderr.read().strip()}")
+    return p, f"127.0.0.1:{m.group(1)}"
+
+
+def point_sources_at(kube: Kube, host: str) -> None:
+    """Rewrite the version sources' ConfigMap so that the probe asks the index server on HOST (a host address the
+    cluster's pods reach: the bash cluster's node address, or the kind network's gateway)."""
+    text = (REPO / "kustomize" / "overlays" / "e2e" / "version-sources.yaml").read_text()
+    text = text.replace(f"http://{INDEX_ADDR[0]}:", f"http://{host}:")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edgebench-e2e-version-sources", "namespace": NS},
+          "data": {"sources.yaml": text}}
+    kube("apply", "-f", "-", stdin=yaml.safe_dump(cm))
+
+
+def events(kube: Kube, timeout: float, report: dict, index_host: str = INDEX_ADDR[0]) -> list[str]:
     """Bump calico's version on the index server: the probe records it, the EventSource sees the ConfigMap change,
     the Sensor submits a sweep of only calico's cells, and its runs land in MinIO with the trigger."""
+    if index_host != INDEX_ADDR[0]:
+        point_sources_at(kube, index_host)
     www = Path(tempfile.mkdtemp(prefix="edgebench-e2e-index-"))
     (www / "calico").mkdir()
     index = yaml.safe_load((REPO / "tests" / "data" / "versions" / "calico-index.yaml").read_text())
     (www / "calico" / "index.yaml").write_text(yaml.safe_dump(index))
-    httpd = http.server.ThreadingHTTPServer(INDEX_ADDR, functools.partial(_Quiet, directory=str(www)))
+    httpd = http.server.ThreadingHTTPServer((index_host, INDEX_ADDR[1]), functools.partial(_Quiet, directory=str(www)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     t0 = time.monotonic()
     entry: dict = {}
@@ -338,13 +366,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900, help="seconds per workflow (default 900)")
     ap.add_argument("--no-events", action="store_true",
                     help="skip the Argo Events part (version bump -> probe -> Sensor -> rerun)")
+    ap.add_argument("--minio-port-forward", action="store_true",
+                    help="reach MinIO through `kubectl port-forward` (kind: the host does not route cluster IPs)")
+    ap.add_argument("--index-host", default=INDEX_ADDR[0],
+                    help=f"the host address the cluster's pods reach, where the version index is served (default "
+                         f"{INDEX_ADDR[0]}, the bash cluster's; kind: the kind network's gateway)")
     a = ap.parse_args(argv)
     kube = Kube(a.kubeconfig)
     report: dict = {"workflows": []}
+    global S3_ENDPOINT
+    forward = None
+    if a.minio_port_forward:
+        forward, S3_ENDPOINT = port_forward(kube)
+    try:
+        return _run(kube, a, report)
+    finally:
+        if forward is not None:
+            forward.kill()
+
+
+def _run(kube: Kube, a: argparse.Namespace, report: dict) -> int:
     errors = run_one(kube, "smoke", REPO / "workflows" / "smoke.yaml", {}, a.timeout, report)
     errors += run_one(kube, "tiny", REPO / "workflows" / "sweep.yaml", TINY, a.timeout, report)
     if not errors and not a.no_events:
-        errors += events(kube, a.timeout, report)
+        errors += events(kube, a.timeout, report, a.index_host)
     if not errors:
         errors += warehouse(kube, report)
     report["errors"] = errors

@@ -39,7 +39,7 @@ install() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io || { ((made)) && rm -f "$prc"; die "apt-get install docker.io failed"; }
     ((made)) && rm -f "$prc"
   fi
-  install -D -m 0755 "$HERE/runc-capdrop" "$WRAPPER"
+  command install -D -m 0755 "$HERE/runc-capdrop" "$WRAPPER"
 }
 
 config() {
