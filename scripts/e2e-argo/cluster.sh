@@ -325,6 +325,9 @@ leftovers() {
     for p in $(pgrep -x "$c" 2>/dev/null || true); do
       # the local lab's nodes run their own: only processes outside the lab's cgroups count
       grep -q edgebench-lab "/proc/$p/cgroup" 2>/dev/null && continue
+      # nor edgebench's Docker engine (scripts/kind/dockerd.sh: its containerd, kind nodes and their pods)
+      grep -q edgebench-docker "/proc/$p/cgroup" 2>/dev/null && continue
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q /run/edgebench-docker && continue
       echo "process: $p $c"; found=1
     done
   done

@@ -3,7 +3,7 @@
 # where no container registry answers.
 #   mgmt.sh up       a Docker engine (the one running, else dockerd.sh's own), kind v0.33.0 (Go module proxy), the
 #                    node image (node-image.sh), the cluster (kustomize/overlays/kind/kind-cluster.local.yaml:
-#                    1 control plane + 1 worker), flannel from the lab's mirror, the project's images loaded
+#                    1 control plane + 1 worker; the image's default CNI: flannel), the project's images loaded
 #                    (`kind load image-archive`), Argo Workflows v3.7.9, Argo Events v1.9.11, MinIO and edgebench
 #                    (kustomize/overlays/e2e: the images built here); idempotent
 #   mgmt.sh down     the cluster deleted, then the engine stopped if up started it, and what up changed on the host
@@ -30,7 +30,6 @@ CONFIG=${KIND_CONFIG:-$REPO/kustomize/overlays/kind/kind-cluster.local.yaml}
 KIND=$TOOLS/kind-$KIND_VERSION
 ARCH=amd64
 KUBECTL=$LABC/mirror/bin/$ARCH/kubectl
-FLANNEL=$LABC/mirror/manifests/flannel/v0.28.9/kube-flannel.yml
 STATE=/var/lib/edgebench-kind-mgmt   # what up changed on the host, for down
 IMAGES=(workflow-controller argoexec minio mc runner nats argo-events)
 t0=$SECONDS
@@ -57,7 +56,7 @@ inputs() {   # build what is missing; each builder caches its own outputs
   for n in kube-apiserver etcd coredns pause flannel flannel-cni-plugin; do
     [[ -f $LABC/mirror/images/$ARCH/$n.tar ]] || miss=1
   done
-  [[ -x $KUBECTL && -f $FLANNEL ]] || miss=1
+  [[ -x $KUBECTL && -f $LABC/mirror/manifests/flannel/v0.28.9/kube-flannel.yml ]] || miss=1
   if ((miss)); then
     step "the lab's mirror (scripts/lab-local/mirror.sh build; cold: Kubernetes from source, about 30 min)"
     "$REPO/scripts/lab-local/mirror.sh" build
@@ -118,8 +117,7 @@ up() {
     "$KIND" create cluster --name "$CLUSTER" --config "$CONFIG" --retain \
       || { log "kind create failed; the nodes' logs: $KIND export logs --name $CLUSTER"; die "kind create cluster failed"; }
   fi
-  step "flannel (vxlan) from the lab's mirror"
-  k apply -f "$FLANNEL" >/dev/null
+  step "the nodes Ready (the image's default CNI: flannel vxlan from the lab's mirror)"
   k -n kube-flannel rollout status ds/kube-flannel-ds --timeout=300s
   k wait --for=condition=Ready node --all --timeout=300s
   step "load the project's images (kind load image-archive)"

@@ -11,8 +11,9 @@
 #     machine's bounding set lacks would otherwise not start)
 #   - containerd's image store preloaded (namespace k8s.io, pinned, not unpacked, as kind's own build does): the
 #     mirror's control plane, kube-proxy, etcd, CoreDNS, pause and flannel archives, under their upstream names
-# No default CNI manifest: kind's kindnetd is not served by the module proxy (403), so clusters made from this image
-# set networking.disableDefaultCNI and install a CNI from the mirror (scripts/kind/mgmt.sh: flannel).
+#   - the default CNI: kind's own (kindnetd) is not served by the module proxy (403), so /kind/manifests/default-cni.yaml
+#     is the mirror's flannel manifest (vxlan, images preloaded), marked for kind to template its Network with the
+#     cluster's pod subnet. A cluster that sets networking.disableDefaultCNI installs another CNI instead.
 # Output: $KINDC/images/node.tar (docker-archive, $NODE_IMAGE), then `docker load` if an engine answers and holds an
 # older build. Usage: node-image.sh [--no-load]   (root: debootstrap, chroot, file ownership)
 set -euo pipefail
@@ -31,6 +32,7 @@ ROOT=$WORK/node-rootfs                # the image's root while it is assembled
 LAYOUT=$WORK/oci
 OUT=$KINDC/images
 MIMG=$LABC/mirror/images/$ARCH        # scripts/lab-local/mirror.sh build
+FLANNEL_MANIFEST=$LABC/mirror/manifests/flannel/v0.28.9/kube-flannel.yml
 PRELOAD=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause flannel flannel-cni-plugin)
 # kind's images/base/Dockerfile list, less what only rootless (fuse-overlayfs), storage e2e tests (nfs-common,
 # open-iscsi) or the upstream build need; plus Debian's containerd and runc instead of kind's builds
@@ -106,6 +108,7 @@ check_inputs() {
   local miss=() f
   for f in kubeadm kubelet kubectl; do [[ -x $LABC/mirror/bin/$ARCH/$f ]] || miss+=("$LABC/mirror/bin/$ARCH/$f (scripts/lab-local/mirror.sh build)"); done
   for f in "${PRELOAD[@]}"; do [[ -f $MIMG/$f.tar ]] || miss+=("$MIMG/$f.tar (scripts/lab-local/mirror.sh build)"); done
+  [[ -f $FLANNEL_MANIFEST ]] || miss+=("$FLANNEL_MANIFEST (mirror.sh build)")
   [[ -f $LABC/mirror/bin/$ARCH/cni-plugins.tgz ]] || miss+=("$LABC/mirror/bin/$ARCH/cni-plugins.tgz (mirror.sh build)")
   ((${#miss[@]} == 0)) || { printf 'kind-node: missing: %s\n' "${miss[@]}" >&2; exit 1; }
 }
@@ -151,8 +154,16 @@ assemble() {
   install -m 0755 "$crictl" "$ROOT/usr/local/bin/crictl"
   install -d -m 0755 "$ROOT/opt/cni/bin"
   tar -xzf "$LABC/mirror/bin/$ARCH/cni-plugins.tgz" -C "$ROOT/opt/cni/bin"
-  # what kind's node image build writes (no manifests: see the header)
+  # what kind's node image build writes, and the default CNI (see the header): kind templates a manifest that holds
+  # the marker line with Go's text/template ({{ .PodSubnet }}); the flannel manifest has no other braces
   printf '%s' "$K8S_VERSION" >"$ROOT/kind/version"
+  install -d -m 0755 "$ROOT/kind/manifests"
+  grep -q '"Network": "10.244.0.0/16"' "$FLANNEL_MANIFEST" || die "no \"Network\" line to template in $FLANNEL_MANIFEST"
+  ! grep -q '{{' "$FLANNEL_MANIFEST" || die "$FLANNEL_MANIFEST holds template braces"
+  { echo "# would you kindly template this file"
+    echo "# edgebench: the lab mirror's flannel v0.28.9 (vxlan), kind's default CNI in this node image"
+    sed 's|"Network": "10.244.0.0/16"|"Network": "{{ .PodSubnet }}"|' "$FLANNEL_MANIFEST"
+  } >"$ROOT/kind/manifests/default-cni.yaml"
   # kind's second RUN: enable its units, never touch the kernel-global binfmt_misc
   # (the host's systemctl with --root: no chroot, no running systemd needed)
   systemctl --root="$ROOT" enable kubelet.service containerd.service undo-mount-hacks.service
@@ -224,7 +235,7 @@ pack() {
 inputs_key() {   # what the image is made of: rebuild when it changes
   {
     cat "$BASE/.stamp"
-    sha256sum "$HERE/node-image.sh" "$HERE/runc-capdrop" "$LABC/mirror/bin/$ARCH"/{kubeadm,kubelet,kubectl} \
+    sha256sum "$HERE/node-image.sh" "$HERE/runc-capdrop" "$LABC/mirror/bin/$ARCH"/{kubeadm,kubelet,kubectl} "$FLANNEL_MANIFEST" \
       "$LABC/mirror/bin/$ARCH/cni-plugins.tgz" | cut -c1-64
     local n
     for n in "${PRELOAD[@]}"; do sha256sum "$MIMG/$n.tar" | cut -c1-64; done

@@ -127,7 +127,8 @@ def sweep(
             out.print(f"  {c.cell_id}  {c.label}  ({c.cni_info.datapath}, {len(runs_for(s, c))} runs)")
         _print_skipped(skipped, out)
         return
-    if s.values["substrate"] == "ssh":  # the provider reads these (substrates.clusters.from_cell)
+    if s.values["substrate"] in ("ssh", "kind"):  # the provider reads these (substrates.clusters.from_cell); kind
+        # clusters are made on this machine's Docker engine (scripts/kind/dockerd.sh, docs/substrates.md)
         for var, value in (("EDGEBENCH_INVENTORY", inventory), ("EDGEBENCH_SSH_KEY", ssh_key),
                            ("EDGEBENCH_ARTIFACT_SOURCE", artifact_source)):
             if value:

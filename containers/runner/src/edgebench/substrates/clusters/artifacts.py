@@ -200,6 +200,38 @@ def check(source: Source, inventory: Inventory, distribution: str, cni: str, ver
                         + " (nothing was installed)")
 
 
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgebench" / "artifacts"
+
+
+def fetch_archive(source: Source, name: str, arch: str, cache: Path | None = None) -> Path:
+    """The artifact `name` for `arch` as a local file (kind loads image archives from the runner), downloaded once
+    into a cache named by its sha256 and checked; SpecError when the source lacks it or the checksum differs."""
+    if source.missing([name], [arch]):
+        raise SpecError(f"the artifact source {source.url} has no {name} for {arch} (nothing was loaded)")
+    want = source.sha256(name, arch)
+    path = (cache or cache_dir()) / f"{want}.{name}"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    h = hashlib.sha256()
+    url = source.file_url(name, arch)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as out:  # noqa: S310 (the user's mirror)
+            for chunk in iter(lambda: r.read(1 << 20), b""):
+                h.update(chunk)
+                out.write(chunk)
+    except (OSError, urllib.error.URLError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise SpecError(f"artifact {name}: cannot download {url}: {getattr(exc, 'reason', exc)}") from None
+    if h.hexdigest() != want:
+        tmp.unlink(missing_ok=True)
+        raise SpecError(f"artifact {name}: checksum mismatch ({url}: {h.hexdigest()}, the index says {want})")
+    tmp.rename(path)
+    return path
+
+
 # ---------------------------------------------------------------------------------------------- node setup
 def images_for(distribution: str, cni: str, version: str | None = None) -> list[str]:
     return [n for n in needed(distribution, cni, version) if spec()["artifacts"][n]["kind"] == "image"]

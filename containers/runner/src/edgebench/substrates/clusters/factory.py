@@ -31,6 +31,9 @@ def from_cell(cell: Any, workdir: Path, *, inventory_path: str | None = None, ss
     if tool != "none":
         make = partial(MultiCluster, tool=tool)
     if cell.substrate == "kind":
+        mirror = os.environ.get(ENV_SOURCE)  # offline: the node image built here, images loaded from the source
+        if "artifacts" not in kw and mirror:
+            kw["artifacts"] = open_source(mirror)
         return make("kind", "kind", cell.cni, cell.cni_mode, workdir, cell_id=cell.cell_id, **kw)
     inv = inv_mod.load(inventory_path)
     if tool != "none":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 from typing import Any
 
 from edgebench.substrates.clusters.cni import CniPlan
@@ -23,16 +24,28 @@ def cluster_name(cell_id: str) -> str:
     return f"eb-{cell_id.removeprefix('c-')}"[:32]
 
 
-def config(cni: CniPlan, workers: int = 2, pod_subnet: str | None = None, service_subnet: str | None = None) -> dict[str, Any]:
+ENV_NODE_IMAGE = "EDGEBENCH_KIND_NODE_IMAGE"
+
+
+def node_image(offline: bool = False) -> str:
+    """The node image: $EDGEBENCH_KIND_NODE_IMAGE, else the one built here (scripts/kind/node-image.sh) when the cell
+    takes its artifacts from a source (offline), else the catalog's upstream image."""
     d = distributions()["kind"]
+    return os.environ.get(ENV_NODE_IMAGE) or (d["node_image_local"] if offline else d["node_image"])
+
+
+def config(cni: CniPlan, workers: int = 2, pod_subnet: str | None = None, service_subnet: str | None = None,
+           image: str | None = None) -> dict[str, Any]:
+    d = distributions()["kind"]
+    image = image or d["node_image"]
     s = cni.dist_settings
     networking: dict[str, Any] = {"disableDefaultCNI": bool(s.get("disable_default_cni")),
                                   "kubeProxyMode": s.get("kube_proxy_mode", "iptables"),
                                   "podSubnet": pod_subnet or d["pod_cidr"],
                                   "serviceSubnet": service_subnet or d["service_cidr"]}
     return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "networking": networking,
-            "nodes": [{"role": "control-plane", "image": d["node_image"]}]
-            + [{"role": "worker", "image": d["node_image"]} for _ in range(workers)]}
+            "nodes": [{"role": "control-plane", "image": image}]
+            + [{"role": "worker", "image": image} for _ in range(workers)]}
 
 
 def create_argv(name: str, config_path: str, kubeconfig: str) -> list[str]:
@@ -47,6 +60,11 @@ def delete_argv(name: str, kubeconfig: str | None = None) -> list[str]:
 
 def node_names(name: str, workers: int = 2) -> list[str]:
     return [f"{name}-control-plane"] + [f"{name}-worker" + (str(i) if i > 1 else "") for i in range(1, workers + 1)]
+
+
+def load_archive_argv(name: str, archive: str) -> list[str]:
+    """Load an image archive (docker-archive) into every node of the cluster."""
+    return ["kind", "load", "image-archive", archive, "--name", name]
 
 
 def node_exec(node: str, script: str) -> list[str]:

@@ -131,7 +131,8 @@ class ClusterProvider(WorkloadPods, Provider):
                                self.pod_cidr, self.service_cidr, artifacts=self.artifacts)
 
     def kind_config(self) -> dict[str, Any]:
-        return kind_mod.config(self.cni_plan(), self.kind_workers, self.pod_cidr, self.service_cidr)
+        return kind_mod.config(self.cni_plan(), self.kind_workers, self.pod_cidr, self.service_cidr,
+                               kind_mod.node_image(offline=self.artifacts is not None))
 
     # -- running ------------------------------------------------------------------------------------
     def _fill(self, value: Any) -> Any:
@@ -226,6 +227,11 @@ class ClusterProvider(WorkloadPods, Provider):
                 cfg = self.workdir / "kind-config.yaml"
                 cfg.write_text(yaml.safe_dump(self.kind_config(), sort_keys=False))
                 self.local(kind_mod.create_argv(self.kind_name, str(cfg), self.kubeconfig))
+                if self.artifacts is not None:  # the CNI's and the workloads' images, from the source into the nodes
+                    for name in artifacts_mod.images_for("kind", self.cni, self.cni_plan().version_requested):
+                        archive = artifacts_mod.fetch_archive(self.artifacts, name, self.inventory.server.arch)
+                        self.timings.timed(f"load {name}", "local",
+                                           lambda: self.local(kind_mod.load_archive_argv(self.kind_name, str(archive))))
             else:
                 plan = self.dist_plan()
                 for name, text in plan.files.items():
@@ -277,6 +283,8 @@ class ClusterProvider(WorkloadPods, Provider):
                 text = cni_mod.apply_patches(self.fetch(plan.manifest_url), self._fill_psk(plan.patches))
             if plan.manifest_url:
                 (self.workdir / "cni-manifest.yaml").write_text(text)
+            if self.name == "kind" and self.artifacts is not None:
+                plan.node_commands = []  # the node image carries the mirror's CNI plugins (no download from GitHub)
             for script in plan.node_commands:
                 self.timings.timed("CNI node commands", "all", lambda: self._on_nodes(script))
             for argv in plan.server_commands:
@@ -309,6 +317,9 @@ class ClusterProvider(WorkloadPods, Provider):
         elif installed:  # what the running DaemonSet / release says
             state["cni_version"] = installed
         cluster = dict(self._read_state().get("lab") or {})
+        if self.name == "kind":  # containers of this machine's kernel: never pooled with a lab's own nodes
+            cluster.update(nodes=len(self.inventory.nodes), shared_kernel=True,
+                           node_image=kind_mod.node_image(offline=self.artifacts is not None))
         if self.artifacts is not None:
             pin = cni_installs()[self.cni]["version"] if self.cni != "host" else None
             cluster["artifact_source"] = self.artifacts.url

@@ -1,0 +1,142 @@
+"""kind offline (issue 44): the kind substrate with an artifact source (the node image built here, the CNI's and
+the workloads' images loaded from the source), the management cluster's scripts and config, the tiny sweep's one
+definition. Offline and quick: no engine, no cluster (make e2e-kind runs them for real)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgebench.errors import SpecError
+from edgebench.substrates.clusters import artifacts
+from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters.matrix import distributions
+from edgebench.substrates.clusters.provider import ClusterProvider
+from test_clusters import SAMPLE_FLANNEL, FakeKubectl
+from test_lab_local import fake_mirror
+
+REPO = Path(__file__).resolve().parents[1]
+KIND = REPO / "scripts" / "kind"
+
+
+def file_source(tmp_path: Path) -> artifacts.Source:
+    root = fake_mirror(tmp_path / "mirror")
+    return artifacts.Source(f"file://{root}", yaml.safe_load((root / "index.yaml").read_text()))
+
+
+# ------------------------------------------------------------------------------------------ fetch_archive
+def test_fetch_archive_checks_and_caches(tmp_path):
+    src = file_source(tmp_path)
+    cache = tmp_path / "cache"
+    got = artifacts.fetch_archive(src, "flannel", "amd64", cache)
+    assert got.read_text() == "flannel amd64\n"
+    assert got.name.startswith(hashlib.sha256(b"flannel amd64\n").hexdigest())
+    # cached by checksum: the source's file is not read again
+    (tmp_path / "mirror" / artifacts.spec()["artifacts"]["flannel"]["path"].replace("{arch}", "amd64")).unlink()
+    assert artifacts.fetch_archive(src, "flannel", "amd64", cache) == got
+
+
+def test_fetch_archive_refuses_a_bad_checksum_and_leaves_nothing(tmp_path):
+    src = file_source(tmp_path)
+    src.index["artifacts"]["runner"]["arches"]["amd64"]["sha256"] = "0" * 64
+    cache = tmp_path / "cache"
+    with pytest.raises(SpecError, match="runner: checksum mismatch"):
+        artifacts.fetch_archive(src, "runner", "amd64", cache)
+    assert not any(cache.iterdir())
+    with pytest.raises(SpecError, match="has no runner for arm64"):
+        artifacts.fetch_archive(src, "runner", "arm64", cache)
+
+
+# ------------------------------------------------------------------------------------------ the provider
+def test_kind_cell_offline_loads_the_source_images_into_the_local_node_image(tmp_path, monkeypatch):
+    monkeypatch.delenv(kind_mod.ENV_NODE_IMAGE, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    k = FakeKubectl()
+    p = ClusterProvider("kind", "kind", "flannel", "vxlan", tmp_path / "w", local=k, cell_id="c-kindoff",
+                        fetch=lambda url: SAMPLE_FLANNEL, artifacts=file_source(tmp_path))
+    p.provision()
+    cfg = yaml.safe_load((tmp_path / "w" / "kind-config.yaml").read_text())
+    assert {n["image"] for n in cfg["nodes"]} == {distributions()["kind"]["node_image_local"]}
+    loads = [c for c in k.calls if c[:3] == ["kind", "load", "image-archive"]]
+    # the CNI's images and the workloads', each into the cell's cluster, from the cache
+    assert [Path(c[3]).name.split(".", 1)[1] for c in loads] == ["flannel", "flannel-cni-plugin", "runner", "http"]
+    assert all(c[4:] == ["--name", "eb-kindoff"] for c in loads)
+    k.calls.clear()
+    k.nodes = list(p.inventory.nodes)
+    state = p.install_cni()
+    # no CNI plugins from GitHub: the node image carries the mirror's
+    assert not [c for c in k.calls if c[:2] == ["docker", "exec"]]
+    assert state["cluster"]["shared_kernel"] is True and state["cluster"]["nodes"] == 3
+    assert state["cluster"]["artifact_source"].startswith("file://")
+
+
+def test_kind_host_cell_offline_needs_only_the_workload_images():
+    assert artifacts.images_for("kind", "host") == ["runner", "http"]
+
+
+def test_node_image_choice(monkeypatch):
+    d = distributions()["kind"]
+    monkeypatch.delenv(kind_mod.ENV_NODE_IMAGE, raising=False)
+    assert kind_mod.node_image() == d["node_image"] and kind_mod.node_image(offline=True) == d["node_image_local"]
+    monkeypatch.setenv(kind_mod.ENV_NODE_IMAGE, "example.test/node:v1")
+    assert kind_mod.node_image() == kind_mod.node_image(offline=True) == "example.test/node:v1"
+
+
+# ------------------------------------------------------------------------------------------ the management cluster
+def test_local_management_cluster_config_uses_the_image_built_here():
+    cfg = yaml.safe_load((REPO / "kustomize" / "overlays" / "kind" / "kind-cluster.local.yaml").read_text())
+    assert cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert {n["image"] for n in cfg["nodes"]} == {distributions()["kind"]["node_image_local"]}
+    assert [n["role"] for n in cfg["nodes"]].count("control-plane") == 1
+    # the image's default CNI is flannel: kind must apply it (a disabled default CNI leaves the nodes NotReady)
+    assert not cfg.get("networking", {}).get("disableDefaultCNI")
+    node_image_sh = (KIND / "node-image.sh").read_text()
+    assert cfg["nodes"][0]["image"].split(":")[-1] in node_image_sh  # the same Kubernetes version
+
+
+@pytest.mark.parametrize("args, rc", [([], 2), (["bogus"], 2), (["--help"], 0)])
+def test_mgmt_usage(args, rc):
+    p = subprocess.run(["bash", str(KIND / "mgmt.sh"), *args], capture_output=True, text=True, timeout=30)
+    assert p.returncode == rc
+    text = p.stdout + p.stderr
+    for word in ("mgmt.sh up", "mgmt.sh down", "mgmt.sh e2e"):
+        assert word in text
+    assert "set -euo" not in text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dockerd.sh install needs root")
+def test_dockerd_install_puts_the_wrapper_and_returns(tmp_path):
+    # a stub dockerd on PATH: install then only puts runc-capdrop in place (it once called itself forever)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "dockerd").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "dockerd").chmod(0o755)
+    wrapper = tmp_path / "lib" / "runc-capdrop"
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "EDGEBENCH_DOCKER_WRAPPER": str(wrapper)}
+    t0 = time.monotonic()
+    p = subprocess.run(["bash", str(KIND / "dockerd.sh"), "install"], env=env, capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert time.monotonic() - t0 < 10
+    assert wrapper.read_bytes() == (KIND / "runc-capdrop").read_bytes() and os.access(wrapper, os.X_OK)
+
+
+# ------------------------------------------------------------------------------------------ the tiny sweep
+def test_tiny_sweep_has_one_definition():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("e2e", REPO / "scripts" / "e2e-argo" / "e2e.py")
+    e2e = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(e2e)
+    params = yaml.safe_load((REPO / "workflows" / "tiny.params.yaml").read_text())
+    assert e2e.TINY == {k: str(v) for k, v in params.items()}
+    known = {p["name"] for p in yaml.safe_load((REPO / "workflows" / "sweep.yaml").read_text())
+             ["spec"]["arguments"]["parameters"]}
+    assert set(params) <= known, set(params) - known
+    assert params["substrate"] == "local"
