@@ -140,3 +140,44 @@ def test_tiny_sweep_has_one_definition():
              ["spec"]["arguments"]["parameters"]}
     assert set(params) <= known, set(params) - known
     assert params["substrate"] == "local"
+
+
+# ------------------------------------------------------------------------------------------ the warehouse
+def test_kind_is_a_real_lab_of_its_own_in_the_emulation_marts(tmp_path):
+    """Testbed runs against kind runs and a kubeadm lab's: kind is a real_lab of its own, never pooled with the lab."""
+    import duckdb
+
+    import fixture_manifests as fx
+    from edgebench.results import warehouse
+
+    runs = []
+    # per substrate: the host's throughput and flannel's share of it
+    for substrate, distribution, host, share in (("local", "none", 1000.0, 0.80), ("kind", "kind", 900.0, 0.70),
+                                                 ("ssh", "kubeadm", 800.0, 0.50)):
+        for cni, mode, dp, value in (("host", "host", "host", host), ("flannel", "vxlan", "bridge-vxlan", host * share)):
+            for rep in (1, 2, 3):
+                runs.append(fx.version_run(cni=cni, cni_mode=mode, datapath=dp, version=None, version_source=None,
+                                           workload="iperf3", repetition=rep, minute=rep, substrate=substrate,
+                                           distribution=distribution,
+                                           values={"throughput_mbps": value + rep}))
+    root = fx.write_version_tree(tmp_path / "raw", runs)
+    db = tmp_path / "warehouse.duckdb"
+    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("select real_lab, cni, testbed_overhead_pct, real_overhead_pct "
+                           "from cmp_emulation_overhead where workload = 'iperf3' order by real_lab").fetchall()
+    by_lab = {lab: (cni, t, r) for lab, cni, t, r in rows}
+    assert set(by_lab) == {"kind", "unnamed"}, rows
+    for lab, want_real in (("kind", 30.0), ("unnamed", 50.0)):  # the runs' +rep offsets move them a hair
+        cni, t, r = by_lab[lab]
+        assert cni == "flannel" and abs(t - 20.0) < 0.5 and abs(r - want_real) < 0.5, by_lab
+
+
+def test_kind_cell_offline_without_the_node_image_stops_before_anything(tmp_path, monkeypatch):
+    monkeypatch.delenv(kind_mod.ENV_NODE_IMAGE, raising=False)
+    k = FakeKubectl(fail_on="docker image inspect")
+    p = ClusterProvider("kind", "kind", "flannel", "vxlan", tmp_path / "w", local=k, cell_id="c-kindoff",
+                        fetch=lambda url: SAMPLE_FLANNEL, artifacts=file_source(tmp_path))
+    with pytest.raises(SpecError, match="kind node image edgebench.local/kind-node:v1.33.4 is not in the Docker"):
+        p.provision()
+    assert [c[:3] for c in k.calls] == [["docker", "image", "inspect"]]  # no kind command ran

@@ -1,5 +1,5 @@
 -- The testbed's answer checked against a real lab, each side normalized to its OWN host baseline: for every CNI mode
--- measured on the namespace testbed (substrate = local) and on a real lab (substrate = ssh) under the same conditions,
+-- measured on the namespace testbed (substrate = local) and on a real lab (substrate = ssh, or kind as a lab of its own) under the same conditions,
 -- the mode's overhead against the host of its own substrate, as the vs-host marts give it (their verdicts, by the
 -- project's one rule, paired by round where they are), side by side. The machine's load, which moves both a lab's CNI
 -- and its host, cancels; cmp_emulation_vs_real keeps the absolute testbed / real ratio.
@@ -58,7 +58,7 @@ with sides as (
            t.n_low_headroom as testbed_low_headroom_runs, r.n_low_headroom as real_low_headroom_runs
     from sides t
     join sides r
-      on  t.substrate = 'local' and r.substrate = 'ssh'
+      on  t.substrate = 'local' and r.substrate in ('ssh', 'kind')
       and {{ columns_match('t', 'r', dims, null_safe=true, indent='\n      ') }}
       and t.workload = r.workload and t.metric = r.metric and t.config = r.config
 

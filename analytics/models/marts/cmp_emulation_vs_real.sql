@@ -1,5 +1,5 @@
 -- How far the testbed's emulation is from the real CNIs: for every CNI mode measured both on the local
--- namespace testbed (substrate = local) and on a real cluster (substrate = ssh) under the same conditions
+-- namespace testbed (substrate = local) and on a real cluster (substrate = ssh, or kind: containers on one kernel, its own real_lab) under the same conditions
 -- (workload, metric, protocol, path, placement, size and every cell dimension), the ratio
 -- testbed / real of the mean with its 95% interval (Welch's interval of testbed - real, over the real mean).
 -- Verdict: the project's one rule (macros/verdict.sql, rule_verdict) with the emulation family's margin (+-10 % of
@@ -39,7 +39,7 @@ with metrics as (
            string_agg(distinct distribution, ',' order by distribution) as distributions,
            count(*) as n, avg(value) as mean, stddev_samp(value) as sd
     from metrics
-    where value is not null and substrate in ('local', 'ssh')
+    where value is not null and substrate in ('local', 'ssh', 'kind')
     group by all
 
 ), paired as (
@@ -52,7 +52,7 @@ with metrics as (
            {{ welch_ci95('t.n', 't.sd', 'r.n', 'r.sd') }} as diff_ci95
     from stats t
     join stats r
-      on  t.substrate = 'local' and r.substrate = 'ssh'
+      on  t.substrate = 'local' and r.substrate in ('ssh', 'kind')
       and {{ columns_match('t', 'r', dims, null_safe=true, indent='\n      ') }}
       and t.workload = r.workload and t.metric = r.metric
       and t.protocol = r.protocol and t.path = r.path and t.placement = r.placement

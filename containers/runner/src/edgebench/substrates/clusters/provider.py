@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from edgebench import sh
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, SpecError
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.clusters import cni as cni_mod
@@ -215,6 +215,16 @@ class ClusterProvider(WorkloadPods, Provider):
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
             lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts,
                                   self.cni_plan().version_requested)
+        if self.name == "kind" and self.artifacts is not None:  # offline: kind would try to pull the image
+            image = kind_mod.node_image(offline=True)
+            try:
+                self.local(["docker", "image", "inspect", "-f", "{{.Id}}", image])
+            except sh.CommandError as exc:
+                if "connect to the docker daemon" in str(exc).lower():
+                    raise SpecError("no Docker engine answers: scripts/kind/dockerd.sh install && scripts/kind/dockerd.sh "
+                                    "up starts one (nothing was created)") from None
+                raise SpecError(f"the kind node image {image} is not in the Docker engine: scripts/kind/node-image.sh "
+                                "builds and loads it (nothing was created)") from None
         self.teardown()  # replace a leftover cluster of this cell (its state file goes with it)
         if self.name == "ssh":  # what the runs record of the lab: written after the teardown, which removes state
             self._write_state({"lab": lab})
