@@ -20,7 +20,8 @@ from manifest_validation import REPO, load_yaml_docs, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE_FILES = sorted((ROOT / "templates").glob("*.yaml"))
-WORKFLOW_FILES = sorted((ROOT / "workflows").rglob("*.yaml"))  # incl. presets/
+# incl. presets/; not the parameter files beside them (argo submit --parameter-file: name -> value, tiny.params.yaml)
+WORKFLOW_FILES = sorted(p for p in (ROOT / "workflows").rglob("*.yaml") if not p.name.endswith(".params.yaml"))
 TEMPLATES = {d["metadata"]["name"]: d for f in TEMPLATE_FILES for d in load_yaml_docs(f)
              if d.get("kind") == "WorkflowTemplate"}
 MEASUREMENTS = {"run-workloads", "tune-nodes", "apply-netem"}  # never retried: a failed measurement is recorded

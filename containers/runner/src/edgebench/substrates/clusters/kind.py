@@ -1,12 +1,16 @@
-"""kind pieces: the cluster config of a cell (not a Kubernetes object) and the create/delete commands."""
+"""kind pieces: the cluster config of a cell (not a Kubernetes object), the create/delete commands, and offline the
+node image check and the image loads from an artifact source."""
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
 import os
-from typing import Any
+from typing import Any, Callable
 
+from edgebench import sh
+from edgebench.errors import SpecError
+from edgebench.substrates.clusters import artifacts
 from edgebench.substrates.clusters.cni import CniPlan
 from edgebench.substrates.clusters.matrix import distributions
 
@@ -65,6 +69,28 @@ def node_names(name: str, workers: int = 2) -> list[str]:
 def load_archive_argv(name: str, archive: str) -> list[str]:
     """Load an image archive (docker-archive) into every node of the cluster."""
     return ["kind", "load", "image-archive", archive, "--name", name]
+
+
+def check_node_image(local: Callable[..., str], image: str) -> None:
+    """SpecError, before anything is created, when the engine lacks the node image (offline, kind would try to pull
+    it) or no engine answers."""
+    try:
+        local(["docker", "image", "inspect", "-f", "{{.Id}}", image])
+    except sh.CommandError as exc:
+        if "connect to the docker daemon" in str(exc).lower():
+            raise SpecError("no Docker engine answers: scripts/kind/dockerd.sh install && scripts/kind/dockerd.sh up "
+                            "starts one (nothing was created)") from None
+        raise SpecError(f"the kind node image {image} is not in the Docker engine: scripts/kind/node-image.sh builds "
+                        "and loads it (nothing was created)") from None
+
+
+def load_images(local: Callable[..., str], name: str, source: Any, cni: str, version: str | None, arch: str,
+                timings: Any) -> None:
+    """The cell's image artifacts (the CNI's and the workloads') from the artifact source into every node: downloaded
+    once into the runner's cache, checked, then `kind load image-archive` (the node image carries the rest)."""
+    for image in artifacts.images_for("kind", cni, version):
+        archive = artifacts.fetch_archive(source, image, arch)
+        timings.timed(f"load {image}", "local", lambda: local(load_archive_argv(name, str(archive))))
 
 
 def node_exec(node: str, script: str) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from edgebench import sh
-from edgebench.errors import EdgebenchError, SpecError
+from edgebench.errors import EdgebenchError
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.clusters import cni as cni_mod
@@ -216,15 +216,7 @@ class ClusterProvider(WorkloadPods, Provider):
             lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts,
                                   self.cni_plan().version_requested)
         if self.name == "kind" and self.artifacts is not None:  # offline: kind would try to pull the image
-            image = kind_mod.node_image(offline=True)
-            try:
-                self.local(["docker", "image", "inspect", "-f", "{{.Id}}", image])
-            except sh.CommandError as exc:
-                if "connect to the docker daemon" in str(exc).lower():
-                    raise SpecError("no Docker engine answers: scripts/kind/dockerd.sh install && scripts/kind/dockerd.sh "
-                                    "up starts one (nothing was created)") from None
-                raise SpecError(f"the kind node image {image} is not in the Docker engine: scripts/kind/node-image.sh "
-                                "builds and loads it (nothing was created)") from None
+            kind_mod.check_node_image(self.local, kind_mod.node_image(offline=True))
         self.teardown()  # replace a leftover cluster of this cell (its state file goes with it)
         if self.name == "ssh":  # what the runs record of the lab: written after the teardown, which removes state
             self._write_state({"lab": lab})
@@ -238,10 +230,8 @@ class ClusterProvider(WorkloadPods, Provider):
                 cfg.write_text(yaml.safe_dump(self.kind_config(), sort_keys=False))
                 self.local(kind_mod.create_argv(self.kind_name, str(cfg), self.kubeconfig))
                 if self.artifacts is not None:  # the CNI's and the workloads' images, from the source into the nodes
-                    for name in artifacts_mod.images_for("kind", self.cni, self.cni_plan().version_requested):
-                        archive = artifacts_mod.fetch_archive(self.artifacts, name, self.inventory.server.arch)
-                        self.timings.timed(f"load {name}", "local",
-                                           lambda: self.local(kind_mod.load_archive_argv(self.kind_name, str(archive))))
+                    kind_mod.load_images(self.local, self.kind_name, self.artifacts, self.cni,
+                                         self.cni_plan().version_requested, self.inventory.server.arch, self.timings)
             else:
                 plan = self.dist_plan()
                 for name, text in plan.files.items():
