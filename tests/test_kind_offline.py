@@ -181,3 +181,22 @@ def test_kind_cell_offline_without_the_node_image_stops_before_anything(tmp_path
     with pytest.raises(SpecError, match="kind node image edgebench.local/kind-node:v1.33.4 is not in the Docker"):
         p.provision()
     assert [c[:3] for c in k.calls] == [["docker", "image", "inspect"]]  # no kind command ran
+
+
+def test_sweep_on_kind_without_the_node_image_exits_2_before_anything(tmp_path):
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "docker").write_text('#!/bin/sh\necho "Error: No such image: $6" >&2\nexit 1\n')
+    (stub / "docker").chmod(0o755)
+    (stub / "kind").write_text(f"#!/bin/sh\ntouch {tmp_path}/kind-ran\n")
+    (stub / "kind").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "EDGEBENCH_ARTIFACT_SOURCE": "http://127.0.0.1:9/",
+           "EDGEBENCH_HOME": str(tmp_path / "home"), "EDGEBENCH_S3_ENDPOINT": "127.0.0.1:9"}
+    exe = Path(os.sys.executable).parent / "edgebench"
+    p = subprocess.run([str(exe), "sweep", str(REPO / "workflows" / "sweep.yaml"), "-p", "substrate=kind",
+                        "-p", "distribution=kind", "-p", 'cnis=["flannel:vxlan"]', "-p", 'workloads=["iperf3:tcp"]',
+                        "-p", "repetitions=1", "-p", "sweep-id=kind-no-image"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "kind node image edgebench.local/kind-node:v1.33.4 is not in the Docker engine" in p.stderr
+    assert not (tmp_path / "kind-ran").exists()

@@ -23,7 +23,10 @@ from edgebench.results.runstore import now
 from edgebench.results.store import ResultStore
 from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
+from edgebench import sh
 from edgebench.substrates.clusters import inventory as inv
+from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters.artifacts import ENV_SOURCE
 from edgebench.plan.matrix import compatibility, distributions
 from edgebench.sweep import holding
 from edgebench.sweep.runner import run_local
@@ -133,6 +136,8 @@ def sweep(
                            ("EDGEBENCH_ARTIFACT_SOURCE", artifact_source)):
             if value:
                 os.environ[var] = str(value)
+        if s.values["substrate"] == "kind" and os.environ.get(ENV_SOURCE):  # offline: the node image built here
+            kind_mod.check_node_image(sh.run, kind_mod.node_image(offline=True))  # SpecError, nothing created
     elif s.values["substrate"] != "local":
         raise EdgebenchError(
             f"substrate {s.values['substrate']!r} runs on a management cluster: `argo submit {file}` "
