@@ -234,15 +234,21 @@ lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh subs
 lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1; FORCE=1 under a live sweep)
 	@scripts/lab-local/lab.sh down
 
-# The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh): needs the e2e
-# cluster (make e2e-argo KEEP=1) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N;
-# PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's preset instead of sweep.yaml. See
-# docs/lab-local.md, "The lab through Argo".
-lab-argo: setup ## the lab's sweep submitted with argo submit on the management cluster (after e2e-argo and lab-local, both KEEP=1)
-	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-argo needs root (the e2e cluster's containerd)" >&2; exit 1; }
-	@scripts/e2e-argo/images.sh build runner
-	@scripts/e2e-argo/images.sh import --address /run/edgebench-e2e/containerd.sock runner
-	@$(PY) scripts/lab-local/argo.py $(if $(PRESET),--preset $(PRESET)) $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID))
+# The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh). The management
+# cluster is kind's (make up) when it is up, else the e2e cluster (make e2e-argo KEEP=1); the lab with its mirror
+# from make lab-local KEEP=1. CNIS='[...]' REPS=N; PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's
+# preset instead of sweep.yaml; ARGS='--rerun' adds a flannel version bump and Argo Events' rerun on the lab.
+# See docs/lab-local.md, "The lab through Argo".
+LAB_ARGO_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) \
+                $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID)) $(ARGS)
+lab-argo: setup ## the lab's sweep submitted with argo submit on the management cluster (make up, or make e2e-argo KEEP=1; and make lab-local KEEP=1)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-argo needs root (the management cluster's images)" >&2; exit 1; }
+	@if $(MGMT) running; then echo "lab-argo: management cluster: kind ($(MGMT))"; PY=$(PY) $(MGMT) lab $(LAB_ARGO_ARGS); \
+	elif [ -f /var/lib/edgebench-e2e/pki/admin.kubeconfig ]; then echo "lab-argo: management cluster: the e2e cluster"; \
+	  scripts/e2e-argo/images.sh build runner && \
+	  scripts/e2e-argo/images.sh import --address /run/edgebench-e2e/containerd.sock runner && \
+	  $(PY) scripts/lab-local/argo.py $(LAB_ARGO_ARGS); \
+	else echo "error: no management cluster is up: make up (kind), or make e2e-argo KEEP=1" >&2; exit 2; fi
 
 # The same artifact source for arm64 nodes (a Raspberry Pi lab), built on this amd64 machine: Go cross-compiles,
 # Debian's arm64 packages install into roots under qemu-user-static (binfmt_misc), then every arm64 binary of the

@@ -32,24 +32,8 @@ if [[ ${KEEP:-0} != 1 ]]; then trap '"$HERE/cluster.sh" down' EXIT; fi
 "$HERE/cluster.sh" down >/dev/null 2>&1 || true   # a crashed earlier run leaves nothing in the way
 step "start the single-node cluster"
 "$HERE/cluster.sh" up
-kc() { kubectl --kubeconfig "$KUBECONFIG_E2E" "$@"; }
-
-step "install Argo Workflows (v3.7.9 from its Go module) and the Argo Events CRDs"
-modcache=$(go env GOMODCACHE)
-ln -sfn "$modcache/github.com/argoproj/argo-workflows/v3@v3.7.9/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream"
-ln -sfn "$modcache/github.com/argoproj/argo-events@v1.9.11/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream-events"
-[[ -d $REPO/kustomize/overlays/e2e/argo/upstream-events/base/crds ]] || \
-  (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download github.com/argoproj/argo-events@v1.9.11)
-kc apply --server-side -k "$REPO/kustomize/overlays/e2e/argo" >/dev/null
-kc -n argo rollout status deploy/workflow-controller --timeout=180s
-step "install Argo Events (v1.9.11 from its Go module)"
-kc apply --server-side -k "$REPO/kustomize/overlays/e2e/events" >/dev/null
-kc -n argo-events rollout status deploy/controller-manager --timeout=180s
-step "install edgebench (kustomize/overlays/e2e)"
-kc apply --server-side -k "$REPO/kustomize/overlays/e2e" >/dev/null
-kc -n edgebench rollout status deploy/minio --timeout=180s
-kc -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=180s
-kc -n edgebench rollout status deploy/e2e-nats --timeout=180s
+step "install Argo Workflows, Argo Events and edgebench (install.sh)"
+"$HERE/install.sh" kubectl --kubeconfig "$KUBECONFIG_E2E"
 t_installed=$SECONDS
 step "submit and check the workflows"
 rc=0

@@ -135,12 +135,16 @@ down() {
   # processes still in the engine's cgroups (a node's systemd, kubelet, pods), then the cgroups, deepest first
   local h pids i
   for i in 1 2 3 4 5 6 7 8 9 10; do
-    pids=$(for h in $(cg_dirs); do [[ -d $h$CGROUP_PARENT ]] && find "$h$CGROUP_PARENT" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
+    pids=$(for h in $(cg_dirs); do
+             if [[ -d $h$CGROUP_PARENT ]]; then find "$h$CGROUP_PARENT" -name cgroup.procs -exec cat {} + 2>/dev/null; fi
+           done | sort -u)
     [[ -z $pids ]] && break
     kill -KILL $pids 2>/dev/null || true
     sleep 0.3
   done
-  for h in $(cg_dirs); do [[ -d $h$CGROUP_PARENT ]] && find "$h$CGROUP_PARENT" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+  for h in $(cg_dirs); do
+    if [[ -d $h$CGROUP_PARENT ]]; then find "$h$CGROUP_PARENT" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
+  done
   # mounts below the data and exec roots (overlay2 merged dirs, netns files, shm), deepest first
   local m
   for m in $(awk -v a="$DATA" -v b="$RUN" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r); do

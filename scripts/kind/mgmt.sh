@@ -11,6 +11,10 @@
 #   mgmt.sh submit [ARGS]   argo submit $SWEEP --watch on the cluster (the argo CLI v3.7.9 scripts/e2e-argo built)
 #   mgmt.sh e2e      scripts/e2e-argo/e2e.py on the cluster: the smoke workflow, the tiny sweep, a CNI version bump that
 #                    Argo Events reruns, the warehouse (make e2e-kind: up, e2e, down)
+#   mgmt.sh lab [ARGS]   the local lab's sweep submitted here (make lab-argo): the runner image rebuilt if the
+#                    checkout changed and loaded, then scripts/lab-local/argo.py with this cluster's kubeconfig, MinIO
+#                    through a port-forward and the kind network's gateway as the host address pods reach
+#   mgmt.sh running  exit 0 when the cluster exists (make lab-argo's choice of management cluster)
 #   mgmt.sh status   what runs
 # Inputs, built once and cached (cold: about 30 min for Kubernetes and Argo, docs/e2e-argo.md; then seconds):
 #   scripts/lab-local/mirror.sh build   the control plane, etcd, CoreDNS, pause, kube-proxy and flannel archives,
@@ -51,14 +55,21 @@ kind_bin() {
   ln -sfn "kind-$KIND_VERSION" "$TOOLS/kind"
 }
 
-inputs() {   # build what is missing; each builder caches its own outputs
+inputs() {   # the mirror when it is missing; the image builders always, as each rebuilds only what changed
   local miss=0 n
   for n in kube-apiserver etcd coredns pause flannel flannel-cni-plugin; do
     [[ -f $LABC/mirror/images/$ARCH/$n.tar ]] || miss=1
   done
   [[ -x $KUBECTL && -f $LABC/mirror/manifests/flannel/v0.28.9/kube-flannel.yml ]] || miss=1
   if ((miss)); then
-    step "the lab's mirror (scripts/lab-local/mirror.sh build; cold: Kubernetes from source, about 30 min)"
+    # the mirror is assembled from the builds (as make lab-local does): Kubernetes, then the lab's binaries (etcd,
+    # CoreDNS, flannel, kube-router, cilium, the CNI plugins), then the runner image
+    step "the lab's mirror: Kubernetes v1.33.4 from source (scripts/e2e-argo/build.sh --k8s; cold: about 30 min)"
+    "$REPO/scripts/e2e-argo/build.sh" --k8s
+    step "the lab's mirror: the node and CNI binaries (scripts/lab-local/build.sh; cold: about 20 min)"
+    "$REPO/scripts/lab-local/build.sh"
+    "$REPO/scripts/e2e-argo/images.sh" build runner >/dev/null
+    step "the lab's mirror (scripts/lab-local/mirror.sh build)"
     "$REPO/scripts/lab-local/mirror.sh" build
   fi
   # each builder keeps a hash of its inputs beside its outputs and rebuilds only what changed (the runner image
@@ -124,23 +135,8 @@ up() {
   local n tars=()
   for n in "${IMAGES[@]}"; do tars+=("$E2E/images/$n-$ARCH.tar"); done
   for n in "${tars[@]}"; do "$KIND" load image-archive "$n" --name "$CLUSTER"; done
-  step "Argo Workflows v3.7.9 and the Argo Events CRDs (from their Go modules)"
-  local modcache; modcache=$(go env GOMODCACHE)
-  [[ -d $modcache/github.com/argoproj/argo-workflows/v3@v3.7.9/manifests ]] || \
-    (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download github.com/argoproj/argo-workflows/v3@v3.7.9)
-  [[ -d $modcache/github.com/argoproj/argo-events@v1.9.11/manifests ]] || \
-    (cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download github.com/argoproj/argo-events@v1.9.11)
-  ln -sfn "$modcache/github.com/argoproj/argo-workflows/v3@v3.7.9/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream"
-  ln -sfn "$modcache/github.com/argoproj/argo-events@v1.9.11/manifests" "$REPO/kustomize/overlays/e2e/argo/upstream-events"
-  k apply --server-side -k "$REPO/kustomize/overlays/e2e/argo" >/dev/null
-  k -n argo rollout status deploy/workflow-controller --timeout=300s
-  step "Argo Events v1.9.11"
-  k apply --server-side -k "$REPO/kustomize/overlays/e2e/events" >/dev/null
-  k -n argo-events rollout status deploy/controller-manager --timeout=300s
-  step "edgebench: MinIO, templates, EventSource and Sensor (kustomize/overlays/e2e)"
-  k apply --server-side -k "$REPO/kustomize/overlays/e2e" >/dev/null
-  k -n edgebench rollout status deploy/minio --timeout=300s
-  k -n edgebench wait --for=condition=complete job/minio-make-bucket --timeout=300s
+  step "Argo Workflows v3.7.9, Argo Events v1.9.11, MinIO and edgebench (scripts/e2e-argo/install.sh)"
+  "$REPO/scripts/e2e-argo/install.sh" "$KUBECTL" --context "kind-$CLUSTER"
   step "ready: kubectl --context kind-$CLUSTER; make submit"
 }
 
@@ -175,13 +171,31 @@ submit() {
   "$argo" --kubeconfig "$(kubeconfig)" -n edgebench submit "$sweep" --serviceaccount edgebench-runner --watch "$@"
 }
 
+gateway() {   # the kind network's gateway: the host address the pods reach (index servers, the lab's mirror)
+  local gw
+  gw=$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Gateway}} {{end}}' 2>/dev/null | awk '{print $1}')
+  [[ -n $gw ]] || die "no kind network: mgmt.sh up"
+  echo "$gw"
+}
+
+running() { [[ -x $KIND ]] && engine_answers && "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; }
+
 e2e() {
   local gw py=${PY:-$REPO/.venv/bin/python}
-  # the kind network's gateway: the host address the pods reach (the probe reads the version index served there)
-  gw=$(docker network inspect kind -f '{{range .IPAM.Config}}{{.Gateway}} {{end}}' | awk '{print $1}')
-  [[ -n $gw ]] || die "no kind network: mgmt.sh up"
+  gw=$(gateway)
   KUBECTL=$KUBECTL "$py" "$REPO/scripts/e2e-argo/e2e.py" --kubeconfig "$(kubeconfig)" --minio-port-forward \
     --index-host "$gw" --report "$REPO/.edgebench/e2e-kind/report.json" "$@"
+}
+
+lab() {
+  local gw py=${PY:-$REPO/.venv/bin/python}
+  running || die "no kind cluster $CLUSTER: make up"
+  gw=$(gateway)
+  log "the runner image (rebuilt if this checkout changed) loaded into $CLUSTER"
+  "$REPO/scripts/e2e-argo/images.sh" build runner >/dev/null
+  "$KIND" load image-archive "$E2E/images/runner-$ARCH.tar" --name "$CLUSTER"
+  KUBECTL=$KUBECTL PATH=$E2E/bin:$PATH "$py" "$REPO/scripts/lab-local/argo.py" --kubeconfig "$(kubeconfig)" \
+    --minio-port-forward --index-host "$gw" "$@"
 }
 
 status() {
@@ -197,6 +211,8 @@ case ${1:-} in
   down) down ;;
   submit) shift; submit "$@" ;;
   e2e) shift; e2e "$@" ;;
+  lab) shift; lab "$@" ;;
+  running) running ;;
   status) status ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

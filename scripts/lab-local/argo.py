@@ -1,8 +1,10 @@
 """The local lab's sweep through the management cluster's Argo controller: `argo submit workflows/sweep.yaml -p
 substrate=ssh` as a user with a lab runs it (docs/lab-local.md, "The lab through Argo").
 
-Needs the management cluster up (`make e2e-argo KEEP=1`) and the lab up with its mirror served (`make lab-local
-KEEP=1`); `make lab-argo` checks both and imports the runner image (kubectl and helm in it) first. Then:
+Needs a management cluster up: kind (`make up`; `make lab-argo` passes --kubeconfig, --minio-port-forward and
+--index-host for it) or the e2e one (`make e2e-argo KEEP=1`, the defaults), and the lab up with its mirror served
+(`make lab-local KEEP=1`); `make lab-argo` checks both and loads the runner image (kubectl and helm in it) first.
+Then:
 1. the lab's inventory as ConfigMap edgebench-inventory and its key and known_hosts as Secret edgebench-ssh-key
    (the two objects kustomize/overlays/lab asks for, made from the lab's own files), and a semaphore for the target;
 2. the sweep submitted with the argo CLI (`argo submit -n edgebench workflows/sweep.yaml -p substrate=ssh ...`),
@@ -14,6 +16,7 @@ KEEP=1`); `make lab-argo` checks both and imports the runner image (kubectl and 
    warehouse`) and the portal show both, side by side.
 
     python scripts/lab-local/argo.py [--cnis JSON] [--reps N] [--sweep-id ID] [--kubeconfig K] [--lab DIR]
+                                     [--minio-port-forward] [--index-host ADDR]
 
 Exits 1 with one line per failed check; the report (times, counts, versions) goes to .edgebench/lab-argo/.
 """
@@ -110,7 +113,7 @@ def collect(src_env: dict[str, str], sweep_id: str) -> tuple[dict, list[dict]]:
 
 
 # ---------------------------------------------------------------------------------------------- rerun (--rerun)
-TAGS_ADDR = (e2e.INDEX_ADDR[0], 18090)  # the e2e node's address, which the probe's pod reaches
+TAGS_PORT = 18090  # on the host address the probe's pod reaches (--index-host)
 LAB_RERUN = {"substrate": "ssh", "distribution": "kubeadm", "target": TARGET}
 E2E_RERUN_NAMES = {"substrate", "target", "distribution", "workloads", "iperf3-paths", "repetitions"}
 
@@ -128,11 +131,13 @@ def sensor_to_lab(kube: e2e.Kube, extra: dict[str, str]) -> None:
     kube("replace", "-f", "-", stdin=json.dumps(sensor))
 
 
-def version_sources(kube: e2e.Kube) -> None:
-    """The probe reads flannel's releases from the tags file served here (besides e2e.py's calico index)."""
+def version_sources(kube: e2e.Kube, host: str) -> None:
+    """The probe reads flannel's releases from the tags file served here on HOST (besides e2e.py's calico index)."""
+    if host != e2e.INDEX_ADDR[0]:
+        e2e.point_sources_at(kube, host)
     cm = kube.json("-n", NS, "get", "configmap", "edgebench-e2e-version-sources")
     doc = yaml.safe_load(cm["data"]["sources.yaml"]) or {}
-    doc["flannel"] = {"type": "tags", "url": f"http://{TAGS_ADDR[0]}:{TAGS_ADDR[1]}/flannel.txt"}
+    doc["flannel"] = {"type": "tags", "url": f"http://{host}:{TAGS_PORT}/flannel.txt"}
     kube("-n", NS, "patch", "configmap", "edgebench-e2e-version-sources", "--type", "merge", "-p",
          json.dumps({"data": {"sources.yaml": yaml.safe_dump(doc)}}))
 
@@ -168,14 +173,15 @@ def rerun(kube: e2e.Kube, a: argparse.Namespace, report: dict) -> list[str]:
     pin, new = "v0.28.9", a.rerun_version
     www = Path(tempfile.mkdtemp(prefix="edgebench-lab-tags-"))
     (www / "flannel.txt").write_text(f"{pin}\nv0.28.7\n")  # the releases as upstream lists them: the pin newest
-    httpd = http.server.ThreadingHTTPServer(TAGS_ADDR, functools.partial(e2e._Quiet, directory=str(www)))
+    httpd = http.server.ThreadingHTTPServer((a.index_host, TAGS_PORT),
+                                            functools.partial(e2e._Quiet, directory=str(www)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     entry: dict = {"pin": pin, "new": new}
     report["rerun"] = entry
     try:
         sensor_to_lab(kube, {"repetitions": a.rerun_reps, **({"workloads": a.rerun_workloads} if a.rerun_workloads
                                                             else {})})
-        version_sources(kube)
+        version_sources(kube, a.index_host)
         # what an earlier try recorded as triggered would keep the same bump from triggering again: start clean
         cm = kube.json("-n", NS, "get", "configmap", "edgebench-cni-version-flannel")
         if cm.get("data"):
@@ -245,7 +251,15 @@ def rerun(kube: e2e.Kube, a: argparse.Namespace, report: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kubeconfig", default="/var/lib/edgebench-e2e/pki/admin.kubeconfig")
+    ap.add_argument("--kubeconfig", default="/var/lib/edgebench-e2e/pki/admin.kubeconfig",
+                    help="the management cluster's (default: the e2e cluster's; kind: `scripts/kind/mgmt.sh lab` "
+                         "passes its own)")
+    ap.add_argument("--minio-port-forward", action="store_true",
+                    help="reach the cluster's MinIO through `kubectl port-forward` (kind: the host does not route "
+                         "cluster IPs)")
+    ap.add_argument("--index-host", default=e2e.INDEX_ADDR[0],
+                    help=f"the host address the cluster's pods reach, where the rerun's release list is served "
+                         f"(default {e2e.INDEX_ADDR[0]}, the e2e cluster's; kind: the kind network's gateway)")
     ap.add_argument("--lab", type=Path, default=Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab")))
     ap.add_argument("--preset", type=Path, default=SWEEP, help="the sweep file to submit: workflows/sweep.yaml or "
                     "a preset (workflows/presets/seed-004-kubeadm.yaml); its parameters, then the lab's, then ours")
@@ -270,9 +284,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if not Path(a.kubeconfig).is_file():
         print(f"lab-argo: error: {a.kubeconfig} is missing: the management cluster is not up "
-              "(make e2e-argo KEEP=1)", file=sys.stderr)
+              "(make up, or make e2e-argo KEEP=1)", file=sys.stderr)
         return 2
     kube = e2e.Kube(a.kubeconfig)
+    forward = None
+    if a.minio_port_forward:
+        forward, e2e.S3_ENDPOINT = e2e.port_forward(kube)
+    try:
+        return _main(a, kube)
+    finally:
+        if forward is not None:
+            forward.kill()
+
+
+def _main(a: argparse.Namespace, kube: e2e.Kube) -> int:
     params = {"substrate": "ssh", "distribution": "kubeadm", "target": TARGET, "sweep-id": a.sweep_id}
     if a.preset.resolve() == SWEEP.resolve():
         params.update(cnis='["host","flannel:vxlan","kube-router:bgp","cilium:vxlan"]', repetitions="3")
