@@ -69,10 +69,15 @@ def test_kind_cell_offline_loads_the_source_images_into_the_local_node_image(tmp
     assert all(c[4:] == ["--name", "eb-kindoff"] for c in loads)
     k.calls.clear()
     k.nodes = list(p.inventory.nodes)
+    boot = "6f1c0e2a-0000-4000-8000-00000000000b"
+    p.local = lambda argv, input=None, check=True: (boot + "\n" if "kernel/random/boot_id" in " ".join(argv)
+                                                    else k(argv, input=input, check=check))
     state = p.install_cni()
-    # no CNI plugins from GitHub: the node image carries the mirror's
-    assert not [c for c in k.calls if c[:2] == ["docker", "exec"]]
+    # no CNI plugins from GitHub: the node image carries the mirror's; the one docker exec reads the kernel's boot id
+    execs = [c for c in k.calls if c[:2] == ["docker", "exec"]]
+    assert execs == [] or all("boot_id" in " ".join(c) for c in execs)
     assert state["cluster"]["shared_kernel"] is True and state["cluster"]["nodes"] == 3
+    assert state["cluster"]["kernel_boot_id"] == boot  # from the control-plane node: kind beside a lab of one boot
     assert state["cluster"]["artifact_source"].startswith("file://")
 
 
@@ -105,7 +110,7 @@ def test_mgmt_usage(args, rc):
     p = subprocess.run(["bash", str(KIND / "mgmt.sh"), *args], capture_output=True, text=True, timeout=30)
     assert p.returncode == rc
     text = p.stdout + p.stderr
-    for word in ("mgmt.sh up", "mgmt.sh down", "mgmt.sh e2e"):
+    for word in ("mgmt.sh up", "mgmt.sh down", "mgmt.sh e2e", "mgmt.sh lab"):
         assert word in text
     assert "set -euo" not in text
 

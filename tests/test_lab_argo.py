@@ -94,18 +94,77 @@ def test_without_a_lab_or_a_management_cluster_it_says_which_and_changes_nothing
     assert rc == 2
 
 
+class _FakeKube:
+    """Records kubectl calls; `get configmap` answers with the e2e overlay's version sources."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def json(self, *args):
+        self.calls.append(("json", *args))
+        return {"data": {"sources.yaml": "calico: {type: index, url: 'http://10.250.0.1:18089/calico.json'}\n"}}
+
+    def __call__(self, *args, stdin=None):
+        self.calls.append((*args, stdin))
+        return ""
+
+
+@pytest.mark.parametrize("host", ["10.250.0.1", "172.30.0.1"])
+def test_the_rerun_release_list_is_served_where_the_management_cluster_s_pods_reach(host):
+    kube = _FakeKube()
+    lab_argo.version_sources(kube, host)
+    patch = [c for c in kube.calls if c[0] == "-n" and "patch" in c]
+    doc = yaml.safe_load(json.loads(patch[-1][-2])["data"]["sources.yaml"])
+    assert doc["flannel"]["url"] == f"http://{host}:{lab_argo.TAGS_PORT}/flannel.txt"
+    applied = [c for c in kube.calls if c[0] == "apply"]
+    if host == lab_argo.e2e.INDEX_ADDR[0]:
+        assert not applied  # the e2e cluster's sources already name its address
+    else:  # kind: every source of the overlay rewritten to the kind network's gateway first
+        text = yaml.safe_load(applied[0][-1])["data"]["sources.yaml"]
+        assert f"http://{host}:" in text and f"http://{lab_argo.e2e.INDEX_ADDR[0]}:" not in text
+
+
+def test_help_names_the_kind_options(capsys):
+    with pytest.raises(SystemExit) as e:
+        lab_argo.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--minio-port-forward", "--index-host", "--kubeconfig", "make up"):
+        assert opt in out
+
+
+def test_mgmt_lab_without_the_kind_cluster_says_so_and_submits_nothing(tmp_path):
+    env = {**os.environ, "CLUSTER": "edgebench-no-such-cluster", "EDGEBENCH_TOOLS": str(tmp_path)}
+    p = subprocess.run(["bash", str(REPO / "scripts" / "kind" / "mgmt.sh"), "lab"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip() == "mgmt: error: no kind cluster edgebench-no-such-cluster: make up"
+    assert not list(tmp_path.iterdir())
+
+
+def test_install_sh_without_a_kubectl_prints_its_usage():
+    p = subprocess.run(["bash", str(REPO / "scripts" / "e2e-argo" / "install.sh")], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 2 and p.stderr.startswith("usage: install.sh KUBECTL")
+
+
 # -------------------------------------------------------------------------------------------------- live (opt-in)
 E2E = Path(os.environ.get("EDGEBENCH_E2E", Path.home() / ".local/share/edgebench/e2e-argo"))
 LAB = Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab"))
 KUBECONFIG = Path("/var/lib/edgebench-e2e/pki/admin.kubeconfig")
 
 
+def _kind_up() -> bool:
+    return subprocess.run(["bash", str(REPO / "scripts" / "kind" / "mgmt.sh"), "running"],
+                          capture_output=True).returncode == 0
+
+
 def _live_missing() -> list[str]:
     missing = []
     if os.geteuid() != 0:
         missing.append("root")
-    if not KUBECONFIG.is_file():
-        missing.append(f"the management cluster ({KUBECONFIG}: make e2e-argo KEEP=1)")
+    if not KUBECONFIG.is_file() and not _kind_up():
+        missing.append(f"a management cluster (kind: make up; or {KUBECONFIG}: make e2e-argo KEEP=1)")
     if not (LAB / "inventory.yaml").is_file():
         missing.append(f"the local lab ({LAB}/inventory.yaml: make lab-local KEEP=1)")
     if not (E2E / "bin" / "kubectl").exists():

@@ -386,7 +386,8 @@ def test_runs_record_the_lab_and_its_shared_kernel(tmp_path):
                         local=lambda *a, **k: "", fetch=lambda url: "", cell_id="c-test")
     p.provision()
     lab = p._read_state()["lab"]
-    assert lab == {"target": "lab-local", "nodes": 3, "shared_kernel": True}
+    assert lab == {"target": "lab-local", "nodes": 3, "shared_kernel": True,
+                   "kernel_boot_id": "6f1c0e2a-0000-4000-8000-000000000001"}
 
 
 def test_a_rerun_at_a_version_the_mirror_carries_takes_that_versions_image_and_manifest(tmp_path):

@@ -132,3 +132,25 @@ def test_the_labs_kubeadm_runs_are_a_distribution_column_and_the_reference(with_
     assert tput.loc["kubeadm", "verdict"] == "reference" and tput.loc["kubeadm", "n_runs"] == 3
     assert tput.loc["kubeadm", "mean"] == pytest.approx(800.0)
     assert tput.loc["k3s", "verdict"] == "better" and tput.loc["k0s", "verdict"] == "worse"
+
+
+def test_kind_beside_the_local_lab_is_one_scope_with_a_substrate_column(tmp_path_factory, monkeypatch):
+    from test_warehouse_distributions import BOOT, build_machine_warehouse
+
+    path = build_machine_warehouse(tmp_path_factory)
+    scope = f"kind + ssh (one machine, boot {BOOT[:8]})"
+    con = connect(path)
+    try:
+        assert set(distribution_substrates(con)) == {scope, "ssh"}
+    finally:
+        con.close()
+    monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    at.selectbox(key="dist_substrate").set_value(scope).run()
+    assert not at.exception
+    assert any("one machine in one boot" in c.value for c in at.caption)
+    dist = frame(at, "reference_mean")
+    tput = dist[dist["what"] == "throughput (Mbit/s)"].set_index("distribution")
+    assert tput.loc["kind", "run_substrates"] == "kind" and tput.loc["kubeadm", "run_substrates"] == "ssh"
+    assert tput.loc["kubeadm", "verdict"] == "reference" and tput.loc["kind", "verdict"] == "worse"

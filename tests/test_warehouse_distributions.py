@@ -203,3 +203,67 @@ def test_the_answer_ranks_each_lab_on_its_own(labs_wh):
     entries = [e for e in ranking.answer(fetch) if e["headline"].startswith("iperf3")]
     assert sorted(e["lab"] for e in entries) == ["lab-local", "pi-lab"]
     assert all(f"lab {e['lab']}" in e["sentence"] for e in entries)
+
+
+# ---- kind beside the local kubeadm lab: one machine, one boot, one table -----------------------------------------
+BOOT = "1a2b3c4d-0000-4000-8000-000000000001"
+MACHINE_RUNS = {  # (substrate, distribution, target, boot id): flannel vxlan throughputs
+    ("kind", "kind", None, BOOT): [800.0, 810.0, 790.0],
+    ("ssh", "kubeadm", "lab-local", BOOT): [1000.0, 1010.0, 990.0],
+    ("ssh", "kubeadm", "pi-lab", None): [600.0, 605.0, 595.0],  # separate machines: no shared boot id
+}
+
+
+def _machine_manifests():
+    out = []
+    for (substrate, dist, target, boot), values in MACHINE_RUNS.items():
+        for k, v in enumerate(values):
+            m = fx.manifest(substrate=substrate, distribution=dist, cni="flannel", cni_mode="vxlan",
+                            datapath="bridge-vxlan", protocol="tcp", repetition=k + 1, status="ok", value=v,
+                            sweep_id=f"fixture-{substrate}-{target}")
+            m["run_id"] += f"{substrate}{target}"
+            m["environment"]["cluster"] = {"nodes": 3, "shared_kernel": boot is not None,
+                                           **({"target": target} if target else {}),
+                                           **({"kernel_boot_id": boot} if boot else {})}
+            out.append(m)
+    return out
+
+
+@pytest.fixture(scope="module")
+def machine_wh(tmp_path_factory):
+    return build_machine_warehouse(tmp_path_factory)
+
+
+def build_machine_warehouse(tmp_path_factory):
+    """The one-machine fixture's warehouse (also the portal's test of the Distributions page)."""
+    import json
+
+    from edgebench.results import warehouse
+
+    root = tmp_path_factory.mktemp("raw-machine")
+    for m in _machine_manifests():
+        d = root / fx.key(m).rsplit("/", 1)[0]
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps(m))
+    path = tmp_path_factory.mktemp("wh-machine") / "warehouse.duckdb"
+    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
+    return path
+
+
+def test_kind_and_the_local_kubeadm_lab_of_one_boot_are_one_table(machine_wh):
+    scope = f"kind + ssh (one machine, boot {BOOT[:8]})"
+    rows = q(machine_wh, """
+        select substrate, lab, distribution, run_substrates, n_runs, mean, diff, diff_ci95, verdict
+        from cmp_distributions where metric = 'throughput_mbps' and reference_distribution = 'kubeadm'
+        order by substrate, distribution""")
+    by = {(r[0], r[2]): r for r in rows}
+    assert set(by) == {(scope, "kind"), (scope, "kubeadm"), ("ssh", "kubeadm")}
+    kind = by[(scope, "kind")]
+    assert kind[1] == "kind + lab-local" and kind[3] == "kind" and by[(scope, "kubeadm")][3] == "ssh"
+    a, b = MACHINE_RUNS[("kind", "kind", None, BOOT)], MACHINE_RUNS[("ssh", "kubeadm", "lab-local", BOOT)]
+    assert kind[4] == 3 and kind[5] == pytest.approx(800.0) and kind[6] == pytest.approx(-200.0)
+    assert kind[7] == pytest.approx(_welch(a, b), rel=1e-6)
+    assert kind[8] == V.decide(-200.0, _welch(a, b), 3, 3, 1000.0, True, V.margin_pct("throughput")) == "worse"
+    # the Pi lab (separate machines) is never pooled into the one-machine scope, and has nothing to compare with
+    assert by[("ssh", "kubeadm")][1] == "pi-lab" and by[("ssh", "kubeadm")][4] == 3
+    assert by[("ssh", "kubeadm")][8] == "reference"

@@ -3,7 +3,7 @@ from edgebench.results.verdict import RULE_HELP
 
 from data.distributions import (DISTRIBUTION_FILTERS, PROXY_FILTERS, default_proxies, distribution_chart,
                                 distribution_comparison, distribution_filter_values, distribution_references,
-                                distribution_substrates, proxy_chart, proxy_comparison, proxy_filter_values,
+                                distribution_substrates, is_one_machine, proxy_chart, proxy_comparison, proxy_filter_values,
                                 proxy_stands_for, proxy_substrates, proxy_unsupported)
 import ui
 
@@ -26,6 +26,12 @@ if not ui.query(distribution_substrates):
 else:
     substrate, filters = ui.choose("dist", distribution_substrates, distribution_filter_values,
                                    DISTRIBUTION_FILTERS, "No real-cluster runs.")
+    if is_one_machine(substrate):
+        st.caption("kind beside the local kubeadm lab, measured on this one machine in one boot (the same kernel boot "
+                   "id): kind's nodes are containers and the lab's nodes network namespaces of that kernel, so a "
+                   "difference is the distribution's and its node runtime's, not the hardware's. Column `substrate` "
+                   "says where each distribution's runs came from. Labs of separate machines are never in this "
+                   "table.")
     refs = ui.query(distribution_references, substrate=substrate, **filters)
     if not refs:
         st.info("No distribution measured under these conditions.")
@@ -40,10 +46,10 @@ else:
                 st.altair_chart(distribution_chart(tput, reference), width="stretch")
         else:
             st.caption(f"Only {reference} was measured under these conditions: no other distribution to compare.")
-        ui.table(df[["what", "distribution", "service_proxy_mode", "n_runs", "mean", "ci95", "reference_n_runs",
+        ui.table(df[["what", "distribution", "run_substrates", "service_proxy_mode", "n_runs", "mean", "ci95", "reference_n_runs",
                          "reference_mean", "diff", "diff_ci95", "diff_pct", "verdict"]],
                      column_config={
-                         "what": "metric", "service_proxy_mode": "service proxy",
+                         "what": "metric", "service_proxy_mode": "service proxy", "run_substrates": "substrate",
                          "mean": st.column_config.NumberColumn("mean", format="%.1f"),
                          "ci95": st.column_config.NumberColumn("± 95% CI", format="%.1f"),
                          "reference_mean": st.column_config.NumberColumn(f"{reference} mean", format="%.1f"),

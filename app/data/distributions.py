@@ -41,7 +41,8 @@ _METRIC_ORDER = list(METRIC_LABELS)
 
 
 def distribution_substrates(con) -> list[str]:
-    """Real-cluster substrates with distributions to compare (the testbed has none), most rows first."""
+    """Real-cluster substrates with distributions to compare (the testbed has none), most rows first; a one-machine
+    scope ('kind + ssh (one machine, boot ...)') where kind and the local kubeadm lab ran in one boot."""
     return _substrates(con, "cmp_distributions")
 
 
@@ -56,12 +57,18 @@ def distribution_references(con, substrate: str, **filters) -> list[str]:
     return [r[0] for r in rows]
 
 
+def is_one_machine(substrate: str) -> bool:
+    """A scope of two substrates measured on one machine in one boot (cmp_distributions)."""
+    return "(one machine, boot " in substrate
+
+
 def distribution_comparison(con, substrate: str, reference: str, **filters) -> pd.DataFrame:
     """Every metric of every distribution against `reference` for the chosen conditions: n, mean, 95% CI, the
     difference with its 95% interval and the verdict; the reference first."""
     where, params = _where_in(substrate, filters, DISTRIBUTION_FILTERS)
     df = con.execute(f"""
-        select metric, component, phase, distribution, service_proxy_mode, n_runs, mean, ci95, reference_n_runs,
+        select metric, component, phase, distribution, run_substrates, service_proxy_mode, n_runs, mean, ci95,
+               reference_n_runs,
                reference_mean, diff, diff_ci95, diff_pct, verdict, is_higher_better
         from cmp_distributions where {where} and reference_distribution = ?
         order by distribution <> ?, distribution""", [*params, reference, reference]).df()

@@ -10,34 +10,68 @@
 --   only), 'n < 2' without an interval, 'reference' on the
 --   reference's own row. Local (testbed) runs carry distribution 'none' and are left out: the testbed models no
 --   distribution (its part of one, the service proxy, is compared in cmp_service_proxies).
+-- One machine, two substrates: runs of shared-kernel labs that recorded the same kernel boot id (kind's clusters and
+-- the local kubeadm lab on one machine in one boot) are compared in one table: their substrate reads
+-- 'kind + ssh (one machine, boot 1a2b3c4d)' and their lab 'kind + lab-local'; `run_substrates` says which substrate
+-- each distribution's runs came from. Labs of separate machines (a Pi lab) stay on their own.
 {%- set keys = (cell_dimension_list() | reject('in', ['distribution', 'datapath']) | list)
               + ['workload', 'protocol', 'path', 'placement', 'length_bytes', 'metric', 'component', 'phase'] %}
-with iperf3 as (
+with real_runs as (
 
     select * from {{ ref('int_runs__deduplicated') }}
-    where workload = 'iperf3' and status = 'ok' and is_valid and intercluster = 'none'
-      and substrate <> 'local'
+    where status = 'ok' and is_valid and intercluster = 'none' and substrate <> 'local'
+
+),
+
+-- machines (kernel boot ids) with runs on more than one substrate: one comparison scope each
+machines as (
+
+    select lab_kernel_boot_id,
+           string_agg(distinct substrate, ' + ' order by substrate) || ' (one machine, boot '
+               || left(lab_kernel_boot_id, 8) || ')'                     as scope_substrate,
+           string_agg(distinct lab, ' + ' order by lab)                  as scope_lab
+    from real_runs
+    where lab_kernel_boot_id is not null
+    group by lab_kernel_boot_id
+    having count(distinct substrate) > 1
+
+),
+
+scoped as (
+
+    select real_runs.* replace (coalesce(machines.scope_substrate, real_runs.substrate) as substrate,
+                                coalesce(machines.scope_lab, real_runs.lab) as lab),
+           real_runs.substrate                                           as run_substrate
+    from real_runs
+    left join machines using (lab_kernel_boot_id)
+
+),
+
+iperf3 as (
+
+    select * from scoped where workload = 'iperf3'
 
 ),
 
 samples as (
 
-    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_id,
+    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_substrate, run_id,
            'throughput_mbps' as metric, 'iperf3' as component, 'run' as phase, throughput_mbps as value
     from iperf3
     union all
-    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_id,
+    select distribution, {{ keys[:-3] | join(', ') }}, datapath, service_proxy_mode, run_substrate, run_id,
            'latency_us', 'iperf3', 'run', mean_rtt_us
     from iperf3 where mean_rtt_us is not null
     union all
-    select distribution, {{ keys[:-3] | join(', ') }}, any_value(datapath), any_value(service_proxy_mode), run_id,
-           metric, component, phase, sum(value)
+    select distribution, {{ keys[:-3] | join(', ') }}, any_value(datapath), any_value(service_proxy_mode),
+           any_value(run_substrate), run_id, metric, component, phase, sum(value)
     from (
-        select *, unnest(['cpu_pct', 'cpu_pct', 'rss_mb', 'rss_mb'])     as metric,
+        select usage.* replace (scoped.substrate as substrate, scoped.lab as lab), scoped.run_substrate,
+                  unnest(['cpu_pct', 'cpu_pct', 'rss_mb', 'rss_mb'])     as metric,
                   unnest(['idle', 'run', 'idle', 'run'])                 as phase,
-                  unnest([cpu_idle_pct, cpu_run_pct, rss_idle_mb, rss_run_mb]) as value
-        from {{ ref('fct_resource_usage') }}
-        where status = 'ok' and is_valid and intercluster = 'none' and substrate <> 'local'
+                  unnest([usage.cpu_idle_pct, usage.cpu_run_pct, usage.rss_idle_mb, usage.rss_run_mb]) as value
+        from {{ ref('fct_resource_usage') }} as usage
+        inner join scoped using (run_id)
     )
     where value is not null
     group by all
@@ -51,6 +85,7 @@ stats as (
         distribution,
         string_agg(distinct datapath, ', ')                  as datapath,
         string_agg(distinct service_proxy_mode, ', ')        as service_proxy_mode,
+        string_agg(distinct run_substrate, ', ')             as run_substrates,
         count(*)                                             as n_runs,
         avg(value)                                           as mean,
         stddev_samp(value)                                   as stddev,

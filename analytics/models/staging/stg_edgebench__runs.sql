@@ -109,6 +109,10 @@ renamed as (
         -- kernel (the local lab of `make lab-local`: never to be read as a Pi lab), the artifact source, the pin
         nullif(manifest->'environment'->'cluster'->>'target', '')   as lab_target,
         coalesce(try_cast(manifest->'environment'->'cluster'->>'shared_kernel' as boolean), false) as lab_shared_kernel,
+        -- the kernel boot id the nodes of a shared-kernel lab share (the local lab, kind: this machine's own; absent
+        -- on a lab of separate machines and on runs recorded before it was): two substrates measured on one machine in
+        -- one boot (cmp_distributions: kind beside the local kubeadm lab)
+        nullif(manifest->'environment'->'cluster'->>'kernel_boot_id', '') as lab_kernel_boot_id,
         -- the lab a run was measured on, part of every comparison's grain (macros/cell_dimensions.sql), so that two
         -- labs' runs are never pooled: the testbed, kind, or a real cluster's inventory target ('unnamed' for runs
         -- recorded before the target was)

@@ -96,3 +96,11 @@ def load_images(local: Callable[..., str], name: str, source: Any, cni: str, ver
 def node_exec(node: str, script: str) -> list[str]:
     """Run a script inside a kind node container (e.g. installing CNI plugins flannel needs)."""
     return ["docker", "exec", node, "sh", "-c", script]
+
+
+def boot_id(local: Callable[..., str], node: str) -> str | None:
+    """The kernel boot id a kind node reads: the engine host's (its nodes are containers of that kernel)."""
+    try:
+        return local(node_exec(node, "cat /proc/sys/kernel/random/boot_id")).strip() or None
+    except Exception:  # a node that stopped answering: the runs record no boot id rather than fail here
+        return None

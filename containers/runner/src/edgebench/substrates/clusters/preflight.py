@@ -45,10 +45,12 @@ def reach(transport: Transport, inventory: Inventory, timeout: float = 30) -> di
 def check(transport: Transport, inventory: Inventory, distribution: str, cni: str, source: Source | None,
           version: str | None = None) -> dict[str, object]:
     """Reachability and the artifact source; what the runs record of the lab: its target, its node count and
-    whether the nodes share one kernel (the same boot id: the local lab; a Pi lab's nodes do not)."""
+    whether the nodes share one kernel (the same boot id: the local lab; a Pi lab's nodes do not), with that boot id
+    (the warehouse compares two substrates measured on one machine in one boot side by side)."""
     boots = reach(transport, inventory)
     if source is not None:
         artifacts_mod.check(source, inventory, distribution, cni, version)
     ids = {b for b in boots.values() if b}
-    return {"target": inventory.target, "nodes": len(inventory.nodes),
-            "shared_kernel": len(inventory.nodes) > 1 and len(ids) == 1 and all(boots.values())}
+    shared = len(inventory.nodes) > 1 and len(ids) == 1 and all(boots.values())
+    return {"target": inventory.target, "nodes": len(inventory.nodes), "shared_kernel": shared,
+            **({"kernel_boot_id": next(iter(ids))} if shared else {})}

@@ -319,7 +319,8 @@ class ClusterProvider(WorkloadPods, Provider):
         cluster = dict(self._read_state().get("lab") or {})
         if self.name == "kind":  # containers of this machine's kernel: never pooled with a lab's own nodes
             cluster.update(nodes=len(self.inventory.nodes), shared_kernel=True,
-                           node_image=kind_mod.node_image(offline=self.artifacts is not None))
+                           node_image=kind_mod.node_image(offline=self.artifacts is not None),
+                           kernel_boot_id=kind_mod.boot_id(self.local, self.inventory.server.name))
         if self.artifacts is not None:
             pin = cni_installs()[self.cni]["version"] if self.cni != "host" else None
             cluster["artifact_source"] = self.artifacts.url
