@@ -205,3 +205,27 @@ def test_sweep_on_kind_without_the_node_image_exits_2_before_anything(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "kind node image edgebench.local/kind-node:v1.33.4 is not in the Docker engine" in p.stderr
     assert not (tmp_path / "kind-ran").exists()
+
+
+# ------------------------------------------------------------------------------------------ kindnet, a row of its own
+def test_kindnet_is_kinds_own_cni_and_offline_it_is_recorded_unsupported_with_the_refusal(tmp_path, monkeypatch):
+    from edgebench.plan.matrix import compatibility
+    from edgebench.substrates.base import Unsupported
+
+    monkeypatch.delenv(kind_mod.ENV_NODE_IMAGE, raising=False)
+    # upstream's node image carries it: kind's default CNI stays on, nothing is installed over it
+    up = ClusterProvider("kind", "kind", "kindnet", "ptp", tmp_path / "up", local=FakeKubectl(), cell_id="c-kindnet")
+    assert up.cni_plan().via == "builtin" and up.kind_config()["networking"]["disableDefaultCNI"] is False
+    flannel = ClusterProvider("kind", "kind", "flannel", "vxlan", tmp_path / "fl", local=FakeKubectl(), cell_id="c-fl")
+    assert flannel.kind_config()["networking"]["disableDefaultCNI"] is True
+    # a distribution other than kind: impossible, with the reason
+    assert "kind's own CNI" in compatibility("kubeadm", "kindnet", "ptp")
+    # offline (the node image built here has no kindnetd): no cluster is created, the runs say why
+    k = FakeKubectl()
+    p = ClusterProvider("kind", "kind", "kindnet", "ptp", tmp_path / "w", local=k, cell_id="c-kindnet",
+                        fetch=lambda url: "", artifacts=file_source(tmp_path))
+    p.provision()
+    assert not [c for c in k.calls if c[:2] == ["kind", "create"]]
+    with pytest.raises(Unsupported) as e:
+        p.install_cni()
+    assert "kindest/kindnetd" in str(e.value) and "403" in str(e.value)

@@ -138,7 +138,7 @@ def dist_settings(distribution: str, cni: str, mode: str, via: str, kpr: bool) -
     elif distribution == "kubeadm":
         s["skip_kube_proxy"] = kpr
     elif distribution == "kind":
-        s["disable_default_cni"] = cni != "host"
+        s["disable_default_cni"] = cni != "host" and via != "builtin"  # kindnet: the node image's own
         s["kube_proxy_mode"] = "none" if kpr else "iptables"
     return s
 
