@@ -25,7 +25,7 @@ from edgebench.plan.cells import cell_json, expand, from_json
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters import cni as cni_mod
 from edgebench.substrates.clusters import from_cell
-from edgebench.substrates.clusters.matrix import cni_installs
+from edgebench.plan.matrix import cni_installs
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport
 from edgebench.sweep import phases

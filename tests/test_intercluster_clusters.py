@@ -19,7 +19,7 @@ from edgebench.errors import SpecError
 from edgebench.plan import catalog
 from edgebench.substrates.clusters import intercluster as ic
 from edgebench.substrates.clusters import inventory
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 from manifest_validation import validate
 from goldens import check_golden
 

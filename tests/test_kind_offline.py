@@ -16,7 +16,7 @@ import yaml
 from edgebench.errors import SpecError
 from edgebench.substrates.clusters import artifacts
 from edgebench.substrates.clusters import kind as kind_mod
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 from edgebench.substrates.clusters.provider import ClusterProvider
 from test_clusters import SAMPLE_FLANNEL, FakeKubectl
 from test_lab_local import fake_mirror

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions, support
+from edgebench.plan.matrix import cni_installs, compatibility, distributions, support
 from edgebench import versions
 # manifest patches live in cni_manifests.py; apply_patches is re-exported for the provider and the tests
 from edgebench.substrates.clusters.cni_manifests import (_subst, apply_patches, manifest_patches,  # noqa: F401

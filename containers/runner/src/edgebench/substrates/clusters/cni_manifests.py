@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from edgebench.substrates.clusters.matrix import cni_installs
+from edgebench.plan.matrix import cni_installs
 
 
 def _subst(value: Any, env: dict[str, str]) -> Any:

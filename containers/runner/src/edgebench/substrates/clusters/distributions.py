@@ -17,7 +17,7 @@ from edgebench.substrates.clusters import artifacts as artifacts_mod
 from edgebench.substrates.clusters.artifacts import Source
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.clusters.cni import CniPlan
-from edgebench.substrates.clusters.matrix import cni_installs, distributions
+from edgebench.plan.matrix import cni_installs, distributions
 
 
 @dataclass

@@ -18,7 +18,7 @@ from edgebench.substrates.clusters import intercluster_submariner as sub
 from edgebench.substrates.clusters.intercluster_base import (  # noqa: F401 (the tools' shared pieces, re-exported)
     _DNS_LABEL, PHASES, WD, InterclusterPlan, MemberCluster, Step, cli_path, image_tag, install_cli, installs, lines,
     member_from_inventory, namespace_manifest, q, rollout, sh, table_rows, until)
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 
 
 # ---------------------------------------------------------------------------------------------- checks

@@ -12,7 +12,7 @@ import yaml
 
 from edgebench.plan import catalog
 from edgebench.substrates.clusters.inventory import Inventory
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 
 WD = "${WORKDIR}"
 PHASES = ("install", "connect", "wait", "export", "import", "readback", "unexport", "disconnect")

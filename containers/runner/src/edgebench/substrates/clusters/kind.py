@@ -12,7 +12,7 @@ from edgebench import sh
 from edgebench.errors import SpecError
 from edgebench.substrates.clusters import artifacts
 from edgebench.substrates.clusters.cni import CniPlan
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 
 
 def subnets(cell_id: str) -> tuple[str, str]:

@@ -42,7 +42,7 @@ from edgebench.substrates.clusters import intercluster as ic
 from edgebench.substrates.clusters import kind as kind_mod
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Inventory, Node
-from edgebench.substrates.clusters.matrix import distributions
+from edgebench.plan.matrix import distributions
 from edgebench.substrates.clusters.multicluster_state import PlanState
 from edgebench.substrates.clusters.provider import (ClusterEndpoint, ClusterProvider, LocalRunner, default_fetch,
                                                     default_local)

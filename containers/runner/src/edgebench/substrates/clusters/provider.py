@@ -30,7 +30,7 @@ from edgebench.substrates.clusters import artifacts as artifacts_mod
 from edgebench.substrates.clusters import node_steps, preflight
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
 from edgebench.substrates.clusters.artifacts import Source, mirror_images
-from edgebench.substrates.clusters.matrix import cni_installs, compatibility, distributions
+from edgebench.plan.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
