@@ -229,3 +229,21 @@ def test_kindnet_is_kinds_own_cni_and_offline_it_is_recorded_unsupported_with_th
     with pytest.raises(Unsupported) as e:
         p.install_cni()
     assert "kindest/kindnetd" in str(e.value) and "403" in str(e.value)
+
+
+def test_kind_runs_sample_the_machine_s_cpu_for_the_headroom_gate(tmp_path, monkeypatch):
+    from edgebench.substrates.base import Unsupported
+
+    p = ClusterProvider("kind", "kind", "flannel", "vxlan", tmp_path / "w", local=FakeKubectl(), cell_id="c-kcpu")
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    s = p.resource_sampler(interval_s=0.1, idle=[{"t_s": 0.0, "phase": "idle", "component": "system",
+                                                  "name": "system", "cpu_pct": 1.0, "rss_mb": 1.0, "cpus": 2}])
+    s.start()
+    time.sleep(0.45)
+    rows = s.stop()
+    run = [r for r in rows if r["phase"] == "run"]
+    assert run and all(r["component"] == "system" and r["cpus"] == os.cpu_count() for r in run)
+    assert all(0.0 <= r["cpu_pct"] <= 100.0 * os.cpu_count() for r in run)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.9:2376")
+    with pytest.raises(Unsupported, match="remote Docker engine"):
+        p.resource_sampler()

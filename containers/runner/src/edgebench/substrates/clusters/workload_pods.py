@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,6 +19,7 @@ from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Node
 from edgebench.substrates.clusters.resources import NodeSampler
+from edgebench.substrates.local import resources as local_resources
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,17 @@ class WorkloadPods:
         for ep in self._pod_map().values():
             self.local(ep.cmd(["pkill", "-x", "iperf3|sockperf|ddsperf|edgebench-ddsrr|fortio|hey"]), check=False)
 
-    def resource_sampler(self, interval_s: float = 1.0, idle: list[dict] | None = None) -> NodeSampler:
-        """CPU/RSS of the CNI agents, the workload tools and each node (substrates/clusters/resources.py)."""
+    def resource_sampler(self, interval_s: float = 1.0, idle: list[dict] | None = None
+                         ) -> NodeSampler | local_resources.Sampler:
+        """CPU/RSS of the CNI agents, the workload tools and each node (substrates/clusters/resources.py). kind:
+        its nodes are containers of the kernel of the engine the runner talks to; where that engine is local, the
+        runner's /proc/stat is the machine's, and the machine's CPU (the system row, for the CPU-headroom gate) is
+        sampled here. The agents' and tools' own rows are not: the host's /proc cannot tell one cluster's from
+        another's (the management cluster's flanneld)."""
+        if self.name == "kind":
+            if not os.environ.get("DOCKER_HOST", "unix://").startswith("unix://"):
+                raise Unsupported("a remote Docker engine: its kernel's CPU cannot be read from here")
+            return local_resources.Sampler(dict, interval_s=interval_s, idle=idle)
         if self.name != "ssh" or not hasattr(self.transport, "ssh_argv"):
             raise Unsupported(f"resource sampling over SSH is not available on {self.name} with this transport")
         return NodeSampler(self.inventory, self.transport.ssh_argv, interval_s, idle)
