@@ -274,7 +274,7 @@ lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) n
 UPSTREAM ?= auto
 MGMT := scripts/kind/mgmt.sh
 
-up: setup ## create the kind management cluster with Argo Workflows, Argo Events, MinIO and the edgebench templates (offline here)
+up: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## create the kind management cluster with Argo Workflows, Argo Events, MinIO and the edgebench templates (offline here)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make up needs root (an engine of its own, a node image built with chroot)" >&2; exit 1; }
 	@missing=$$(for p in $(LAB_PACKAGES) jq; do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
