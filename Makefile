@@ -47,7 +47,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
-        up up-upstream submit submit-tiny e2e-kind down mgmt-tools events-tools e2e-argo e2e-argo-down lab-local lab-local-down lab-argo lab-mirror-arm64
+        up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -198,21 +198,14 @@ clean: ## remove the testbed, stop MinIO, delete local state (.edgebench)
 	-@scripts/minio.sh stop
 	rm -rf $(STATE)
 
-# ---- end to end on a real Argo controller and a single-node Kubernetes on this machine (no Docker; opt-in) -----------
-# Builds and caches Kubernetes v1.33.4, Argo Workflows v3.7.9 (controller + executor), CoreDNS and the OCI images
-# (~30 min once, with Argo Events' binary), starts the cluster, installs kustomize/overlays/e2e{,/argo,/events}, submits
-# workflows/smoke.yaml and a tiny sweep, bumps a CNI version for Argo Events' rerun, checks the keys in MinIO and the
-# warehouse, and stops everything. KEEP=1 keeps the cluster up.
-e2e-argo: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## smoke, a tiny sweep and a version-bump rerun on real Argo Workflows + Events on a single-node k8s here (root; ~30 min once, then ~5)
-	@[ "$$(id -u)" = 0 ] || { echo "error: make e2e-argo needs root (containerd, kubelet, network)" >&2; exit 1; }
-	@missing=$$(for p in etcd-server containerd runc containernetworking-plugins umoci skopeo debootstrap gcc libc6-dev tzdata conntrack iptables; do \
-	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
-	@PY=$(PY) scripts/e2e-argo/run.sh
-
-e2e-argo-down: ## stop the e2e cluster and remove everything it left (after a crash or KEEP=1)
-	@scripts/e2e-argo/cluster.sh down
+# ---- end to end on real Argo Workflows + Events: the kind management cluster (opt-in; root) ------------------------
+# `make up` (below: built here, offline), then workflows/smoke.yaml, the default sweep's tiny variant, a calico version
+# bump that the probe records and Argo Events' Sensor reruns, the keys in MinIO and the warehouse
+# (scripts/e2e-argo/e2e.py), then `make down`. Cold, make up builds Kubernetes, the lab's mirror, Argo and the images
+# once (about an hour on 2 cores), then about 2 min. KEEP=1 keeps the cluster up (make down removes it).
+e2e-argo: ## smoke, a tiny sweep and a version-bump rerun on real Argo Workflows + Events on the kind management cluster (root)
+	@rc=0; $(MAKE) --no-print-directory up UPSTREAM=0 && PY=$(PY) $(MGMT) e2e || rc=$$?; \
+	if [ "$(KEEP)" != 1 ]; then $(MGMT) down; fi; exit $$rc
 
 # ---- real CNIs on a local multi-node lab (opt-in) --------------------------------------------------------------------
 # A control plane and 2 workers on this machine (scripts/lab-local/lab.sh: namespaces of one kernel, sshd, a Pi-format
@@ -234,21 +227,16 @@ lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh subs
 lab-local-down: ## stop the local lab and remove everything it left (after a crash or KEEP=1; FORCE=1 under a live sweep)
 	@scripts/lab-local/lab.sh down
 
-# The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh). The management
-# cluster is kind's (make up) when it is up, else the e2e cluster (make e2e-argo KEEP=1); the lab with its mirror
-# from make lab-local KEEP=1. CNIS='[...]' REPS=N; PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's
-# preset instead of sweep.yaml; ARGS='--rerun' adds a flannel version bump and Argo Events' rerun on the lab.
-# See docs/lab-local.md, "The lab through Argo".
+# The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh): the kind
+# management cluster (make up) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N;
+# PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's preset instead of sweep.yaml; ARGS='--rerun' adds a
+# flannel version bump and Argo Events' rerun on the lab. See docs/lab-local.md, "The lab through Argo".
 LAB_ARGO_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) \
                 $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID)) $(ARGS)
-lab-argo: setup ## the lab's sweep submitted with argo submit on the management cluster (make up, or make e2e-argo KEEP=1; and make lab-local KEEP=1)
+lab-argo: setup ## the lab's sweep submitted with argo submit on the kind management cluster (after make up and make lab-local KEEP=1)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-argo needs root (the management cluster's images)" >&2; exit 1; }
-	@if $(MGMT) running; then echo "lab-argo: management cluster: kind ($(MGMT))"; PY=$(PY) $(MGMT) lab $(LAB_ARGO_ARGS); \
-	elif [ -f /var/lib/edgebench-e2e/pki/admin.kubeconfig ]; then echo "lab-argo: management cluster: the e2e cluster"; \
-	  scripts/e2e-argo/images.sh build runner && \
-	  scripts/e2e-argo/images.sh import --address /run/edgebench-e2e/containerd.sock runner && \
-	  $(PY) scripts/lab-local/argo.py $(LAB_ARGO_ARGS); \
-	else echo "error: no management cluster is up: make up (kind), or make e2e-argo KEEP=1" >&2; exit 2; fi
+	@$(MGMT) running || { echo "error: the kind management cluster is not up: make up" >&2; exit 2; }
+	@PY=$(PY) $(MGMT) lab $(LAB_ARGO_ARGS)
 
 # The same artifact source for arm64 nodes (a Raspberry Pi lab), built on this amd64 machine: Go cross-compiles,
 # Debian's arm64 packages install into roots under qemu-user-static (binfmt_misc), then every arm64 binary of the
@@ -276,7 +264,7 @@ MGMT := scripts/kind/mgmt.sh
 
 up: setup $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) ## create the kind management cluster with Argo Workflows, Argo Events, MinIO and the edgebench templates (offline here)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make up needs root (an engine of its own, a node image built with chroot)" >&2; exit 1; }
-	@missing=$$(for p in $(LAB_PACKAGES) jq; do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@missing=$$(for p in $(LAB_PACKAGES) jq tzdata; do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 	@up=$(UPSTREAM); if [ "$$up" = auto ]; then \
@@ -289,10 +277,6 @@ submit: ## argo submit $(SWEEP) --watch on the management cluster (ARGS='-p NAME
 
 submit-tiny: ## the default sweep's tiny variant on the management cluster (workflows/tiny.params.yaml: no edge lab needed)
 	@SWEEP=$(SWEEP) $(MGMT) submit --parameter-file workflows/tiny.params.yaml $(ARGS)
-
-e2e-kind: ## make e2e-argo's checks on the kind management cluster: up, smoke + tiny sweep + version-bump rerun + warehouse, down (root)
-	@rc=0; $(MAKE) --no-print-directory up UPSTREAM=0 && PY=$(PY) $(MGMT) e2e || rc=$$?; \
-	if [ "$(KEEP)" != 1 ]; then $(MGMT) down; fi; exit $$rc
 
 down: ## delete the kind management cluster; stop the engine if make up started it (PURGE=1: its image cache too)
 	@$(MGMT) down

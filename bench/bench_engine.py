@@ -1,10 +1,10 @@
-"""Benchmark part "engine" (opt-in: `make bench ONLY=engine`, with the e2e cluster up: `make e2e-argo KEEP=1`): what
+"""Benchmark part "engine" (opt-in: `make bench ONLY=engine`, with the kind management cluster up: `make up`): what
 Argo itself costs per cell and per run against `edgebench sweep --local` on the same machine.
 
 The default sweep (workflows/sweep.yaml's own parameters on the network-namespace testbed: 8 CNI modes, 5 workload
 variants, 3 repetitions; what `make sweep` runs) runs back to back: through the real Argo controller of the e2e
 cluster (the Workflow `argo submit workflows/sweep.yaml` creates; every cell is a pod of the runner image), then
-locally (`edgebench sweep --local`, into the e2e cluster's MinIO). Both are the same testbed, so what differs is the
+locally (`edgebench sweep --local`, into the management cluster's MinIO, through `kubectl port-forward`). Both are the same testbed, so what differs is the
 engine: pod starts, artifact and parameter passing, the controller's reconcile loop. About 25 min. QUICK=1 runs a
 3-cell sweep of one repetition instead (host, flannel:vxlan, kube-router; about 6 min), locally before and after
 Argo: its cells are a third as long, so the same per-cell cost weighs three times as much in its ratio.
@@ -12,7 +12,7 @@ Argo: its cells are a third as long, so the same per-cell cost weighs three time
 Rows: Argo / local wall time (target <= 1.10), the time per cell and per run of each, and Argo's cost per cell in
 seconds (what does not shrink with longer cells). The detail splits Argo's wall time by its pods' own timestamps.
 
-Skips (value None, with the reason) when the e2e cluster is not up.
+Skips (value None, with the reason) when the management cluster is not up.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from common import Row, t95  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(1, str(REPO / "scripts" / "e2e-argo"))
-KUBECONFIG = Path("/var/lib/edgebench-e2e/pki/admin.kubeconfig")
+MGMT = REPO / "scripts" / "kind" / "mgmt.sh"
 E2E_BIN = Path(os.environ.get("EDGEBENCH_E2E", Path.home() / ".local/share/edgebench/e2e-argo")) / "bin"
 SWEEP = {"substrate": "local", "target": "local"}  # the default sweep, as `make sweep` runs it
 QUICK_SWEEP = {**SWEEP, "cnis": '["host","flannel:vxlan","kube-router"]', "repetitions": "1"}
@@ -164,6 +164,30 @@ def _local(sweep: dict[str, str], sweep_id: str, env: dict[str, str]) -> float:
 
 
 def run(quick: bool = False) -> list[Row]:
+    import e2e
+
+    def skipped(reason: str) -> list[Row]:
+        return [Row("engine", "Argo / local wall time, same sweep on the testbed", None, "ratio", "<= 1.10", None,
+                    f"not measured: {reason}")]
+
+    p = subprocess.run(["bash", str(MGMT), "kubeconfig"], capture_output=True, text=True)
+    if p.returncode:
+        return skipped(f"the kind management cluster is not up (make up): {p.stderr.strip()}")
+    env = {**os.environ, "PATH": f"{E2E_BIN}:{os.environ['PATH']}"}
+    os.environ["PATH"] = env["PATH"]
+    kube = e2e.Kube(p.stdout.strip())
+    try:
+        kube("-n", e2e.NS, "get", "deploy", "minio")
+        forward, e2e.S3_ENDPOINT = e2e.port_forward(kube)
+    except RuntimeError as exc:
+        return skipped(f"the management cluster does not answer ({exc})")
+    try:
+        return _measure(kube, env, quick)
+    finally:
+        forward.kill()
+
+
+def _measure(kube, env: dict, quick: bool) -> list[Row]:
     import yaml
 
     import e2e
@@ -174,15 +198,6 @@ def run(quick: bool = False) -> list[Row]:
         return [Row("engine", "Argo / local wall time, same sweep on the testbed", None, "ratio", "<= 1.10", None,
                     f"not measured: {reason}")]
 
-    if not KUBECONFIG.exists():
-        return skipped("the e2e cluster is not up (make e2e-argo KEEP=1 starts it and leaves it up)")
-    env = {**os.environ, "PATH": f"{E2E_BIN}:{os.environ['PATH']}"}
-    os.environ["PATH"] = env["PATH"]
-    kube = e2e.Kube(str(KUBECONFIG))
-    try:
-        kube("-n", e2e.NS, "get", "deploy", "minio")
-    except RuntimeError as exc:
-        return skipped(f"the e2e cluster does not answer ({exc})")
     env.update(e2e.minio_env(kube))
     params = QUICK_SWEEP if quick else SWEEP
     sweep = spec.load(REPO / "workflows" / "sweep.yaml", substrate="local", overrides=params)

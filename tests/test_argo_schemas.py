@@ -103,4 +103,4 @@ def test_pins_agree_with_the_repository():
     assert f"{m.path} {m.version} {m.sum}" in gosum
     assert m.version == a.ARGO_EVENTS_VERSION
     # the workflows module is the release the e2e run proves
-    assert a.MODULES["workflows"].version in (REPO / "scripts" / "e2e-argo" / "run.sh").read_text()
+    assert a.MODULES["workflows"].version in (REPO / "scripts" / "e2e-argo" / "install.sh").read_text()

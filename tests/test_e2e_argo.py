@@ -1,8 +1,9 @@
-"""`make e2e-argo`: the sweep on a real Argo controller (v3.7.9) and a real single-node Kubernetes on this machine.
+"""`make e2e-argo`: the sweep on a real Argo controller (v3.7.9) and Argo Events (v1.9.11) on the kind management
+cluster that `make up` builds here.
 
-The end-to-end test runs only where the binaries and images are already built and cached (scripts/e2e-argo/build.sh,
-images.sh: ~30 min cold, too long for CI); everything else here is offline: the overlays, the workflow objects the
-driver creates, the scripts' usage.
+The end-to-end test runs only where everything `make up` needs is already built and cached (the binaries, images,
+the lab's mirror and the kind node image: about an hour cold, too long for CI); everything else here is offline: the
+overlays, the workflow objects the driver creates, the scripts' usage.
 """
 from __future__ import annotations
 
@@ -144,14 +145,14 @@ def test_workflow_object_is_what_argo_submit_creates():
     assert len(want) == 2 and all(k.startswith("runs/e2e-tiny-1/c-") for k in want)
 
 
-@pytest.mark.parametrize("script", ["cluster.sh", "run.sh", "build.sh", "images.sh"])
+@pytest.mark.parametrize("script", ["build.sh", "images.sh", "install.sh"])
 def test_scripts_parse(script):
     assert subprocess.run(["bash", "-n", str(SCRIPTS / script)]).returncode == 0
 
 
-def test_cluster_usage_is_one_message():
-    p = subprocess.run(["bash", str(SCRIPTS / "cluster.sh"), "bogus"], capture_output=True, text=True)
-    assert p.returncode == 2 and p.stderr.strip().startswith("usage: cluster.sh up|down|status|env")
+KIND = REPO / "scripts" / "kind"
+LAB_CACHE = Path(os.environ.get("EDGEBENCH_LAB_CACHE", Path.home() / ".local/share/edgebench/lab"))
+KIND_CACHE = Path(os.environ.get("EDGEBENCH_KIND_CACHE", Path.home() / ".local/share/edgebench/kind"))
 
 
 def _not_cached() -> list[str]:
@@ -161,19 +162,27 @@ def _not_cached() -> list[str]:
     out = subprocess.run(["bash", str(SCRIPTS / "images.sh"), "list"], capture_output=True, text=True,
                          env={**os.environ, "EDGEBENCH_E2E": str(E2E)}).stdout
     missing += [f"image {line.split()[0]}" for line in out.splitlines() if "missing" in line]
+    if not (LAB_CACHE / "mirror" / "manifests" / "flannel" / "v0.28.9" / "kube-flannel.yml").is_file():
+        missing.append(f"the lab's mirror ({LAB_CACHE}/mirror: scripts/lab-local/mirror.sh build)")
+    if not (KIND_CACHE / "images" / "node.tar").is_file():
+        missing.append(f"the kind node image ({KIND_CACHE}: scripts/kind/node-image.sh)")
     return missing
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the e2e cluster needs root")
+@pytest.mark.skipif(os.geteuid() != 0, reason="make up needs root")
 def test_sweep_on_a_real_argo_controller():
     missing = _not_cached()
     if missing:
-        pytest.skip(f"e2e binaries/images not built in {E2E} (make e2e-argo builds them, ~30 min): "
-                    f"{', '.join(missing)}")
-    report = REPO / ".edgebench" / "e2e-argo" / "report.json"
+        pytest.skip(f"not built (make e2e-argo builds them, about an hour once): {', '.join(missing)}")
+    if subprocess.run(["bash", str(KIND / "mgmt.sh"), "running"], capture_output=True).returncode == 0:
+        pytest.skip("a kind management cluster is up (make down first: this test makes its own and removes it)")
+    if subprocess.run(["flock", "-n", "/run/edgebench-kind-mgmt.lock", "true"]).returncode != 0:
+        pytest.skip("another make up / make down runs on this machine (its lock is held)")
+    engine_before = subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    report = REPO / ".edgebench" / "e2e-kind" / "report.json"
     report.unlink(missing_ok=True)
-    p = subprocess.run(["bash", str(SCRIPTS / "run.sh")], capture_output=True, text=True, timeout=2400,
-                       env={**os.environ, "EDGEBENCH_E2E": str(E2E)})
+    p = subprocess.run(["make", "--no-print-directory", "e2e-argo"], cwd=REPO, capture_output=True, text=True,
+                       timeout=3600, env={**os.environ, "EDGEBENCH_E2E": str(E2E)})
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
     r = json.loads(report.read_text())
     assert not r["errors"]
@@ -186,35 +195,9 @@ def test_sweep_on_a_real_argo_controller():
     assert ev["recorded"] == ev["bumped_to"] != ev["previous"] and ev["phase"] == "Succeeded"
     assert ev["cnis"] == '["calico:vxlan"]' and ev["trigger"]["new"] == ev["bumped_to"]
     assert ev["runs_stored"] == ev["runs_expected"] >= 1 and r["warehouse_runs"][ev["sweep_id"]] == ev["runs_expected"]
-    # everything it started is gone
-    status = subprocess.run(["bash", str(SCRIPTS / "cluster.sh"), "status"], capture_output=True, text=True).stdout
-    assert "running" not in status
-    assert subprocess.run(["ip", "link", "show", "eb-e2e0"], capture_output=True).returncode != 0
-    assert not Path("/var/lib/edgebench-e2e").exists()
-    for table in ("filter", "nat", "mangle"):
-        rules = subprocess.run(["iptables", "-t", table, "-S"], capture_output=True, text=True).stdout
-        assert not [r for r in rules.splitlines() if "KUBE-" in r or "CNI-" in r], f"iptables {table} left over"
-    mounts = Path("/proc/mounts").read_text()
-    assert "edgebench-e2e" not in mounts and "/run/netns/cni-" not in mounts
-
-
-def test_real_argo_lint_accepts_the_templates_the_sweep_and_the_presets(tmp_path):
-    """`argo lint --offline` (the CLI scripts/e2e-argo/build.sh builds) resolves every variable the controller will:
-    a reference the schema accepts but Argo cannot resolve (a `{{...}}` in a parameter's description, say) is refused
-    at `argo submit`. Skips when the CLI is not built (make e2e-argo builds it)."""
-    argo = E2E / "bin" / "argo"
-    if not argo.exists():
-        pytest.skip(f"not built: the argo CLI ({argo}; scripts/e2e-argo/build.sh)")
-    repo = Path(__file__).resolve().parents[1]
-    files = [repo / "templates", repo / "workflows" / "sweep.yaml", *sorted((repo / "workflows" / "presets").glob("*.yaml"))]
-    proc = subprocess.run([str(argo), "lint", "--offline", *map(str, files)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # and it is not a rubber stamp: an unresolvable reference in the collect-results template is refused
-    broken = tmp_path / "templates"
-    shutil.copytree(repo / "templates", broken)
-    f = broken / "collect-results.yaml"
-    f.write_text(f.read_text().replace("description: The cell id (key of its results).",
-                                       "description: The cell id ({{tasks.run-workloads.status}})."))
-    proc = subprocess.run([str(argo), "lint", "--offline", str(broken), str(repo / "workflows" / "sweep.yaml")],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "failed to resolve {{tasks.run-workloads.status}}" in proc.stdout + proc.stderr
+    # everything it started is gone: the cluster, and the engine where make up started it
+    assert subprocess.run(["bash", str(KIND / "mgmt.sh"), "running"], capture_output=True).returncode != 0
+    assert not Path("/var/lib/edgebench-kind-mgmt").exists()
+    if not engine_before:  # make up started edgebench's own engine: make down stopped it and left nothing
+        left = subprocess.run(["bash", str(KIND / "dockerd.sh"), "leftovers"], capture_output=True, text=True)
+        assert left.returncode == 0, left.stdout

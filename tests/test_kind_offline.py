@@ -247,3 +247,21 @@ def test_kind_runs_sample_the_machine_s_cpu_for_the_headroom_gate(tmp_path, monk
     monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.9:2376")
     with pytest.raises(Unsupported, match="remote Docker engine"):
         p.resource_sampler()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mgmt.sh up/down need root")
+def test_a_second_up_or_down_stops_with_the_holder_instead_of_touching_the_first(tmp_path):
+    # the first `up` holds the lock (here: a process of the test); a second `down` must not stop its engine
+    holder = subprocess.Popen(["flock", "/run/edgebench-kind-mgmt.lock", "sleep", "30"])
+    try:
+        time.sleep(0.5)
+        state = Path("/var/lib/edgebench-kind-mgmt")
+        before = state.exists()
+        for cmd in ("down", "up"):
+            p = subprocess.run(["bash", str(KIND / "mgmt.sh"), cmd], capture_output=True, text=True, timeout=30)
+            assert p.returncode == 2, p.stderr
+            assert "another mgmt.sh up/down runs" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+        assert state.exists() == before
+    finally:
+        holder.kill()
+        holder.wait()

@@ -151,9 +151,6 @@ def test_install_sh_without_a_kubectl_prints_its_usage():
 # -------------------------------------------------------------------------------------------------- live (opt-in)
 E2E = Path(os.environ.get("EDGEBENCH_E2E", Path.home() / ".local/share/edgebench/e2e-argo"))
 LAB = Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab"))
-KUBECONFIG = Path("/var/lib/edgebench-e2e/pki/admin.kubeconfig")
-
-
 def _kind_up() -> bool:
     return subprocess.run(["bash", str(REPO / "scripts" / "kind" / "mgmt.sh"), "running"],
                           capture_output=True).returncode == 0
@@ -163,8 +160,8 @@ def _live_missing() -> list[str]:
     missing = []
     if os.geteuid() != 0:
         missing.append("root")
-    if not KUBECONFIG.is_file() and not _kind_up():
-        missing.append(f"a management cluster (kind: make up; or {KUBECONFIG}: make e2e-argo KEEP=1)")
+    if not _kind_up():
+        missing.append("the kind management cluster (make up)")
     if not (LAB / "inventory.yaml").is_file():
         missing.append(f"the local lab ({LAB}/inventory.yaml: make lab-local KEEP=1)")
     if not (E2E / "bin" / "kubectl").exists():

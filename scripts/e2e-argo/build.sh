@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Build (once, cached) the binaries the end-to-end Argo run needs, from the Go module proxy:
-#   Kubernetes control plane + kubelet + kube-proxy + kubectl ($K8S_VERSION), Argo Workflows' controller and
-#   executor ($ARGO_E2E_VERSION), CoreDNS ($COREDNS_VERSION, the cluster DNS) and the NATS server ($NATS_VERSION, JetStream
-#   for Argo Events' EventBus). Kubernetes and Argo carry `replace` directives, so `go install mod@version` refuses
-#   them; a small wrapper module that repeats the replaces builds them instead (CoreDNS and NATS: go install).
+# Build (once, cached) from the Go module proxy the binaries of the management cluster's images and of the lab's
+# mirror: Kubernetes control plane + kubelet + kube-proxy + kubectl + kubeadm ($K8S_VERSION: the mirror's images and
+# packages, the kind node image), Argo Workflows' controller, executor and CLI ($ARGO_E2E_VERSION) and the NATS server
+# ($NATS_VERSION, JetStream for Argo Events' EventBus). Kubernetes and Argo carry `replace` directives, so
+# `go install mod@version` refuses them; a small wrapper module that repeats the replaces builds them instead (NATS:
+# go install). CoreDNS is the lab's build (scripts/lab-local/build.sh).
 # Usage: build.sh [--print|--k8s]   (--print: list the binaries and whether they are cached, build nothing;
 #        --k8s: only the Kubernetes binaries, what the local lab needs)
 set -euo pipefail
 E2E=${EDGEBENCH_E2E:-$HOME/.local/share/edgebench/e2e-argo}
 K8S_VERSION=${K8S_VERSION:-v1.33.4}
 ARGO_E2E_VERSION=${ARGO_E2E_VERSION:-v3.7.9}
-COREDNS_VERSION=${COREDNS_VERSION:-v1.12.3}
 NATS_VERSION=${NATS_VERSION:-v2.10.29}
 BIN=$E2E/bin
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm)   # kubeadm: the local lab (make lab-local)
@@ -35,7 +35,6 @@ build_cmds() {
 if [[ ${1:-} == --print ]]; then
   for c in "${K8S_CMDS[@]}"; do [[ -e $(stamp "$c" "$K8S_VERSION") ]] && s=cached || s=missing; echo "$c $K8S_VERSION $s"; done
   for c in "${ARGO_CMDS[@]}"; do [[ -e $(stamp "$c" "$ARGO_E2E_VERSION") ]] && s=cached || s=missing; echo "$c $ARGO_E2E_VERSION $s"; done
-  [[ -e $(stamp coredns "$COREDNS_VERSION") ]] && s=cached || s=missing; echo "coredns $COREDNS_VERSION $s"
   [[ -e $(stamp nats-server "$NATS_VERSION") ]] && s=cached || s=missing; echo "nats-server $NATS_VERSION $s"
   exit 0
 fi
@@ -62,7 +61,7 @@ if (( ${#k8s_missing[@]} )); then
   build_cmds "$mod" "$K8S_VERSION" k8s.io/component-base/version.gitVersion k8s.io/kubernetes/cmd "${k8s_missing[@]}"
 fi
 
-if [[ ${1:-} == --k8s ]]; then echo "e2e-argo: Kubernetes binaries in $BIN (--k8s: Argo, CoreDNS and NATS not built)"; exit 0; fi
+if [[ ${1:-} == --k8s ]]; then echo "e2e-argo: Kubernetes binaries in $BIN (--k8s: Argo and NATS not built)"; exit 0; fi
 mapfile -t argo_missing < <(missing "$ARGO_E2E_VERSION" "${ARGO_CMDS[@]}")
 if (( ${#argo_missing[@]} )); then
   mod=$E2E/src/argo-$ARGO_E2E_VERSION; mkdir -p "$mod"
@@ -89,12 +88,6 @@ if (( ${#argo_missing[@]} )); then
   echo "e2e-argo: building ${argo_missing[*]} $ARGO_E2E_VERSION (wrapper module $mod; ~5 min cold)"
   build_cmds "$mod" "$ARGO_E2E_VERSION" github.com/argoproj/argo-workflows/v3.version \
     github.com/argoproj/argo-workflows/v3/cmd "${argo_missing[@]}"
-fi
-if [[ ! -e $(stamp coredns "$COREDNS_VERSION") ]]; then
-  echo "e2e-argo: building coredns $COREDNS_VERSION (go install; ~5 min cold)"
-  t0=$SECONDS
-  (cd /tmp && GOBIN=$BIN go install "github.com/coredns/coredns@$COREDNS_VERSION")
-  touch "$(stamp coredns "$COREDNS_VERSION")"; echo "e2e-argo: coredns built in $((SECONDS - t0)) s"
 fi
 if [[ ! -e $(stamp nats-server "$NATS_VERSION") ]]; then
   echo "e2e-argo: building nats-server $NATS_VERSION (go install; ~1 min cold)"

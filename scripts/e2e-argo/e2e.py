@@ -1,11 +1,13 @@
-"""Submit edgebench workflows to the e2e cluster's real Argo controller and check what they stored.
+"""Submit edgebench workflows to the management cluster's real Argo controller (`make e2e-argo`: kind, built here by
+`make up`) and check what they stored.
 
 A Workflow object is all `argo submit` creates, so this creates the object itself (kubectl create) with the
 `-p NAME=VALUE` overrides written into spec.arguments, waits for it while printing the node phases, and then
-checks MinIO (the in-cluster one, reached through its ClusterIP) for exactly the run prefixes the planner
+checks MinIO (the in-cluster one, through `kubectl port-forward`) for exactly the run prefixes the planner
 expects for the same parameters — the keys a local sweep writes — and builds the warehouse from them.
 
-    python scripts/e2e-argo/e2e.py --kubeconfig K [--report FILE]
+    python scripts/e2e-argo/e2e.py --kubeconfig K --minio-port-forward --index-host GATEWAY [--report FILE]
+    (scripts/kind/mgmt.sh e2e passes these for the kind cluster)
 
 Exits 1 with one line per failed check; writes a JSON report (times, workflow names, key counts).
 """
@@ -103,8 +105,8 @@ def explain_failure(kube: Kube, wf: dict) -> str:
     return "\n".join(lines)
 
 
-# where this process reaches MinIO: None = the service's cluster IP (the bash cluster routes it to the host); kind's
-# nodes do not, so --minio-port-forward sets a local port of `kubectl port-forward`
+# where this process reaches MinIO: None = the service's cluster IP (for a cluster whose service network the host
+# routes); kind's is not routed, so --minio-port-forward sets a local port of `kubectl port-forward`
 S3_ENDPOINT: str | None = None
 
 
@@ -235,7 +237,7 @@ def port_forward(kube: Kube) -> tuple[subprocess.Popen, str]:
 
 def point_sources_at(kube: Kube, host: str) -> None:
     """Rewrite the version sources' ConfigMap so that the probe asks the index server on HOST (a host address the
-    cluster's pods reach: the bash cluster's node address, or the kind network's gateway)."""
+    cluster's pods reach: the kind network's gateway)."""
     text = (REPO / "kustomize" / "overlays" / "e2e" / "version-sources.yaml").read_text()
     text = text.replace(f"http://{INDEX_ADDR[0]}:", f"http://{host}:")
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "edgebench-e2e-version-sources", "namespace": NS},
@@ -370,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="reach MinIO through `kubectl port-forward` (kind: the host does not route cluster IPs)")
     ap.add_argument("--index-host", default=INDEX_ADDR[0],
                     help=f"the host address the cluster's pods reach, where the version index is served (default "
-                         f"{INDEX_ADDR[0]}, the bash cluster's; kind: the kind network's gateway)")
+                         f"{INDEX_ADDR[0]}, the address kustomize/overlays/e2e/version-sources.yaml names; kind: the kind "
+                         "network's gateway, which mgmt.sh e2e passes)")
     a = ap.parse_args(argv)
     kube = Kube(a.kubeconfig)
     report: dict = {"workflows": []}

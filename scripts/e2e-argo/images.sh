@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Build, without Docker, the OCI images the single-node e2e-argo cluster runs (the pod sandbox, Argo's controller
-# and executor, MinIO and mc, the edgebench runner; the optional group `events`: NATS and Argo Events), cache them as
-# docker-archive tarballs in $E2E/images and import them into a containerd. Tools: gcc (static glibc), debootstrap +
-# chroot, umoci (layers and configs in an OCI layout), skopeo (OCI layout -> docker-archive, which
-# `ctr images import` names after its RepoTags).
+# Build, without Docker, the OCI images the kind management cluster runs (Argo's controller and executor, MinIO and
+# mc, the edgebench runner; the optional group `events`: NATS and Argo Events) and cache them as docker-archive
+# tarballs in $E2E/images, which `make up` loads into kind (`kind load image-archive`) and the lab's mirror serves
+# (the runner). Tools: gcc (static glibc), debootstrap + chroot, umoci (layers and configs in an OCI layout), skopeo
+# (OCI layout -> docker-archive, named after its RepoTags).
 # Every tarball has a stamp (<tar>.inputs) with a hash of its inputs: a rerun with unchanged inputs builds nothing.
 # `images.sh --help` prints the usage. Needs root (chroot, mount, file ownership inside the layers).
 # ARCH=arm64 (or --arch arm64) builds the runner for arm64 under qemu-user-static (lib/arch.sh); tarballs and
@@ -24,7 +24,7 @@ LAYOUT=$IMAGES/oci    # umoci's OCI layout: the cached stages of the runner, and
 WORK=$IMAGES/work     # bundles and scratch space of a build, removed afterwards
 CACHE=$IMAGES/cache   # downloads (busybox-static .deb)
 SUITE=bookworm
-CORE_NAMES=(pause workflow-controller argoexec minio mc runner) # group core: `build` and `import` without NAME
+CORE_NAMES=(workflow-controller argoexec minio mc runner) # group core: `build` without NAME
 EVENTS_NAMES=(nats argo-events) # group events (optional): Argo Events' EventBus server and its controller/services
 NAMES=("${CORE_NAMES[@]}" "${EVENTS_NAMES[@]}")
 # Debian packages of the runner: the apt-get install list of containers/runner/Dockerfile (read from it, so the two
@@ -57,7 +57,7 @@ usage() {
   cat <<EOF
 Usage: scripts/e2e-argo/images.sh [--arch ARCH] COMMAND [ARGS]
 
-Builds without Docker the OCI images of the single-node e2e-argo cluster and caches each as a docker-archive
+Builds without Docker the OCI images of the kind management cluster and caches each as a docker-archive
 tarball $IMAGES/<name>-<arch>.tar, next to a stamp <name>-<arch>.tar.inputs
 (the hash of its inputs): a rerun with unchanged inputs builds nothing.
 
@@ -71,10 +71,6 @@ Commands:
   build [NAME|GROUP...]           build the images (default: group core) whose inputs changed; prints each one's
                                   time. Exits 1 when one failed or its input is missing (e.g. an Argo binary),
                                   after building the others.
-  import --address SOCK [--snapshotter NAME] [NAME|GROUP...]
-                                  import the cached tarballs into namespace k8s.io of the containerd listening on
-                                  SOCK (ctr -a SOCK -n k8s.io images import). Default: group core (each must be
-                                  built) and those of group events that are built. Only the host's ARCH.
   list                            each image: name, reference, state (cached, stale, missing, no-recipe for ARCH),
                                   group and tarball.
   prove-arm64                     unpack the cached arm64 runner and run its iperf3 --version and edgebench --help
@@ -87,7 +83,6 @@ Groups: core (${CORE_NAMES[*]}), events (${EVENTS_NAMES[*]}: optional,
   E.g. images.sh build events, or images.sh build nats argo-events.
 
 Images (NAME  reference  built from):
-  pause                edgebench.local/pause:3.10          scripts/e2e-argo/pause.c, gcc -static
   workflow-controller  edgebench.local/workflow-controller:$ARGO_E2E_VERSION
                                                            \$E2E/bin/workflow-controller (scripts/e2e-argo/build.sh)
   argoexec             edgebench.local/argoexec:$ARGO_E2E_VERSION     \$E2E/bin/argoexec (scripts/e2e-argo/build.sh)
@@ -115,7 +110,7 @@ Environment:
   EDGEBENCH_DEBIAN_MIRROR, EDGEBENCH_DEBIAN_SECURITY
                     Debian mirrors for the runner (default: the ones this host's apt uses)
 To refresh the runner's Debian packages, delete $LAYOUT (the cached stages).
-Needs root, gcc with static glibc (libc6-dev), umoci, skopeo, debootstrap, apt-get, file; ctr for import;
+Needs root, gcc with static glibc (libc6-dev), umoci, skopeo, debootstrap, apt-get, file;
 for arm64 qemu-user-static and go.
 EOF
 }
@@ -140,7 +135,6 @@ main() {
   fi
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
-    import) shift; cmd_import "$@" ;;
     list) shift; cmd_list "$@" ;;
     prove-arm64) shift; cmd_prove_arm64 "$@" ;;
     -h | --help | help) usage ;;

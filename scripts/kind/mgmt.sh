@@ -14,7 +14,8 @@
 #   mgmt.sh lab [ARGS]   the local lab's sweep submitted here (make lab-argo): the runner image rebuilt if the
 #                    checkout changed and loaded, then scripts/lab-local/argo.py with this cluster's kubeconfig, MinIO
 #                    through a port-forward and the kind network's gateway as the host address pods reach
-#   mgmt.sh running  exit 0 when the cluster exists (make lab-argo's choice of management cluster)
+#   mgmt.sh running  exit 0 when the cluster exists
+#   mgmt.sh kubeconfig   write the cluster's kubeconfig and print its path
 #   mgmt.sh status   what runs
 # Inputs, built once and cached (cold: about 30 min for Kubernetes and Argo, docs/e2e-argo.md; then seconds):
 #   scripts/lab-local/mirror.sh build   the control plane, etcd, CoreDNS, pause, kube-proxy and flannel archives,
@@ -43,6 +44,17 @@ step() { log "== $* ($((SECONDS - t0)) s)"; echo "$((SECONDS - t0)) $*" >>"$STAT
 k() { "$KUBECTL" --context "kind-$CLUSTER" "$@"; }
 
 engine_answers() { docker info >/dev/null 2>&1; }
+
+# one `up` or `down` at a time on this machine: they share $STATE (whether up started the engine, the host's
+# settings to restore). A second one stops with the holder's pid instead of stopping the first one's engine.
+LOCK=/run/edgebench-kind-mgmt.lock
+lock() {
+  exec 9>>"$LOCK"
+  if ! flock -n 9; then
+    die "another mgmt.sh up/down runs (pid $(cat "$LOCK.pid" 2>/dev/null || echo '?')): wait for it, or stop it first"
+  fi
+  echo $$ >"$LOCK.pid"
+}
 
 kind_bin() {
   if [[ ! -x $KIND ]]; then
@@ -104,6 +116,7 @@ host_restore() {
 
 up() {
   [[ $(id -u) == 0 ]] || die "needs root (an engine of its own, a node image built with chroot)"
+  lock
   for c in go umoci skopeo debootstrap jq; do command -v $c >/dev/null || die "$c is not installed (make setup installs it)"; done
   [[ -f $CONFIG ]] || die "no kind config at $CONFIG"
   mkdir -p "$STATE"; : >"$STATE/up-times"
@@ -112,7 +125,7 @@ up() {
     log "using the Docker engine that answers ($(docker info -f '{{.ServerVersion}}, default runtime {{.DefaultRuntime}}'))"
   else
     "$HERE/dockerd.sh" install
-    "$HERE/dockerd.sh" up
+    "$HERE/dockerd.sh" up 9>&-   # the engine must not hold the lock
     touch "$STATE/started-engine"
     log "started edgebench's own engine (scripts/kind/dockerd.sh; make down stops it)"
   fi
@@ -142,6 +155,7 @@ up() {
 
 down() {
   [[ $(id -u) == 0 ]] || die "needs root"
+  lock
   if [[ -x $KIND ]] && engine_answers; then
     if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
       log "deleting kind cluster $CLUSTER"
@@ -213,6 +227,7 @@ case ${1:-} in
   e2e) shift; e2e "$@" ;;
   lab) shift; lab "$@" ;;
   running) running ;;
+  kubeconfig) running || die "no kind cluster $CLUSTER: make up"; kubeconfig ;;
   status) status ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

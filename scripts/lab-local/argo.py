@@ -1,10 +1,9 @@
 """The local lab's sweep through the management cluster's Argo controller: `argo submit workflows/sweep.yaml -p
 substrate=ssh` as a user with a lab runs it (docs/lab-local.md, "The lab through Argo").
 
-Needs a management cluster up: kind (`make up`; `make lab-argo` passes --kubeconfig, --minio-port-forward and
---index-host for it) or the e2e one (`make e2e-argo KEEP=1`, the defaults), and the lab up with its mirror served
-(`make lab-local KEEP=1`); `make lab-argo` checks both and loads the runner image (kubectl and helm in it) first.
-Then:
+Needs the kind management cluster up (`make up`; `make lab-argo` runs `scripts/kind/mgmt.sh lab`, which passes
+--kubeconfig, --minio-port-forward and --index-host for it) and the lab up with its mirror served (`make lab-local
+KEEP=1`); `make lab-argo` checks both and loads the runner image (kubectl and helm in it) first. Then:
 1. the lab's inventory as ConfigMap edgebench-inventory and its key and known_hosts as Secret edgebench-ssh-key
    (the two objects kustomize/overlays/lab asks for, made from the lab's own files), and a semaphore for the target;
 2. the sweep submitted with the argo CLI (`argo submit -n edgebench workflows/sweep.yaml -p substrate=ssh ...`),
@@ -251,15 +250,15 @@ def rerun(kube: e2e.Kube, a: argparse.Namespace, report: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kubeconfig", default="/var/lib/edgebench-e2e/pki/admin.kubeconfig",
-                    help="the management cluster's (default: the e2e cluster's; kind: `scripts/kind/mgmt.sh lab` "
-                         "passes its own)")
+    ap.add_argument("--kubeconfig", default="/var/lib/edgebench-kind-mgmt/kubeconfig",
+                    help="the management cluster's (default: the one scripts/kind/mgmt.sh writes for make up's "
+                         "cluster)")
     ap.add_argument("--minio-port-forward", action="store_true",
                     help="reach the cluster's MinIO through `kubectl port-forward` (kind: the host does not route "
                          "cluster IPs)")
     ap.add_argument("--index-host", default=e2e.INDEX_ADDR[0],
                     help=f"the host address the cluster's pods reach, where the rerun's release list is served "
-                         f"(default {e2e.INDEX_ADDR[0]}, the e2e cluster's; kind: the kind network's gateway)")
+                         f"(default {e2e.INDEX_ADDR[0]}; kind: the kind network's gateway, which mgmt.sh lab passes)")
     ap.add_argument("--lab", type=Path, default=Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab")))
     ap.add_argument("--preset", type=Path, default=SWEEP, help="the sweep file to submit: workflows/sweep.yaml or "
                     "a preset (workflows/presets/seed-004-kubeadm.yaml); its parameters, then the lab's, then ours")
@@ -284,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if not Path(a.kubeconfig).is_file():
         print(f"lab-argo: error: {a.kubeconfig} is missing: the management cluster is not up "
-              "(make up, or make e2e-argo KEEP=1)", file=sys.stderr)
+              "(make up)", file=sys.stderr)
         return 2
     kube = e2e.Kube(a.kubeconfig)
     forward = None

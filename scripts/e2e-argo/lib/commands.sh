@@ -1,4 +1,4 @@
-# images.sh, sourced: building one image (build_one) and the commands build, import and list.
+# images.sh, sourced: building one image (build_one) and the commands build and list.
 # shellcheck shell=bash
 
 # build_one NAME: in a subshell of its own (set -e, traps); returns non-zero when NAME could not be built
@@ -27,7 +27,6 @@ build_one() {
   safe_rm "$w"
   mkdir -p "$w"
   case $name in
-    pause) recipe_pause "$w" ;;
     workflow-controller | argoexec) recipe_argo "$name" "$w" ;;
     minio | mc) recipe_tool "$name" "$w" ;;
     runner) recipe_runner "$w" "$(sed -n '/^venv /q;/^arch /!p' <<<"$inputs")" ;;
@@ -82,50 +81,7 @@ cmd_build() {
     exit 1
   fi
   safe_rm "$WORK"
-  say "images ($ARCH) ready in $IMAGES ($((SECONDS - t0)) s); import: $0 import --address <containerd socket>"
-}
-
-cmd_import() {
-  local addr="" snap="" names=() n tar missing=() ref
-  while (($#)); do
-    case $1 in
-      --address) addr=${2:?--address needs a socket path}; shift 2 ;;
-      --address=*) addr=${1#*=}; shift ;;
-      --snapshotter) snap=${2:?--snapshotter needs a name}; shift 2 ;;
-      --snapshotter=*) snap=${1#*=}; shift ;;
-      -h | --help) usage; exit 0 ;;
-      -*) die "import: unknown option $1" ;;
-      *) names+=("$1"); shift ;;
-    esac
-  done
-  [[ $ARCH == "$HOST_ARCH" ]] || die "import: ARCH=$ARCH images do not run on this $HOST_ARCH host's containerd" \
-    "(copy $IMAGES/*-$ARCH.tar to a $ARCH node and import them there)"
-  [[ -n $addr ]] || die "import needs --address <containerd socket>"
-  [[ -S $addr ]] || die "$addr is not a socket (is containerd running?)"
-  need ctr
-  if ((${#names[@]})); then
-    mapfile -t names < <(expand_names "${names[@]}")
-  else # group core, and the optional images that are built
-    names=("${CORE_NAMES[@]}")
-    for n in "${EVENTS_NAMES[@]}"; do if [[ -s $(tar_of "$n") ]]; then names+=("$n"); fi; done
-  fi
-  check_names "${names[@]}"
-  for n in "${names[@]}"; do
-    tar=$(tar_of "$n") ref=$(ref_of "$n")
-    if [[ ! -s $tar ]]; then
-      warn "$n: no $tar (images.sh build $n)"
-      missing+=("$n")
-      continue
-    fi
-    say "$n: importing $ref into $addr (namespace k8s.io)"
-    ctr -a "$addr" -n k8s.io images import ${snap:+--snapshotter "$snap"} "$tar" >/dev/null
-    ctr -a "$addr" -n k8s.io images ls -q | has_line "$ref" || die "$n: $ref is not in containerd after the import"
-  done
-  if ((${#missing[@]})); then
-    warn "not imported (not built): ${missing[*]}"
-    exit 1
-  fi
-  say "imported: ${names[*]}"
+  say "images ($ARCH) ready in $IMAGES ($((SECONDS - t0)) s); make up loads them into kind (kind load image-archive)"
 }
 
 cmd_list() {

@@ -10,7 +10,6 @@ file_sum() { sha256sum "$1" | cut -c1-64; }
 
 ref_of() {
   case $1 in
-    pause) echo edgebench.local/pause:3.10 ;;
     workflow-controller | argoexec) echo "edgebench.local/$1:$ARGO_E2E_VERSION" ;;
     minio | mc) echo "edgebench.local/$1:e2e" ;;
     runner) echo edgebench.local/edgebench-runner:e2e ;;

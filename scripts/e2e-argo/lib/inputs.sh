@@ -98,10 +98,6 @@ inputs_runner_venv() {
 inputs_of() {
   echo "arch $ARCH"
   case $1 in
-    pause)
-      echo "pause.c $(file_sum "$HERE/pause.c")"
-      echo "gcc $(gcc -dumpfullversion) libc6-dev $(dpkg-query -W -f '${Version}' libc6-dev)"
-      ;;
     workflow-controller | argoexec)
       check_argo_binary "$1" || return 1
       echo "$1 $ARGO_E2E_VERSION $(file_sum "$(argo_binary "$1")")"
@@ -149,7 +145,6 @@ inputs_of() {
 image_key() {
   local fns=(new_bundle finish_bundle export_tar)
   case $1 in
-    pause) fns+=(recipe_pause) ;;
     workflow-controller | argoexec) fns+=(recipe_argo add_base_files install_binary) ;;
     minio | mc) fns+=(recipe_tool add_base_files install_binary add_busybox) ;;
     runner) fns+=(recipe_runner) ;;

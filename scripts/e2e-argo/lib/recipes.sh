@@ -1,16 +1,8 @@
-# images.sh, sourced: the recipe of each image (pause, Argo, MinIO and mc, NATS, Argo Events, the runner's two
+# images.sh, sourced: the recipe of each image (Argo, MinIO and mc, NATS, Argo Events, the runner's two
 # cached stages).
 # shellcheck shell=bash
 
 # ---- the images --------------------------------------------------------------------------------------------------
-
-recipe_pause() {
-  local w=$1
-  new_bundle pause "$w/bundle"
-  gcc -static -Os -s -Wall -Wextra -o "$w/bundle/rootfs/pause" "$HERE/pause.c"
-  "$w/bundle/rootfs/pause" -v >/dev/null
-  finish_bundle pause "$w/bundle" --config.entrypoint /pause --config.user 65535:65535
-}
 
 recipe_argo() { # $1: workflow-controller or argoexec
   local cmd=$1 w=$2 root=$2/bundle/rootfs
