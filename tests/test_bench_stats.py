@@ -61,11 +61,14 @@ def test_fidelity_pairs_from_the_command_line_need_two_at_least():
             bench_fidelity._pair_count(bad)
 
 
-def test_the_engine_part_says_why_it_measured_nothing_without_the_e2e_cluster(tmp_path, monkeypatch):
+def test_the_engine_part_says_why_it_measured_nothing_without_the_management_cluster(tmp_path, monkeypatch):
     import bench_engine
 
-    monkeypatch.setattr(bench_engine, "KUBECONFIG", tmp_path / "absent.kubeconfig")
+    mgmt = tmp_path / "mgmt.sh"  # mgmt.sh kubeconfig as it answers without the kind cluster
+    mgmt.write_text('echo "mgmt: error: no kind cluster edgebench: make up" >&2; exit 2\n')
+    monkeypatch.setattr(bench_engine, "MGMT", mgmt)
     (row,) = bench_engine.run()
     assert row.part == "engine" and row.value is None and row.ok is None
-    assert row.detail.startswith("not measured: the e2e cluster is not up (make e2e-argo KEEP=1")
+    assert row.detail == ("not measured: the kind management cluster is not up (make up): "
+                          "mgmt: error: no kind cluster edgebench: make up")
     assert row.target == "<= 1.10"
