@@ -163,20 +163,25 @@ def _lab_manifests():
     return out
 
 
-@pytest.fixture(scope="module")
-def labs_wh(tmp_path_factory):
+def _manifests_warehouse(tmp_path_factory, name: str, manifests: list[dict]):
+    """A warehouse built through warehouse.build() from manifests alone (no raw tool output)."""
     import json
 
     from edgebench.results import warehouse
 
-    root = tmp_path_factory.mktemp("raw-labs")
-    for m in _lab_manifests():
+    root = tmp_path_factory.mktemp(f"raw-{name}")
+    for m in manifests:
         d = root / fx.key(m).rsplit("/", 1)[0]
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps(m))
-    path = tmp_path_factory.mktemp("wh-labs") / "warehouse.duckdb"
+    path = tmp_path_factory.mktemp(f"wh-{name}") / "warehouse.duckdb"
     warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
     return path
+
+
+@pytest.fixture(scope="module")
+def labs_wh(tmp_path_factory):
+    return _manifests_warehouse(tmp_path_factory, "labs", _lab_manifests())
 
 
 def test_two_labs_of_one_substrate_are_compared_apart(labs_wh):
@@ -236,18 +241,7 @@ def machine_wh(tmp_path_factory):
 
 def build_machine_warehouse(tmp_path_factory):
     """The one-machine fixture's warehouse (also the portal's test of the Distributions page)."""
-    import json
-
-    from edgebench.results import warehouse
-
-    root = tmp_path_factory.mktemp("raw-machine")
-    for m in _machine_manifests():
-        d = root / fx.key(m).rsplit("/", 1)[0]
-        d.mkdir(parents=True)
-        (d / "manifest.json").write_text(json.dumps(m))
-    path = tmp_path_factory.mktemp("wh-machine") / "warehouse.duckdb"
-    warehouse.build(warehouse_path=path, raw_root=str(root), quiet=True)
-    return path
+    return _manifests_warehouse(tmp_path_factory, "machine", _machine_manifests())
 
 
 def test_kind_and_the_local_kubeadm_lab_of_one_boot_are_one_table(machine_wh):
