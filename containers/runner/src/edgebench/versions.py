@@ -77,7 +77,7 @@ def _source(cni: str, entry: Any, where: str) -> Source:
         raise SpecError(f"{where}: release source type of {cni} must be one of {', '.join(SOURCE_TYPES)}; got {kind!r}")
     url, chart = entry.get("url"), entry.get("chart")
     if kind == "helm" and (url is None or chart is None):  # the catalog's helm install names the repository and chart
-        helm = (catalog._load("cni_installs.yaml")["cnis"].get(cni) or {}).get("helm") or {}
+        helm = (catalog.load("cni_installs.yaml")["cnis"].get(cni) or {}).get("helm") or {}
         url = url or helm.get("url")
         chart = chart or (str(helm["chart"]).split("/")[-1] if helm.get("chart") else None)
     if not isinstance(url, str) or not url.strip():
@@ -90,7 +90,7 @@ def _source(cni: str, entry: Any, where: str) -> Source:
 def catalog_sources() -> dict[str, Source]:
     """The upstream release source of every CNI that has one (the host baseline has none)."""
     out = {}
-    for cni, info in catalog._load("cni_installs.yaml")["cnis"].items():
+    for cni, info in catalog.load("cni_installs.yaml")["cnis"].items():
         if info.get("releases") is not None:
             out[cni] = _source(cni, info["releases"], "catalog/cni_installs.yaml")
     return out

@@ -36,7 +36,7 @@ SCHEMA = "edgebench-artifacts/1"
 
 
 def spec() -> dict[str, Any]:
-    return catalog._load("artifacts.yaml")
+    return catalog.load("artifacts.yaml")
 
 
 def _at_version(names: list[str], cni: str, version: str | None) -> list[str]:

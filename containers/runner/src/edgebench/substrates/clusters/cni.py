@@ -15,7 +15,7 @@ import yaml
 from edgebench.plan.matrix import cni_installs, compatibility, distributions, support
 from edgebench import versions
 # manifest patches live in cni_manifests.py; apply_patches is re-exported for the provider and the tests
-from edgebench.substrates.clusters.cni_manifests import (_subst, apply_patches, manifest_patches,  # noqa: F401
+from edgebench.substrates.clusters.cni_manifests import (substitute, apply_patches, manifest_patches,  # noqa: F401
                                                         services_endpoint)
 
 
@@ -183,7 +183,7 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
     if via == "addon":
         plan.server_commands = [c.split() for c in entry["addon"]]
         if cni == "cilium":
-            values = _subst(minfo.get("values", {}), env)
+            values = substitute(minfo.get("values", {}), env)
             plan.files["cni-values.yaml"] = yaml.safe_dump(values, sort_keys=True)
             # --version: without it the upgrade moves cilium to the newest chart in the repository the addon added,
             # while the plan (and every manifest) reports the pin
@@ -195,7 +195,7 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
         return plan
     if via == "helm":
         h = info["helm"]
-        values = _merge(_subst(info.get("common_values", {}), env), _subst(minfo.get("values", {}), env))
+        values = _merge(substitute(info.get("common_values", {}), env), substitute(minfo.get("values", {}), env))
         if cni == "cilium" and not kpr:
             values["kubeProxyReplacement"] = False
         plan.files["cni-values.yaml"] = yaml.safe_dump(values, sort_keys=True)
@@ -227,7 +227,7 @@ def render(distribution: str, cni: str, mode: str, params: ClusterParams) -> Cni
             plan.commands.append(kubectl(p, "label", "--overwrite", "namespace", "kube-flannel",
                                          "pod-security.kubernetes.io/enforce=privileged"))
         plan.commands.append(kubectl(p, "apply", "-f", "${WORKDIR}/cni-manifest.yaml"))
-        plan.uninstall = [kubectl(p, *_subst(c, {"MANIFEST": "${WORKDIR}/cni-manifest.yaml"}))
+        plan.uninstall = [kubectl(p, *substitute(c, {"MANIFEST": "${WORKDIR}/cni-manifest.yaml"}))
                           for c in info["uninstall"]]
     if distribution == "kind" and entry.get("prerequisite") == "cni-plugins":
         url = distributions()["kind"]["cni_plugins"]

@@ -12,15 +12,15 @@ import yaml
 from edgebench.plan.matrix import cni_installs
 
 
-def _subst(value: Any, env: dict[str, str]) -> Any:
+def substitute(value: Any, env: dict[str, str]) -> Any:
     if isinstance(value, str):
         for k, v in env.items():
             value = value.replace("${" + k + "}", v)
         return value
     if isinstance(value, list):
-        return [_subst(v, env) for v in value]
+        return [substitute(v, env) for v in value]
     if isinstance(value, dict):
-        return {k: _subst(v, env) for k, v in value.items()}
+        return {k: substitute(v, env) for k, v in value.items()}
     return value
 
 
@@ -37,7 +37,7 @@ def manifest_patches(cni: str, mode: str, p: Any, env: dict[str, str],
     info = info or cni_installs()[cni]
     m = info["modes"][mode]
     if cni == "flannel":
-        net_conf = {"Network": p.pod_cidr, "EnableNFTables": False, "Backend": _subst(m["backend"], env)}
+        net_conf = {"Network": p.pod_cidr, "EnableNFTables": False, "Backend": substitute(m["backend"], env)}
         return [{"op": "configmap", "namespace": "kube-flannel", "name": info["net_conf"]["configmap"],
                  "key": info["net_conf"]["key"], "value": json.dumps(net_conf, indent=2, sort_keys=True) + "\n"}]
     if cni == "kube-router":
@@ -47,7 +47,7 @@ def manifest_patches(cni: str, mode: str, p: Any, env: dict[str, str],
                  "set": dict(m["args"])}]
     if cni == "weave":
         return [{"op": "env", "kind": "DaemonSet", "name": "weave-net", "container": "weave",
-                 "env": _subst(dict(m["env"]), env)}]
+                 "env": substitute(dict(m["env"]), env)}]
     return []
 
 

@@ -16,7 +16,7 @@ from edgebench.substrates.clusters import intercluster_clusterlink as cl
 from edgebench.substrates.clusters import intercluster_skupper as sk
 from edgebench.substrates.clusters import intercluster_submariner as sub
 from edgebench.substrates.clusters.intercluster_base import (  # noqa: F401 (the tools' shared pieces, re-exported)
-    _DNS_LABEL, PHASES, WD, InterclusterPlan, MemberCluster, Step, cli_path, image_tag, install_cli, installs, lines,
+    DNS_LABEL, PHASES, WD, InterclusterPlan, MemberCluster, Step, cli_path, image_tag, install_cli, installs, lines,
     member_from_inventory, namespace_manifest, q, rollout, sh, table_rows, until)
 from edgebench.plan.matrix import distributions
 
@@ -90,7 +90,7 @@ def _check_names(c1: MemberCluster, c2: MemberCluster, service: str, namespace: 
                         f"{c1.index} and {c2.index}")
     for what, value in (("cluster name", c1.name), ("cluster name", c2.name), ("service", service),
                         ("namespace", namespace), ("gateway node", c1.gateway_node), ("gateway node", c2.gateway_node)):
-        if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        if not isinstance(value, str) or not DNS_LABEL.match(value):
             raise SpecError(f"{what} {value!r} must be a DNS label (lowercase letters, digits, '-', at most 63)")
     if c1.name == c2.name:
         raise SpecError(f"both clusters are named {c1.name!r}; the tools identify clusters by name")

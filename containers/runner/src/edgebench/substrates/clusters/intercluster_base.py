@@ -16,11 +16,11 @@ from edgebench.plan.matrix import distributions
 
 WD = "${WORKDIR}"
 PHASES = ("install", "connect", "wait", "export", "import", "readback", "unexport", "disconnect")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 def installs() -> dict[str, Any]:
-    return catalog._load("intercluster_installs.yaml")["tools"]
+    return catalog.load("intercluster_installs.yaml")["tools"]
 
 
 @dataclass(frozen=True)
