@@ -1,6 +1,7 @@
 """Architecture checks over the package's source (ast only, nothing imported but edgebench.layers):
 no import cycle, no import of a higher layer (edgebench/layers.py), no edgebench import inside a function, and no
-file over MAX_LINES lines."""
+file over MAX_LINES lines of code (docstrings, comments and blank lines not counted), nor a bunch of files just
+under it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from edgebench.layers import LAYERS, layer_of
 
 SRC = Path(__file__).resolve().parents[1] / "containers" / "runner" / "src"
 PKG = SRC / "edgebench"
-MAX_LINES = 400
+MAX_LINES = 600  # lines of code (code_lines): a file is split where its concept splits, not to meet a count
+BUNCH_LINES, BUNCH_FILES = 40, 3  # more than BUNCH_FILES files within BUNCH_LINES under MAX_LINES: split by count
 # files allowed over MAX_LINES for now, owned by other work in flight (to be emptied): path relative to SRC
 OVERSIZE_ALLOWED: frozenset[str] = frozenset()
 
@@ -145,17 +147,53 @@ def test_no_edgebench_import_inside_a_function():
     assert not stale, f"IN_FUNCTION_ALLOWED names imports no longer inside a function, remove them: {stale}"
 
 
-def test_no_file_over_max_lines():
-    """The package, the portal (app/), the benchmarks (bench/) and the dbt project's SQL."""
+def code_lines(path: Path) -> int:
+    """Lines that hold code: not blank, not only a comment, not part of a docstring (Python) or a `--` comment
+    (SQL)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    skip: set[int] = set()
+    if path.suffix == ".py":
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body and \
+                    isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                    isinstance(body[0].value.value, str):
+                skip.update(range(body[0].lineno, body[0].end_lineno + 1))
+    comment = "#" if path.suffix == ".py" else "--"
+    return sum(1 for i, line in enumerate(lines, 1)
+               if i not in skip and line.strip() and not line.strip().startswith(comment))
+
+
+def _sizes() -> dict[str, int]:
+    """The package, the portal (app/), the benchmarks (bench/) and the dbt project's SQL: path -> code lines."""
     repo = SRC.parents[2]
     files = [*SRC.rglob("*.py"), *(repo / "app").rglob("*.py"), *(repo / "bench").rglob("*.py"),
              *(repo / "analytics" / "models").rglob("*.sql"), *(repo / "analytics" / "macros").rglob("*.sql")]
-    over = {str(p.relative_to(SRC) if p.is_relative_to(SRC) else p.relative_to(repo)): n for p in sorted(files)
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    return {str(p.relative_to(SRC) if p.is_relative_to(SRC) else p.relative_to(repo)): code_lines(p)
+            for p in sorted(files)}
+
+
+def test_no_file_over_max_lines():
+    over = {f: n for f, n in _sizes().items() if n > MAX_LINES}
     new = {f: n for f, n in over.items() if f not in OVERSIZE_ALLOWED}
-    assert not new, f"files over {MAX_LINES} lines: " + ", ".join(f"{f} ({n})" for f, n in new.items())
+    assert not new, f"files over {MAX_LINES} lines of code: " + ", ".join(f"{f} ({n})" for f, n in new.items())
     stale = sorted(OVERSIZE_ALLOWED - set(over))
     assert not stale, f"OVERSIZE_ALLOWED names files now within {MAX_LINES} lines, remove them: {', '.join(stale)}"
+
+
+def test_files_do_not_bunch_just_under_the_limit():
+    near = {f: n for f, n in _sizes().items() if MAX_LINES - BUNCH_LINES <= n <= MAX_LINES}
+    assert len(near) <= BUNCH_FILES, f"{len(near)} files within {BUNCH_LINES} lines under the {MAX_LINES}-line " \
+                                     f"limit (split where the concept splits): {near}"
+
+
+def test_code_lines_skip_docstrings_comments_and_blanks(tmp_path):
+    py = tmp_path / "m.py"
+    py.write_text('"""Doc\nmore doc."""\n\n# a comment\nimport os\n\n\ndef f():\n    """Doc."""\n'
+                  '    return os.sep  # trailing\n', encoding="utf-8")
+    sql = tmp_path / "m.sql"
+    sql.write_text("-- a model\nselect 1\n\n  -- more\nfrom t\n", encoding="utf-8")
+    assert (code_lines(py), code_lines(sql)) == (3, 2)
 
 
 # ---- the checker checks itself on a made-up package ----------------------------------------------------------------
