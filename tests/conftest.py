@@ -32,7 +32,7 @@ from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 
 # Test files that may run beside the "host" group (see the module's docstring): nothing of the machine is theirs.
 PARALLEL_SAFE = frozenset(f"test_{name}.py" for name in """
-    argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs
+    argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs emulation_findings
     driver_numbers follow holds intercluster_clusters inventory iperf3_parser iperf3_properties layers live_store
     runc_capdrop
     duet multicluster node_steps pinning
