@@ -18,7 +18,7 @@ import fixture_manifests as fx
 from edgebench.cli import app
 from edgebench.results import summaries, warehouse
 from edgebench.results import verdict as V
-from edgebench.versions import parse_version
+from edgebench.plan.versions import parse_version
 
 # t(0.975, df), as the t_critical_95 macro has it (3 decimals), for df 1..10
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}

@@ -1,4 +1,4 @@
-"""Knowing CNI versions (edgebench.versions, `edgebench versions show|check`) and planning reruns
+"""Knowing CNI versions (edgebench.plan.versions and sweep.release_sources, `edgebench versions show|check`) and planning reruns
 (edgebench.sweep.watch), without the testbed: release sources served by a local HTTP server with real-shaped files
 (tests/data/versions/), the warehouse as a small DuckDB file, the runner replaced by a recording function."""
 
@@ -17,7 +17,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from edgebench import versions
+from edgebench.plan import versions
+from edgebench.sweep.release_sources import http_fetch
 from edgebench.results import summaries
 from edgebench.cli import app
 from edgebench.errors import SpecError
@@ -202,7 +203,7 @@ DEFAULT_ENTRIES = spec.PARAMS["cnis"].parse("cnis", spec.DEFAULTS["cnis"])
 def test_check_over_http_finds_the_newer_cnis(server, tmp_path):
     base, www = server
     _publish(www)
-    sts = versions.check(DEFAULT_ENTRIES, versions.sources(_sources_file(tmp_path, base)))
+    sts = versions.check(DEFAULT_ENTRIES, versions.sources(_sources_file(tmp_path, base)), http_fetch)
     by = {s.cni: s for s in sts}
     assert list(by) == ["flannel", "calico", "cilium", "kube-router"]  # catalog order; host has no version
     assert {c for c, s in by.items() if s.newer} == {"cilium", "kube-router"}
@@ -218,7 +219,8 @@ def test_measured_and_known_versions_raise_the_baseline(server, tmp_path):
     base, www = server
     _publish(www)
     srcs = versions.sources(_sources_file(tmp_path, base))
-    sts = versions.check(DEFAULT_ENTRIES, srcs, measured={"cilium": {"installed": ["1.18.1"], "requested": []}},
+    sts = versions.check(DEFAULT_ENTRIES, srcs, http_fetch,
+                         measured={"cilium": {"installed": ["1.18.1"], "requested": []}},
                          known={"kube-router": "v2.11.2"})
     assert not any(s.newer for s in sts)
 
@@ -229,21 +231,21 @@ def test_a_source_that_is_down_or_answers_garbage_changes_nothing(server, tmp_pa
     srcs = versions.sources(_sources_file(tmp_path, base))
     dead = {**srcs, "calico": versions.Source("calico", "helm", _dead_url(), "tigera-operator")}
     with pytest.raises(versions.SourceError) as exc:
-        versions.check(DEFAULT_ENTRIES, dead)
+        versions.check(DEFAULT_ENTRIES, dead, http_fetch)
     assert str(exc.value).startswith("calico: cannot read http://127.0.0.1:") and exc.value.exit_code == 1
     missing = {**srcs, "cilium": versions.Source("cilium", "helm", f"{base}/nothing-here", "cilium")}
     with pytest.raises(versions.SourceError, match=r"cilium: cannot read .*/nothing-here/index.yaml: HTTP 404"):
-        versions.check(DEFAULT_ENTRIES, missing)
+        versions.check(DEFAULT_ENTRIES, missing, http_fetch)
     (www / "calico" / "index.yaml").write_text("<html><h1>502 Bad Gateway</h1></html>")
     with pytest.raises(versions.SourceFormatError, match="calico release source .* is not a Helm repository index"):
-        versions.check(DEFAULT_ENTRIES, srcs)
+        versions.check(DEFAULT_ENTRIES, srcs, http_fetch)
 
 
 def test_file_urls_for_air_gapped_labs():
     src = versions.Source("kube-router", "tags", str(DATA / "kube-router-tags.txt"))
-    assert versions.newest_release(versions.upstream_versions(src)).text == "v2.11.2"
+    assert versions.newest_release(versions.upstream_versions(src, http_fetch)).text == "v2.11.2"
     with pytest.raises(versions.SourceError, match="only http, https and file URLs"):
-        versions.http_fetch("ftp://mirror/tags.txt")
+        http_fetch("ftp://mirror/tags.txt")
 
 
 def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):

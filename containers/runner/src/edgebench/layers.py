@@ -4,7 +4,7 @@ no edgebench import sits inside a function). Pure data: this module imports noth
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench", "edgebench.errors", "edgebench.console", "edgebench.sh", "edgebench.layers"),  # base utilities
-    ("edgebench.plan", "edgebench.versions"),  # what to run: catalog, parameters, cells, runs (pure, no side effect)
+    ("edgebench.plan",),  # what to run: catalog, parameters, cells, runs (pure, no side effect)
     ("edgebench.substrates",),  # where cells run: the local testbed, kind and ssh clusters
     ("edgebench.drivers", "edgebench.workloads"),  # how a run is measured: tool drivers and the workloads
     ("edgebench.results",),  # manifests, the result store, parsing, the warehouse

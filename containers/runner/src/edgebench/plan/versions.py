@@ -4,8 +4,8 @@ Where each CNI publishes releases is catalog data (catalog/cni_installs.yaml `re
 index.yaml of its chart, a GitHub releases list, or a plain tag list. A user's mirror or an air-gapped lab replaces
 them per CNI with a sources file (--sources FILE or $EDGEBENCH_VERSION_SOURCES).
 
-Everything here is pure except `http_fetch` (the default fetch function, injectable); what the warehouse measured
-is results/summaries.measured_versions. A source that is down raises SourceError; one that answers with something that is not
+Everything here is pure: reading a source takes a fetch function (sweep/release_sources.http_fetch reads the
+network); what the warehouse measured is results/summaries.measured_versions. A source that is down raises SourceError; one that answers with something that is not
 a release list raises SourceFormatError; a version string that is not a version raises VersionError. Each is one
 message, and callers change nothing when one is raised.
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -32,8 +30,6 @@ from edgebench.plan.versioning import (Version, VersionError, is_version, newest
 
 ENV_SOURCES = "EDGEBENCH_VERSION_SOURCES"
 SOURCE_TYPES = ("helm", "github-releases", "tags")
-MAX_BYTES = 64 * 1024 * 1024  # cilium's chart index is a few MB; anything near this is not an index
-TIMEOUT_S = 20.0
 
 class SourceError(EdgebenchError):
     """A release source cannot be read (down, refused, HTTP error): exit code 1, nothing changed."""
@@ -206,28 +202,7 @@ def parse_source(source: Source, data: bytes) -> list[Version]:
 Fetch = Callable[[str], bytes]
 
 
-def http_fetch(url: str, timeout: float = TIMEOUT_S, limit: int = MAX_BYTES) -> bytes:
-    """GET `url` (http, https, file; a plain path is read as a file). SourceError with the reason on failure."""
-    target = url if "://" in url else Path(url).resolve().as_uri()
-    if not target.startswith(("http://", "https://", "file://")):
-        raise SourceError(f"cannot read {url}: only http, https and file URLs are release sources")
-    req = urllib.request.Request(target, headers={"User-Agent": "edgebench-versions",
-                                                  "Accept": "application/json, application/yaml, text/plain, */*"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (scheme checked above)
-            data = resp.read(limit + 1)
-    except urllib.error.HTTPError as exc:
-        raise SourceError(f"cannot read {url}: HTTP {exc.code} {exc.reason}") from None
-    except urllib.error.URLError as exc:
-        raise SourceError(f"cannot read {url}: {getattr(exc, 'reason', exc)}") from None
-    except (OSError, ValueError) as exc:  # timeouts, resets, malformed URLs
-        raise SourceError(f"cannot read {url}: {exc}") from None
-    if len(data) > limit:
-        raise SourceFormatError(f"{url} is larger than {limit // (1024 * 1024)} MB: not a release list")
-    return data
-
-
-def upstream_versions(source: Source, fetch: Fetch = http_fetch) -> list[Version]:
+def upstream_versions(source: Source, fetch: Fetch) -> list[Version]:
     return parse_source(source, fetch(source.location))
 
 
@@ -320,7 +295,7 @@ def statuses(cni_entries: Iterable[catalog.CniMode], srcs: dict[str, Source], *,
     return out
 
 
-def check(cni_entries: Iterable[catalog.CniMode], srcs: dict[str, Source], fetch: Fetch = http_fetch, *,
+def check(cni_entries: Iterable[catalog.CniMode], srcs: dict[str, Source], fetch: Fetch, *,
           measured: dict[str, dict[str, list[str]]] | None = None,
           known: dict[str, str] | None = None) -> list[CniStatus]:
     """Read every source, then fill in upstream's newest release. All or nothing: if one source is down or
