@@ -23,7 +23,7 @@ from edgebench.plan import spec
 from edgebench.plan.catalog import resolve_cni
 from edgebench.plan.cells import cell_json, expand, from_json
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.clusters import cni as cni_mod
+from edgebench.substrates.clusters.install import cni as cni_mod
 from edgebench.substrates.clusters import from_cell
 from edgebench.plan.matrix import cni_installs
 from edgebench.substrates.clusters.provider import ClusterProvider
@@ -362,7 +362,7 @@ def test_cli_threads_the_trigger_into_the_provider(tmp_path):
 
 
 def test_two_cluster_cell_is_invalid_when_either_member_differs(tmp_path):
-    from edgebench.substrates.clusters.multicluster import MultiCluster
+    from edgebench.substrates.clusters.intercluster.multicluster import MultiCluster
     from test_multicluster_phases import INV2, Runner, _transport as transport2
 
     class Members(Runner):

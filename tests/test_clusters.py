@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from edgebench.substrates.clusters import inventory
-from edgebench.substrates.clusters import cni as cni_mod
-from edgebench.substrates.clusters import distributions as dist_mod
-from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters.install import cni as cni_mod
+from edgebench.substrates.clusters.install import distributions as dist_mod
+from edgebench.substrates.clusters.install import kind as kind_mod
+from edgebench.substrates.clusters.install.cni_manifests import apply_patches
 from edgebench.plan import matrix
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.provider import ClusterProvider, rewrite_kubeconfig
@@ -194,13 +195,13 @@ spec:
 def test_manifest_patches_apply():
     p = cni_mod.ClusterParams("kubeadm", "192.0.2.11", 6443, "192.0.2.11", "kc")
     plan = cni_mod.render("kubeadm", "flannel", "ipsec", p)
-    out = list(yaml.safe_load_all(cni_mod.apply_patches(SAMPLE_FLANNEL, plan.patches)))
+    out = list(yaml.safe_load_all(apply_patches(SAMPLE_FLANNEL, plan.patches)))
     conf = json.loads(out[0]["data"]["net-conf.json"])
     assert conf["Backend"]["Type"] == "ipsec" and conf["Network"] == "10.244.0.0/16"
     for obj in out:
         validate(obj, source="patched flannel")
     with pytest.raises(ValueError, match="matched nothing"):
-        cni_mod.apply_patches(SAMPLE_FLANNEL, cni_mod.render("kubeadm", "weave", "fastdp", p).patches)
+        apply_patches(SAMPLE_FLANNEL, cni_mod.render("kubeadm", "weave", "fastdp", p).patches)
 
 
 @pytest.mark.parametrize("host_network", [False, True])

@@ -1,4 +1,4 @@
-"""edgebench.substrates.clusters.intercluster* offline: golden plans of every supported tool x mode x distribution,
+"""edgebench.substrates.clusters.intercluster offline: golden plans of every supported tool x mode x distribution,
 the Kubernetes objects they apply, CIDR planning, the readback parsers on sample output (tests/data/intercluster,
 see its README for the source lines each sample follows), and bad input giving one SpecError with nothing rendered.
 
@@ -17,7 +17,7 @@ import yaml
 
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
-from edgebench.substrates.clusters import intercluster as ic
+from edgebench.substrates.clusters.intercluster import render as ic
 from edgebench.substrates.clusters import inventory
 from edgebench.plan.matrix import distributions
 from manifest_validation import validate

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from edgebench.errors import SpecError
-from edgebench.substrates.clusters import artifacts
-from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters.install import artifacts
+from edgebench.substrates.clusters.install import kind as kind_mod
 from edgebench.plan.matrix import distributions
 from edgebench.substrates.clusters.provider import ClusterProvider
 from test_clusters import SAMPLE_FLANNEL, FakeKubectl

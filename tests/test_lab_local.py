@@ -17,10 +17,11 @@ import yaml
 
 from edgebench.errors import SpecError
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.clusters import artifacts, distributions, inventory, preflight
+from edgebench.substrates.clusters.install import artifacts, distributions, preflight
+from edgebench.substrates.clusters import inventory
 from edgebench.substrates.clusters import resources as remote
-from edgebench.substrates.clusters.cni import render as render_cni, ClusterParams
-from edgebench.substrates.clusters.cni import version_readback as cni_version_readback
+from edgebench.substrates.clusters.install.cni import render as render_cni, ClusterParams
+from edgebench.substrates.clusters.install.cni import version_readback as cni_version_readback
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgebench.substrates.clusters import artifacts
+from edgebench.substrates.clusters.install import artifacts
 
 REPO = Path(__file__).resolve().parents[1]
 LABC = Path(os.environ.get("EDGEBENCH_LAB_CACHE", Path.home() / ".local/share/edgebench/lab"))

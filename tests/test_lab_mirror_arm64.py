@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgebench.substrates.clusters import artifacts
+from edgebench.substrates.clusters.install import artifacts
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "scripts" / "lab-local"

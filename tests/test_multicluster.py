@@ -1,4 +1,4 @@
-"""edgebench.substrates.clusters.multicluster offline: two ClusterProviders (cluster 2 on planned CIDRs) and an
+"""intercluster/multicluster.py offline: two ClusterProviders (cluster 2 on planned CIDRs) and an
 inter-cluster plan run through a fake runner (kubectl / subctl / skupper / clusterlink / docker answered from the
 readback fixtures in tests/data/intercluster); bad specs raise one SpecError before anything runs."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from edgebench.plan.catalog import resolve_intercluster
 from edgebench.sh import CommandError
 from edgebench.substrates.clusters import inventory
 from edgebench.substrates.clusters import placement as pl
-from edgebench.substrates.clusters.multicluster import MultiCluster
+from edgebench.substrates.clusters.intercluster.multicluster import MultiCluster
 from edgebench.substrates.clusters.provider import ClusterEndpoint
 from edgebench.substrates.clusters.transport import FakeTransport
 from manifest_validation import validate

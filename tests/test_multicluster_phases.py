@@ -24,7 +24,7 @@ from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters import from_cell, inventory
 from edgebench.substrates.clusters import placement as pl
 from edgebench.plan.matrix import cni_installs
-from edgebench.substrates.clusters.multicluster import MultiCluster
+from edgebench.substrates.clusters.intercluster.multicluster import MultiCluster
 from edgebench.substrates.clusters.transport import FakeTransport
 from edgebench.sweep import phases
 from edgebench.workloads.base import endpoints

@@ -1,12 +1,12 @@
-"""Node steps run as fast as they allow (substrates/clusters/node_steps.py): several nodes at once, consecutive
+"""Node steps run as fast as they allow (substrates/clusters/install/node_steps.py): several nodes at once, consecutive
 single-node steps on distinct nodes at once, the plan's order kept where it matters, every stage timed."""
 
 import threading
 
 import pytest
 
-from edgebench.substrates.clusters import node_steps
-from edgebench.substrates.clusters.distributions import Step
+from edgebench.substrates.clusters.install import node_steps
+from edgebench.substrates.clusters.install.distributions import Step
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import FakeTransport

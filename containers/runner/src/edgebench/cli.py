@@ -25,8 +25,8 @@ from edgebench.results.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench import sh
 from edgebench.substrates.clusters import inventory as inv
-from edgebench.substrates.clusters import kind as kind_mod
-from edgebench.substrates.clusters.artifacts import ENV_SOURCE
+from edgebench.substrates.clusters.install import kind as kind_mod
+from edgebench.substrates.clusters.install.artifacts import ENV_SOURCE
 from edgebench.plan.matrix import compatibility, distributions
 from edgebench.sweep import holding
 from edgebench.sweep.runner import run_local

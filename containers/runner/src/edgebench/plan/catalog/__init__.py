@@ -234,7 +234,8 @@ def service_proxies() -> dict[str, Any]:
 
 def replaces_kube_proxy(cni: str, mode: str, distribution: str | None = None) -> bool:
     """Whether the CNI mode replaces kube-proxy with its own service load balancer (cni_installs.yaml
-    kube_proxy_replacement; MicroK8s keeps kube-proxy whatever the CNI, as substrates/clusters/cni.py renders it)."""
+    kube_proxy_replacement; MicroK8s keeps kube-proxy whatever the CNI, as substrates/clusters/install/cni.py
+    renders it)."""
     info = _load("cni_installs.yaml")["cnis"].get(cni) or {}
     minfo = (info.get("modes") or {}).get(mode) or {}
     if distribution == "microk8s":

@@ -8,7 +8,7 @@ import re
 from typing import Any, Mapping
 
 from edgebench.plan.catalog import InterclusterTool
-from edgebench.substrates.clusters.intercluster_base import (WD, InterclusterPlan, MemberCluster, Step, cli_path,
+from edgebench.substrates.clusters.intercluster.base import (WD, InterclusterPlan, MemberCluster, Step, cli_path,
                                                              image_tag, install_cli, lines, q, rollout, until)
 
 _VERSION_LINE = re.compile(r"^(client|transport|controller|config-sync|flow-collector) version\s+(.*)$")

@@ -12,10 +12,10 @@ from typing import Any, Callable, Mapping
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
 from edgebench.plan.catalog import InterclusterTool
-from edgebench.substrates.clusters import intercluster_clusterlink as cl
-from edgebench.substrates.clusters import intercluster_skupper as sk
-from edgebench.substrates.clusters import intercluster_submariner as sub
-from edgebench.substrates.clusters.intercluster_base import (  # noqa: F401 (the tools' shared pieces, re-exported)
+from edgebench.substrates.clusters.intercluster import clusterlink as cl
+from edgebench.substrates.clusters.intercluster import skupper as sk
+from edgebench.substrates.clusters.intercluster import submariner as sub
+from edgebench.substrates.clusters.intercluster.base import (  # noqa: F401 (the tools' shared pieces, re-exported)
     DNS_LABEL, PHASES, WD, InterclusterPlan, MemberCluster, Step, cli_path, image_tag, install_cli, installs, lines,
     member_from_inventory, namespace_manifest, q, rollout, sh, table_rows, until)
 from edgebench.plan.matrix import distributions

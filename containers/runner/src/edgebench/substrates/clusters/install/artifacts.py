@@ -6,8 +6,8 @@ index for a directory laid out as the catalog says (scripts/lab-local/mirror.sh 
 is installed, `check` answers, for every node of the inventory, whether each artifact the cell needs exists for
 that node's architecture; the provider stops with one message listing what is missing.
 
-    python -m edgebench.substrates.clusters.artifacts index DIR     # write DIR/index.yaml
-    python -m edgebench.substrates.clusters.artifacts check URL INVENTORY [CNI...]
+    python -m edgebench.substrates.clusters.install.artifacts index DIR     # write DIR/index.yaml
+    python -m edgebench.substrates.clusters.install.artifacts check URL INVENTORY [CNI...]
 """
 
 from __future__ import annotations

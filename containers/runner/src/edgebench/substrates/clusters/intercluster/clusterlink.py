@@ -9,7 +9,7 @@ import json
 from typing import Any, Mapping
 
 from edgebench.plan.catalog import InterclusterTool
-from edgebench.substrates.clusters.intercluster_base import (WD, InterclusterPlan, MemberCluster, Step, cli_path,
+from edgebench.substrates.clusters.intercluster.base import (WD, InterclusterPlan, MemberCluster, Step, cli_path,
                                                              image_tag, install_cli, lines, namespace_manifest, rollout)
 
 API = "clusterlink.net/v1alpha1"

@@ -38,12 +38,12 @@ import yaml
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import catalog
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.clusters import intercluster as ic
-from edgebench.substrates.clusters import kind as kind_mod
+from edgebench.substrates.clusters.intercluster import render as ic
+from edgebench.substrates.clusters.install import kind as kind_mod
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.plan.matrix import distributions
-from edgebench.substrates.clusters.multicluster_state import PlanState
+from edgebench.substrates.clusters.intercluster.state import PlanState
 from edgebench.substrates.clusters.provider import (ClusterEndpoint, ClusterProvider, LocalRunner, default_fetch,
                                                     default_local)
 from edgebench.substrates.clusters.transport import Transport

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from edgebench.substrates.clusters import artifacts as artifacts_mod
-from edgebench.substrates.clusters.artifacts import Source
+from edgebench.substrates.clusters.install import artifacts as artifacts_mod
+from edgebench.substrates.clusters.install.artifacts import Source
 from edgebench.substrates.clusters.inventory import Inventory, Node
-from edgebench.substrates.clusters.cni import CniPlan
+from edgebench.substrates.clusters.install.cni import CniPlan
 from edgebench.plan.matrix import cni_installs, distributions
 
 

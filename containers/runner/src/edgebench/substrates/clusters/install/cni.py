@@ -14,9 +14,7 @@ import yaml
 
 from edgebench.plan.matrix import cni_installs, compatibility, distributions, support
 from edgebench.plan import versions
-# manifest patches live in cni_manifests.py; apply_patches is re-exported for the provider and the tests
-from edgebench.substrates.clusters.cni_manifests import (substitute, apply_patches, manifest_patches,  # noqa: F401
-                                                        services_endpoint)
+from edgebench.substrates.clusters.install.cni_manifests import manifest_patches, services_endpoint, substitute
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ naming each node and what is wrong; nothing has been changed on any node."""
 from __future__ import annotations
 
 from edgebench.errors import SpecError
-from edgebench.substrates.clusters import artifacts as artifacts_mod
-from edgebench.substrates.clusters.artifacts import Source
+from edgebench.substrates.clusters.install import artifacts as artifacts_mod
+from edgebench.substrates.clusters.install.artifacts import Source
 from edgebench.substrates.clusters.inventory import Inventory
 from edgebench.substrates.clusters.transport import Transport
 

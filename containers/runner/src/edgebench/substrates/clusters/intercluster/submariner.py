@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from edgebench.plan.catalog import InterclusterTool
-from edgebench.substrates.clusters.intercluster_base import (WD, InterclusterPlan, Step, cli_path, install_cli,
+from edgebench.substrates.clusters.intercluster.base import (WD, InterclusterPlan, Step, cli_path, install_cli,
                                                              namespace_manifest, q, rollout, sh, table_rows, until)
 
 CONNECTIONS = ["GATEWAY", "CLUSTER", "REMOTE IP", "NAT", "CABLE DRIVER", "SUBNETS", "STATUS", "RTT avg."]

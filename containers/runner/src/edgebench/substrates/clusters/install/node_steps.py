@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from edgebench.substrates.clusters.distributions import Step
+from edgebench.substrates.clusters.install.distributions import Step
 
 KEYWORDS = ("all", "agents", "server", "local")
 T = TypeVar("T")

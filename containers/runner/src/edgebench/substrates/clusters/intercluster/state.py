@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from edgebench.substrates.clusters import intercluster as ic
+from edgebench.substrates.clusters.intercluster import render as ic
 
 
 class PlanState:

@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 from edgebench import sh
 from edgebench.errors import SpecError
-from edgebench.substrates.clusters import artifacts
-from edgebench.substrates.clusters.cni import CniPlan
+from edgebench.substrates.clusters.install import artifacts
+from edgebench.substrates.clusters.install.cni import CniPlan
 from edgebench.plan.matrix import distributions
 
 
