@@ -56,7 +56,8 @@ def _kind_containers(names: list[str]) -> list[str]:
 
 
 @pytest.mark.skipif(_reason() is not None, reason=str(_reason()))
-def test_a_node_killed_mid_cell_fails_that_cell_s_runs_tears_it_down_and_the_next_cell_goes_on(tmp_path, mirror_url):
+def test_a_node_killed_mid_cell_fails_that_cell_s_runs_tears_it_down_and_the_next_cell_goes_on(tmp_path, mirror_url,
+                                                                                              monkeypatch):
     (tmp_path / "minio").mkdir()
     with throwaway_minio(tmp_path / "minio") as server:
         env = {**os.environ, **server["env"], "EDGEBENCH_ARTIFACT_SOURCE": mirror_url,
@@ -83,7 +84,9 @@ def test_a_node_killed_mid_cell_fails_that_cell_s_runs_tears_it_down_and_the_nex
         log = "".join(lines)
         assert killed, log[-3000:]
         assert rc == 1, log[-3000:]  # some runs failed: exit 1, not a crash
-        runs = [json.loads(m) for m in _manifests(server, "kind-live-fault")]
+        for k, v in server["env"].items():
+            monkeypatch.setenv(k, v)
+        runs = [json.loads(m) for m in _manifests("kind-live-fault")]
         first = [r for r in runs if r["cell_id"] == cells[0]]
         second = [r for r in runs if r["cell_id"] == cells[1]]
         assert [r["status"] for r in sorted(first, key=lambda r: r["repetition"])][0] == "ok"
@@ -96,18 +99,9 @@ def test_a_node_killed_mid_cell_fails_that_cell_s_runs_tears_it_down_and_the_nex
         assert not set(clusters.split()) & set(names)
 
 
-def _manifests(server: dict, sweep: str) -> list[bytes]:
-    old = {k: os.environ.get(k) for k in server["env"]}
-    os.environ.update(server["env"])
-    try:
-        cfg = S3Config.from_env()
-        client = cfg.client()
-        return [client.get_object(cfg.bucket, o.object_name).read()
-                for o in client.list_objects(cfg.bucket, prefix=f"runs/{sweep}/", recursive=True)
-                if o.object_name.endswith("manifest.json")]
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def _manifests(sweep: str) -> list[bytes]:
+    cfg = S3Config.from_env()
+    client = cfg.client()
+    return [client.get_object(cfg.bucket, o.object_name).read()
+            for o in client.list_objects(cfg.bucket, prefix=f"runs/{sweep}/", recursive=True)
+            if o.object_name.endswith("manifest.json")]
