@@ -1,5 +1,6 @@
 import streamlit as st
 
+from edgebench.results.emulation import traced
 from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
 
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
@@ -53,6 +54,13 @@ else:
                             "testbed_text": "testbed vs its host", "real_text": "real vs its host",
                             "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
                             "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})
+
+    causes = traced([{k: (None if v != v else v) for k, v in r.items()} for r in norm.to_dict("records")])
+    if causes:
+        st.markdown("**Disagreements traced to a cause** (measured; the catalog's testbed_disagreements):")
+        for c in causes:
+            st.markdown(f"- **{c['cause']}** ({len(c['rows'])} comparison(s): {'; '.join(c['rows'])}). "
+                        f"{c['explanation']}")
 
 st.subheader("What the testbed still leaves out")
 st.caption("Per CNI mode on this page: the parts of a real cluster running it that the testbed does not build "

@@ -38,6 +38,19 @@ def explained(row: dict[str, Any]) -> dict[str, str] | None:
     return catalog.disagreement(row["workload"], row["config"])
 
 
+def traced(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The traced causes behind these rows' disagreements, each once: its cause, explanation and the comparisons it
+    explains ("real lab, CNI mode, configuration"), in the catalog's order of first appearance."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        entry = explained(r)
+        if entry:
+            what = f"{r['real_lab']}, {r['cni']}:{r.get('cni_mode') or ''}".rstrip(":") + f", {r['config']}"
+            out.setdefault(entry["config"], {"cause": entry["cause"], "explanation": entry["explanation"],
+                                             "rows": []})["rows"].append(what)
+    return list(out.values())
+
+
 def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree (and of those that
     do not, how many have a traced cause: `explained`), the median and the largest overhead gap (points), the rank
