@@ -232,7 +232,7 @@ def matrix(
 def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write analytics/macros/cell_dimensions.sql "
                                                 "instead of printing it.")):
     """The dbt macros of the cell configuration columns (analytics/macros/cell_dimensions.sql), generated from the
-    table of cell dimensions (plan/dimensions.py); tests/test_dimensions.py checks the committed file."""
+    table of cell dimensions (plan/dimensions.py); tests/host/test_dimensions.py checks the committed file."""
     text = dimensions_dbt.dbt_macro()
     if not write:
         sys.stdout.write(text)

@@ -1,5 +1,5 @@
 """The package's layers, lowest first: a module may import its own layer's modules and any lower layer's, never a
-higher one's, and the imports form no cycle (tests/test_layers.py parses every module and checks both, plus that
+higher one's, and the imports form no cycle (tests/unit/test_layers.py parses every module and checks both, plus that
 no edgebench import sits inside a function). Pure data: this module imports nothing."""
 
 LAYERS: tuple[tuple[str, ...], ...] = (

@@ -15,7 +15,7 @@ http-requests.json and resources.json as text, with the object's size and last-m
 a copy of the previous warehouse, lists the raw root (names, sizes, times only), drops cached objects that are gone
 or changed, reads only the new or changed ones (listed in edgebench_raw_cache.changed), and runs dbt on the cache:
 the staging models and the per-sample models redo only the changed objects or their runs (analytics/macros/
-raw_incremental.sql), every other model is rebuilt; tests/test_warehouse_incremental.py checks that the result equals
+raw_incremental.sql), every other model is rebuilt; tests/warehouse/test_warehouse_incremental.py checks that the result equals
 a full build. The unit tests (which test the SQL on
 fixed inputs, not the data) are skipped when the analytics project is the one of the previous build, whose unit tests
 passed, or one whose unit tests passed in any build on this machine (a record per project hash in
