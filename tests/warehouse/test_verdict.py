@@ -228,3 +228,21 @@ def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):
             assert s["verdict"] == dds[key]
             compared += 1
     assert compared >= 5
+
+
+def test_a_build_refuses_dbt_vars_that_differ_from_the_rule(tmp_path):
+    """The rule's numbers live in results/verdict.py; every warehouse build checks the dbt project's copy first."""
+    import shutil
+
+    import yaml
+
+    from edgebench.results import warehouse
+
+    project = tmp_path / "analytics"
+    shutil.copytree(warehouse.analytics_dir(), project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    warehouse.check_rule(project)  # the repository's copy agrees
+    doc = yaml.safe_load((project / "dbt_project.yml").read_text())
+    doc["vars"]["verdict_margins_pct"]["latency"] = 7.5
+    (project / "dbt_project.yml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(warehouse.WarehouseError, match="differ from the one verdict rule's"):
+        warehouse.check_rule(project)
