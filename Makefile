@@ -46,7 +46,7 @@ export EDGEBENCH_TOOLS := $(TOOLS)
 export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
-.PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
+.PHONY: help setup apt tools venv minio minio-stop sweep papers warehouse summary portal test bench clean \
         up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64
 
 help: ## list the targets
@@ -161,6 +161,12 @@ sweep: setup minio ## run the default sweep on the local testbed, build the ware
 	@rc=0; $(EDGEBENCH) sweep $(SWEEP) --local $(if $(findstring repetitions,$(ARGS))$(findstring time-budget,$(ARGS))$(findstring duration,$(ARGS)),,$(REPEAT)) $(ARGS) || rc=$$?; \
 	 $(EDGEBENCH) warehouse || exit $$?; \
 	 echo; echo "Portal: make portal, then open http://127.0.0.1:8501"; exit $$rc
+
+# the seed papers' undecided claims: their testbed presets within BUDGET (seconds, 90m, 2h), most claims first,
+# then the scorecard; run again, it measures nothing already stored (docs/papers.md)
+BUDGET ?= 2h
+papers: setup minio ## run the testbed presets the papers' undecided claims need, within BUDGET (2h), then the scorecard
+	@$(EDGEBENCH) papers run --budget $(BUDGET) $(ARGS)
 
 warehouse: setup minio ## rebuild the warehouse (.edgebench/warehouse.duckdb) from what is in MinIO
 	@$(EDGEBENCH) warehouse

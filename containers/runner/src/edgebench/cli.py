@@ -280,7 +280,7 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_lab, cli_phases, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001
+from edgebench import cli_lab, cli_papers, cli_phases, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001,E501
 
 cli_phases.register(app)
 cli_testbed.register(app)
@@ -290,6 +290,7 @@ cli_results.register(app)
 cli_summary.register(app)
 cli_versions.register(app)
 cli_report.register(app)
+cli_papers.register(app)
 
 
 def main() -> None:

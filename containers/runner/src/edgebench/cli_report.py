@@ -70,15 +70,15 @@ def report(
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
         if efficiency:
-            rows = summaries._query_params(EFFICIENCY_SQL, [component, component], path)
+            rows = summaries.query_params(EFFICIENCY_SQL, [component, component], path)
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_efficiency(rows)
             return
         if emulation:
-            rows = summaries._query_params(EMULATION_SQL, [], path)
-            normalized = emu.overhead_rows(lambda sql, params: summaries._query_params(sql, params, path))
+            rows = summaries.query_params(EMULATION_SQL, [], path)
+            normalized = emu.overhead_rows(lambda sql, params: summaries.query_params(sql, params, path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
@@ -86,7 +86,7 @@ def report(
                 print_normalized(normalized)
             return
         if history:
-            entries = changepoints.history_report(lambda sql, params: summaries._query_params(sql, params, path), cni)
+            entries = changepoints.history_report(lambda sql, params: summaries.query_params(sql, params, path), cni)
             if as_json:
                 typer.echo(json.dumps([{**e, "change_points": [
                     {"before": p.before, "after": p.after, "early": p.early, "verdict": p.comparison.verdict,
@@ -97,14 +97,14 @@ def report(
                 print_history(entries)
             return
         if paper is not None and paper.strip().lower() == "all":
-            rows = scorecard.scorecard(lambda sql, params: summaries._query_params(sql, params, path))
+            rows = scorecard.scorecard(lambda sql, params: summaries.query_params(sql, params, path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_scorecard(rows)
             return
         if paper is not None:
-            rep = papers.paper_report(lambda sql, params: summaries._query_params(sql, params, path), paper)
+            rep = papers.paper_report(lambda sql, params: summaries.query_params(sql, params, path), paper)
             if as_json:
                 typer.echo(json.dumps(rep, indent=2, default=_json_default))
             else:

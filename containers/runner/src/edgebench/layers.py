@@ -11,7 +11,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench.sweep",),  # phases, the local runner, the version watch
     ("edgebench.cli", "edgebench.cli_report", "edgebench.cli_results", "edgebench.cli_status", "edgebench.cli_summary",
      "edgebench.cli_testbed", "edgebench.cli_versions", "edgebench.cli_lab", "edgebench.cli_phases",
-     "edgebench.cli_options"),  # the command line
+     "edgebench.cli_options", "edgebench.cli_papers"),  # the command line
 )
 
 

@@ -65,11 +65,11 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """The ranked answer per substrate and headline metric (results.ranking), for `edgebench summary answer`."""
-    return ranking.answer(lambda sql, params: _query_params(sql, params, warehouse_path))
+    return ranking.answer(lambda sql, params: query_params(sql, params, warehouse_path))
 
 
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    return _query_params(sql, [], warehouse_path)
+    return query_params(sql, [], warehouse_path)
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
@@ -137,7 +137,7 @@ def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: st
         name, _, mode = cni.partition(":")
         where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
         params = [name, mode] if mode else [name]
-    rows = _query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
+    rows = query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
     card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
                  "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
                  "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
@@ -178,7 +178,7 @@ def config_label(r: dict) -> str:
     return " ".join(str(p) for p in parts if p)
 
 
-def _query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
+def query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
     path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
     if not path.exists():
         raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
