@@ -138,3 +138,13 @@ def test_totals_sum_each_substrate_over_the_papers():
     assert scorecard.totals(rows) == [
         {"substrate": "local", "decided": 5, "testable": 15, "decided_share": 5 / 15},
         {"substrate": "ssh", "decided": 0, "testable": 0, "decided_share": None}]
+
+
+def test_a_cluster_substrate_s_hint_names_its_preset_once():
+    """On kind or ssh the preset to run is already the cluster preset: no "(or the paper's full grid: ...)" naming
+    it a second time; on the testbed the full grid is the other preset, and is named."""
+    claim = {"left_subject": "cni=weave", "right_subject": "cni=flannel", "claim": "weave beats flannel"}
+    on_kind = scorecard.to_decide({"substrate": "kind", "reason": "side missing"}, claim, "000")
+    assert on_kind.count("seed-000-dds-cni.yaml") == 1 and "full grid" not in on_kind
+    on_testbed = scorecard.to_decide({"substrate": "local", "reason": "side missing"}, claim, "000")
+    assert "seed-000-dds-cni.testbed.yaml" in on_testbed and "(or the paper's full grid: `argo submit" in on_testbed
