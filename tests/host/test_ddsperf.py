@@ -1,6 +1,6 @@
 """ddsperf driver: parsers on real captures (tests/data/ddsperf-*.log, Cyclone DDS 0.10.2 between two network
 namespaces joined by a veth pair, or one namespace for ddsperf-loopback-*; tests/data/ddsperf/*.log, 0.10.2-2 on
-127.0.0.1, made by tests/data/ddsperf/capture.sh), normalize(), summarize(), command builders,
+127.0.0.1, made by tests/data/ddsperf/capture.sh), parse(), summarize(), command builders,
 cyclone_config(), DDS Security material, and real measure() runs (plain and DDS Security) between two `ebs-`
 namespaces joined by a veth pair."""
 
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.drivers import dds_security as sec
 from edgebench.drivers import ddsperf as d
-from edgebench.drivers import ddsperf_parse as dp
+from edgebench.drivers import ddsperf as dp
+from edgebench.drivers.ddsperf import run as d_run
+from edgebench.drivers.ddsperf import security as sec
 from edgebench.substrates.local.testbed import Endpoint
 
 DATA = Path(__file__).parents[1] / "data"
@@ -32,7 +33,7 @@ def read(name: str) -> str:
 # --- parse ------------------------------------------------------------------------------------------
 
 def test_parse_latency_ping_exact():
-    s = dp.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
+    s = dp.parse_samples(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
     assert [x["t_s"] for x in s] == [2.0, 3.0]
     assert set(s[0]) == set(dp.SAMPLE_KEYS)
     assert s[0] == {
@@ -44,14 +45,14 @@ def test_parse_latency_ping_exact():
 
 
 def test_parse_latency_16k_and_pong_has_no_samples():
-    s = dp.parse(read("ddsperf-lat16k-reliable-ping.log"), "ping")
+    s = dp.parse_samples(read("ddsperf-lat16k-reliable-ping.log"), "ping")
     assert s and all(x["latency_p50_us"] > 0 and x["subscriber"] is None for x in s)
-    assert dp.parse(read("ddsperf-lat64-reliable-pong.log"), "pong") == []
-    assert dp.parse(read("ddsperf-tp1k-reliable-1sub-pub.log"), "pub") == []
+    assert dp.parse_samples(read("ddsperf-lat64-reliable-pong.log"), "pong") == []
+    assert dp.parse_samples(read("ddsperf-tp1k-reliable-1sub-pub.log"), "pub") == []
 
 
 def test_parse_sub_exact():
-    s = dp.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
+    s = dp.parse_samples(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
     assert [(x["t_s"], x["samples_per_s"], x["throughput_mbps"], x["lost_samples"]) for x in s] == [
         (1.0, 254340.0, 2083.59, 2392), (2.0, 431490.0, 3534.73, 1092),
         (3.001, 426050.0, 3490.23, 624), (4.0, 181340.0, 1485.55, 0)]
@@ -127,16 +128,16 @@ def test_summarize_throughput_sum_over_subscribers():
 
 
 def test_summarize_real_captures():
-    samples = dp.parse(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
+    samples = dp.parse_samples(read("ddsperf-tp1k-besteffort-1sub-sub-1.log"), "sub", 1)
     m = dp.summarize("throughput", samples, {})
     assert m["samples_per_s"] == pytest.approx((431490 + 426050) / 2)
     assert m["throughput_mbps"] == pytest.approx((3534.73 + 3490.23) / 2)
     assert m["lost_samples"] == 4108
-    four = [x for i in range(1, 5) for x in dp.parse(read(f"ddsperf-tp1k-reliable-4sub-sub-{i}.log"), "sub", i)]
+    four = [x for i in range(1, 5) for x in dp.parse_samples(read(f"ddsperf-tp1k-reliable-4sub-sub-{i}.log"), "sub", i)]
     m4 = dp.summarize("throughput", four, {})
     assert m4["lost_samples"] == 0
     assert m4["throughput_mbps"] == pytest.approx(4 * m4["per_subscriber_mbps"])
-    lat = dp.parse(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
+    lat = dp.parse_samples(read("ddsperf-lat64-besteffort-ping.log"), "ping", 1)
     ml = dp.summarize("latency", lat, {})
     assert ml["latency_count"] == 19970 + 17172
     assert ml["latency_p50_us"] == pytest.approx((28.482 * 19970 + 29.143 * 17172) / 37142)
@@ -144,7 +145,7 @@ def test_summarize_real_captures():
 
 
 def test_loopback_capture():
-    s = dp.parse(read("ddsperf-loopback-tp1k-sub-1.log"), "sub", 1)
+    s = dp.parse_samples(read("ddsperf-loopback-tp1k-sub-1.log"), "sub", 1)
     assert s and max(x["throughput_mbps"] for x in s) > 0
     assert dp.parse_stats(read("ddsperf-loopback-tp1k-pub.log"))["cpu_pct"] > 0
 
@@ -191,7 +192,7 @@ def own_cpu(text: str) -> list[tuple[float, float]]:
 def test_capture_ping(name):
     text = cap(name)
     lines = lat_lines(text)
-    rec = dp.normalize(text)  # role detected: latency lines
+    rec = dp.parse(text)  # role detected: latency lines
     m, rows = rec["metrics"], rec["samples"]
     n = sum(x["cnt"] for x in lines)
     assert m["latency_count"] == n
@@ -211,14 +212,14 @@ def test_capture_ping(name):
 def test_capture_pong_needs_its_role(name):
     text = cap(name)
     with pytest.raises(dp.DdsperfError, match="cannot tell the ddsperf role"):
-        dp.normalize(text)
-    rec = dp.normalize(text, role="pong")
+        dp.parse(text)
+    rec = dp.parse(text, role="pong")
     cpu = own_cpu(text.split(": gone\n")[0])  # measure() counts a responder up to the first peer leaving
     assert rec["samples"] == []
     assert rec["metrics"]["cpu_sub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
     assert rec["metrics"]["rss_sub_mb"] == pytest.approx(sum(r for _, r in cpu) / len(cpu))
     assert rec["metrics"]["latency_count"] is None and rec["metrics"]["cpu_pub_pct"] is None
-    assert dp.parse(text, "pong") == []
+    assert dp.parse_samples(text, "pong") == []
 
 
 @pytest.mark.parametrize("name", ["ddsperf-0.10.2-lo-tp1k-reliable-2sub-pub.log",
@@ -226,7 +227,7 @@ def test_capture_pong_needs_its_role(name):
 def test_capture_pub(name):
     text = cap(name)
     assert dp.detect_role(text) == "pub"  # rate histogram lines ("190k/s ... |@--_...|")
-    rec = dp.normalize(text)
+    rec = dp.parse(text)
     cpu = own_cpu(text)
     assert rec["samples"] == [] and rec["metrics"]["samples_per_s"] is None
     assert rec["metrics"]["cpu_pub_pct"] == pytest.approx(sum(c for c, _ in cpu) / len(cpu))
@@ -249,7 +250,7 @@ def active_mean(rows: list[tuple[float, float]]) -> float:
 def test_capture_sub(name):
     text = cap(name)
     tp = [ln for ln in text.splitlines() if " total " in ln]
-    rec = dp.normalize(text, subscriber=2)
+    rec = dp.parse(text, subscriber=2)
     m = rec["metrics"]
     sps = [(float(ln.split()[1]), float(tok(ln, "rate")) * 1000) for ln in tp]
     mbps = [(float(ln.split()[1]), float(ln.split()[ln.split().index("kS/s") + 1])) for ln in tp]
@@ -270,9 +271,9 @@ def test_capture_sub(name):
 
 
 def test_capture_two_subscribers_summarized_like_measure():
-    subs = [dp.parse(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), "sub", i) for i in (1, 2)]
+    subs = [dp.parse_samples(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), "sub", i) for i in (1, 2)]
     m = dp.summarize("throughput", subs[0] + subs[1], {})
-    one = [dp.normalize(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), subscriber=i)["metrics"]
+    one = [dp.parse(cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log"), subscriber=i)["metrics"]
            for i in (1, 2)]
     assert m["throughput_mbps"] == pytest.approx(one[0]["throughput_mbps"] + one[1]["throughput_mbps"])
     assert m["per_subscriber_mbps"] == pytest.approx(m["throughput_mbps"] / 2)
@@ -284,14 +285,14 @@ def test_capture_two_subscribers_summarized_like_measure():
                                   "[27467] participant vm:27467: new (self)\n"])
 def test_ping_without_latency_lines_is_an_error_with_the_output(text):
     with pytest.raises(dp.DdsperfError) as e:
-        dp.parse(text, "ping")
+        dp.parse_samples(text, "ping")
     msg = str(e.value)
     assert msg.startswith("ddsperf printed no latency samples (role ping): ")
     assert (json.dumps(text[:200]) if text else "(empty output)") in msg
     with pytest.raises(dp.DdsperfError, match="no throughput samples \\(role sub, subscriber 3\\)"):
-        dp.parse(text, "sub", 3)
+        dp.parse_samples(text, "sub", 3)
     with pytest.raises(dp.DdsperfError):
-        dp.normalize(text)
+        dp.parse(text)
 
 
 def test_summarize_refuses_nothing():
@@ -326,7 +327,7 @@ LAT_LINE = next(ln for ln in PING.splitlines() if " mean " in ln)
 def test_malformed_latency_lines_name_the_field(old, new, words):
     assert old in LAT_LINE
     with pytest.raises(dp.DdsperfError) as e:
-        dp.parse(PING.replace(LAT_LINE, LAT_LINE.replace(old, new)), "ping")
+        dp.parse_samples(PING.replace(LAT_LINE, LAT_LINE.replace(old, new)), "ping")
     assert words in str(e.value) and "line 3" in str(e.value)
 
 
@@ -337,38 +338,38 @@ def test_malformed_stats_and_throughput_lines():
     with pytest.raises(dp.DdsperfError, match="malformed thread CPU"):
         dp.parse_stats(sub.replace("recvUC:11%+1%", "recvUC:11%"))
     with pytest.raises(dp.DdsperfError, match="exceed the run's totals"):
-        dp.parse(sub.replace("delta 202243", "delta 9202243"), "sub", 1)
+        dp.parse_samples(sub.replace("delta 202243", "delta 9202243"), "sub", 1)
     with pytest.raises(dp.DdsperfError, match="rate \\(Mb/s\\) is NaN"):
-        dp.parse(sub.replace("1653.87 Mb/s", "NaN Mb/s"), "sub", 1)
+        dp.parse_samples(sub.replace("1653.87 Mb/s", "NaN Mb/s"), "sub", 1)
 
 
 def test_two_outputs_in_one_are_rejected():
     sub1, sub2 = (cap(f"ddsperf-0.10.2-lo-tp1k-reliable-2sub-sub-{i}.log") for i in (1, 2))
     with pytest.raises(dp.DdsperfError, match="more than one ddsperf process"):
-        dp.parse(sub1 + sub2, "sub", 1)
+        dp.parse_samples(sub1 + sub2, "sub", 1)
     line = next(ln for ln in sub1.splitlines() if " total " in ln) + "\n"
     with pytest.raises(dp.DdsperfError, match="same second reported twice"):
-        dp.parse(sub1 + line, "sub", 1)
+        dp.parse_samples(sub1 + line, "sub", 1)
 
 
 def test_cut_off_last_line_is_ignored():
     cut = PING[: PING.index("cnt 33857") + len("cnt 33")]  # the last latency line, cut inside its count
-    rows = dp.parse(cut, "ping", 1)
+    rows = dp.parse_samples(cut, "ping", 1)
     assert [r["latency_count"] for r in rows] == [22983, 34257]  # not 33
     with pytest.raises(dp.DdsperfError, match="no newline"):
-        dp.parse(LAT_LINE, "ping")
+        dp.parse_samples(LAT_LINE, "ping")
 
 
 def test_normalize_options_and_shape():
-    rec = dp.normalize(PING)
+    rec = dp.parse(PING)
     assert set(rec) == {"tool", "metrics", "samples"} and rec["tool"] == "ddsperf"
-    assert list(rec["metrics"]) == list(dp._metrics())
+    assert list(rec["metrics"]) == list(dp.METRIC_KEYS)
     with pytest.raises(dp.DdsperfError, match="role must be"):
-        dp.normalize(PING, role="observer")
+        dp.parse(PING, role="observer")
     with pytest.raises(dp.DdsperfError, match="unknown option"):
-        dp.normalize(PING, mode="latency")
+        dp.parse(PING, mode="latency")
     with pytest.raises(dp.DdsperfError, match="no throughput samples"):
-        dp.normalize(PING, role="sub")
+        dp.parse(PING, role="sub")
 
 
 # --- measure(): a parse failure is a failed run with the parser's reason -------------------------------------------
@@ -400,7 +401,7 @@ def fake_run(monkeypatch, outputs: dict[str, str], **kw):
         mode = next(a for a in argv if a in ("ping", "pong", "pub", "sub"))
         return FakeProc(next(subs) if mode == "sub" and subs else outputs[mode])
 
-    monkeypatch.setattr(d, "_popen", popen)
+    monkeypatch.setattr(d_run, "popen", popen)
     ep = Endpoint("nowhere", "10.0.0.1", 0)
     args = dict(payload=64, duration=3, reliability="reliable", transport="unicast", discovery="multicast",
                 peers=None)
@@ -437,16 +438,16 @@ def test_measure_good_fake_run(monkeypatch):
     raw, metrics, err = fake_run(monkeypatch, {"ping": ping, "pong": pong}, mode="latency")
     assert err is None
     assert metrics["latency_count"] == sum(x["cnt"] for x in lat_lines(ping))
-    assert metrics == {**dp.normalize(ping)["metrics"], "cpu_sub_pct": dp.normalize(pong, role="pong")["metrics"][
-        "cpu_sub_pct"], "rss_sub_mb": dp.normalize(pong, role="pong")["metrics"]["rss_sub_mb"]}
-    assert json.loads(raw["dds-samples.json"]) == dp.normalize(ping)["samples"]
+    assert metrics == {**dp.parse(ping)["metrics"], "cpu_sub_pct": dp.parse(pong, role="pong")["metrics"][
+        "cpu_sub_pct"], "rss_sub_mb": dp.parse(pong, role="pong")["metrics"]["rss_sub_mb"]}
+    assert json.loads(raw["dds-samples.json"]) == dp.parse(ping)["samples"]
 
 
 # --- commands and config ----------------------------------------------------------------------------
 
 def test_commands():
     assert d.ping_cmd(64, 5, "best-effort", None, 3) == [
-        "ddsperf", "-i", "3", "-c", "-D", "5", "-u", "-Qminmatch:1", f"-Qinitwait:{d._num(d.INIT_WAIT)}",
+        "ddsperf", "-i", "3", "-c", "-D", "5", "-u", "-Qminmatch:1", f"-Qinitwait:{d.INIT_WAIT:g}",
         "ping", "size", "64"]
     assert d.pong_cmd(30, "reliable", 0, init_wait=2.5) == [
         "ddsperf", "-i", "0", "-c", "-D", "30", "-Qminmatch:1", "-Qinitwait:2.5", "pong"]
@@ -590,9 +591,8 @@ def test_cyclone_config_rejects():
 def test_cyclone_config_batching_off_caps_the_message_size(discovery):
     """batching=off: General/MaxMessageSize below any RTPS message, so Cyclone's packer sends every submessage in a
     message of its own; on: ddsperf's own batching, MaxMessageSize left at Cyclone's default."""
-    from edgebench.drivers import ddsperf_cmds
     off = ET.fromstring(d.cyclone_config(discovery, ["10.0.0.1"], False, batching="off", interface="10.0.0.1").encode())
-    assert _tag(off, "c:Domain/c:General/c:MaxMessageSize").text == ddsperf_cmds.UNBATCHED_MAX_MESSAGE_SIZE == "1B"
+    assert _tag(off, "c:Domain/c:General/c:MaxMessageSize").text == d.UNBATCHED_MAX_MESSAGE_SIZE == "1B"
     assert _tag(off, "c:Domain/c:General/c:AllowMulticast") is not None  # the rest of the config is unchanged
     assert _tag(off, "c:Domain/c:Internal") is None  # Internal/WriteBatch: ddsperf overrides it (see cyclone_config)
     for on in (d.cyclone_config(discovery, ["10.0.0.1"], False, interface="10.0.0.1"),
@@ -619,7 +619,7 @@ def test_version_and_security_support():
     assert d.version()
     reason = sec.security_support()
     assert reason is None or isinstance(reason, str)
-    if len(sec._find_security_libs()) == 3 and shutil.which("openssl"):
+    if len(sec.find_security_libs()) == 3 and shutil.which("openssl"):
         assert reason is None
 
 
@@ -634,7 +634,7 @@ def test_measure_rejects_bad_args_and_security(monkeypatch):
     assert m is None and "responder_security" in err
     raw, m, err = d.measure(ep, [ep], mode="latency", batching="sometimes", **kw)
     assert m is None and "batching" in err
-    monkeypatch.setattr(d, "security_support", lambda: "no plugins here")
+    monkeypatch.setattr(d_run, "security_support", lambda: "no plugins here")
     raw, m, err = d.measure(ep, [ep], mode="latency", security="auth-encrypt", **kw)
     assert (raw, m, err) == ({}, None, "unsupported: no plugins here")
 

@@ -1,4 +1,4 @@
-"""edgebench-ddsrr, the round-robin DDS pinger (containers/ddsrr, drivers/ddsrr.py): the parser on real outputs
+"""edgebench-ddsrr, the round-robin DDS pinger (containers/ddsrr, drivers/ddsrr/): the parser on real outputs
 (tests/data/ddsrr/*.log, made on 127.0.0.1 with the binary `make tools` builds), its refusals, the plan's latency
 subscribers, and real runs between two `ebs-` namespaces where each ping is answered by one subscriber in turn."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from edgebench import sh
 from edgebench.drivers import ddsrr
-from edgebench.drivers.ddsperf_parse import SAMPLE_KEYS, DdsperfError
+from edgebench.drivers.ddsperf import SAMPLE_KEYS, DdsperfError
 from edgebench import workloads
 from edgebench.plan import spec
 from edgebench.plan.dimensions import cells
@@ -28,7 +28,7 @@ def read(name: str) -> str:
 
 
 def test_parse_three_subscribers():
-    samples, totals = ddsrr.parse(read("ping-3subs-64.log"))
+    samples, totals = ddsrr.parse_ping(read("ping-3subs-64.log"))
     assert [s["t_s"] for s in samples] == [1.0, 2.0]
     assert all(list(s) == list(SAMPLE_KEYS) and s["role"] == "ping" for s in samples)
     assert samples[1]["latency_p90_us"] == 116.52 and samples[1]["latency_count"] == 5359
@@ -37,7 +37,7 @@ def test_parse_three_subscribers():
 
 
 def test_parse_counts_timeouts_and_an_unanswering_subscriber():
-    samples, totals = ddsrr.parse(read("ping-timeouts.log"))
+    samples, totals = ddsrr.parse_ping(read("ping-timeouts.log"))
     assert totals["timeouts"] == 40 and totals["per_subscriber"] == [40, 0]
     assert sum(s["latency_count"] for s in samples) == totals["answered"] == 40
 
@@ -45,15 +45,15 @@ def test_parse_counts_timeouts_and_an_unanswering_subscriber():
 def test_parse_refuses_what_the_pinger_cannot_have_printed():
     good = read("ping-3subs-64.log")
     with pytest.raises(DdsperfError, match="too few matching participants"):
-        ddsrr.parse(read("ping-unmatched.log"))
+        ddsrr.parse_ping(read("ping-unmatched.log"))
     with pytest.raises(DdsperfError, match="no total line"):
-        ddsrr.parse(good.rsplit("ddsrr-ping total", 1)[0])
+        ddsrr.parse_ping(good.rsplit("ddsrr-ping total", 1)[0])
     with pytest.raises(DdsperfError, match="disagrees"):
-        ddsrr.parse(good.replace("answered 8975", "answered 8974"))
+        ddsrr.parse_ping(good.replace("answered 8975", "answered 8974"))
     with pytest.raises(DdsperfError, match="90% latency"):
-        ddsrr.parse(good.replace("90% 116.52us", "90% -1us"))
+        ddsrr.parse_ping(good.replace("90% 116.52us", "90% -1us"))
     with pytest.raises(DdsperfError, match="no ddsrr-ping line"):
-        ddsrr.parse(good.replace("timeouts 0\nddsrr-ping total", "timeouts x\nddsrr-ping total"))
+        ddsrr.parse_ping(good.replace("timeouts 0\nddsrr-ping total", "timeouts x\nddsrr-ping total"))
 
 
 def test_commands():

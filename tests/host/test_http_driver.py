@@ -32,6 +32,8 @@ from hypothesis import strategies as st
 
 from edgebench.results import parsing
 from edgebench.drivers import http
+from edgebench.drivers.http import command as http_command
+from edgebench.drivers.http import run as http_run
 from edgebench.substrates.local.testbed import Endpoint
 
 DATA = Path(__file__).parents[1] / "data"
@@ -309,15 +311,15 @@ def test_parse_hey_rejects_bad_values(row, words):
 
 # normalize: what `edgebench parse` / `import` store -----------------------------------------------------
 def test_normalize_fortio_and_hey():
-    rec = http.normalize(fortio_text("echo-60B"), "fortio")
+    rec = http.parse(fortio_text("echo-60B"), "fortio")
     rows = http.parse_fortio_access_log(fortio_text("echo-60B"))
     assert rec == {"tool": "fortio", "samples": rows,
                    "metrics": {**http.summarize(rows), "client": "fortio", "resolution_ms": 0.001}}
-    hey = http.normalize((DATA / "hey-0.1.4-echo-60B.csv").read_text(), "hey")
+    hey = http.parse((DATA / "hey-0.1.4-echo-60B.csv").read_text(), "hey")
     assert hey["tool"] == "hey" and hey["metrics"]["resolution_ms"] == 0.1 and hey["metrics"]["client"] == "hey"
     assert hey["samples"] == load("hey-0.1.4-echo-60B.csv")
     with pytest.raises(http.HttpDriverError, match="unknown HTTP load generator"):
-        http.normalize("", "jmeter")
+        http.parse("", "jmeter")
 
 
 def test_parse_registry_reads_fortio_access_logs():
@@ -378,7 +380,7 @@ def _sane(x, nullable=True, upper=http.MAX_RESPONSE_MS):
 def test_mutated_outputs_parse_sanely_or_raise(case):
     tool, text = case
     try:
-        rec = http.normalize(text, tool)
+        rec = http.parse(text, tool)
     except http.HttpDriverError:
         return
     rows = rec["samples"]
@@ -543,7 +545,7 @@ def test_fortio_behaviours(pair, tmp_path, size):
     srv = subprocess.Popen(server.cmd(http.server_cmd(PORT)), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                            cwd=tmp_path)
     try:
-        http._wait_listening(server.cmd([]), PORT, srv, tmp_path / "none.log")
+        http_run._wait_listening(server.cmd([]), PORT, srv, tmp_path / "none.log")
         body = os.urandom(size)
         (tmp_path / "body").write_bytes(body)
         before = _tcp_counter(server.ns, "PassiveOpens")
@@ -608,7 +610,7 @@ def test_measure_no_server_listening(pair):
 
 def test_measure_server_cannot_start(pair, monkeypatch):
     client, server = pair
-    monkeypatch.setattr(http, "fortio_path", lambda: "/nonexistent/fortio")
+    monkeypatch.setattr(http_command, "fortio_path", lambda: "/nonexistent/fortio")
     raw, metrics, error = http.measure(client, server, server.ip, PORT, "static-reply", 0, requests=5)
     assert metrics is None and "fortio server exited early" in error
     assert "fortio-access.jsonl" not in raw
@@ -621,7 +623,7 @@ def test_measure_client_stops_early(pair, monkeypatch, tmp_path):
     fake = tmp_path / "fake-load"
     fake.write_text("#!/bin/sh\nexec \"$@\" | head -n 2\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(http, "load_cmd", lambda *a, **k: [str(fake), *real(*a, **k)])
+    monkeypatch.setattr(http_command, "load_cmd", lambda *a, **k: [str(fake), *real(*a, **k)])
     raw, metrics, error = http.measure(client, server, server.ip, PORT, "static-reply", 0, requests=5)
     assert metrics is None and "fortio logged 2 of 5 requests" in error
     rows = json.loads(raw["http-requests.json"])

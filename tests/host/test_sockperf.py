@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_parse_tcp_ping_pong():
-    m = S.parse((DATA / "sockperf-3.7-tcp-64B.txt").read_text())
+    m = S.parse_metrics((DATA / "sockperf-3.7-tcp-64B.txt").read_text())
     assert m["latency_p50_us"] == 8.861 and m["latency_p90_us"] == 13.670 and m["latency_p99_us"] == 22.441
     assert (m["latency_min_us"], m["latency_max_us"]) == (8.495, 1159.033)
     assert m["latency_mean_us"] == 10.173 and m["latency_stddev_us"] == 10.355
@@ -29,7 +29,7 @@ def test_parse_tcp_ping_pong():
 
 
 def test_parse_udp_ping_pong():
-    m = S.parse((DATA / "sockperf-3.7-udp-1472B.txt").read_text())
+    m = S.parse_metrics((DATA / "sockperf-3.7-udp-1472B.txt").read_text())
     assert 0 < m["latency_min_us"] <= m["latency_p50_us"] <= m["latency_p99_us"] <= m["latency_max_us"]
 
 
@@ -39,17 +39,17 @@ def test_parse_udp_ping_pong():
 ])
 def test_failed_runs_say_why(name, message):
     with pytest.raises(S.SockperfError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        S.parse((DATA / name).read_text())
+        S.parse_metrics((DATA / name).read_text())
 
 
 def test_broken_outputs_are_refused():
     text = (DATA / "sockperf-3.7-tcp-64B.txt").read_text()
     with pytest.raises(S.SockperfError, match="percentile 90.000"):
-        S.parse("\n".join(line for line in text.splitlines() if "percentile 90.000" not in line))
+        S.parse_metrics("\n".join(line for line in text.splitlines() if "percentile 90.000" not in line))
     with pytest.raises(S.SockperfError, match="not in order"):
-        S.parse(text.replace("percentile 50.000 =    8.861", "percentile 50.000 =   99.000"))
+        S.parse_metrics(text.replace("percentile 50.000 =    8.861", "percentile 50.000 =   99.000"))
     with pytest.raises(S.SockperfError, match="did not finish"):
-        S.parse(text.split("[Valid Duration]")[0])
+        S.parse_metrics(text.split("[Valid Duration]")[0])
 
 
 def test_plan_and_commands():

@@ -1,4 +1,4 @@
-"""Property tests of the DDS tool parsers (drivers/ddsperf.py, drivers/perftest.py): the fixture outputs, mutated
+"""Property tests of the DDS tool parsers (drivers/ddsperf/, drivers/perftest/): the fixture outputs, mutated
 (lines deleted, duplicated, swapped; numbers replaced by nan/-1/1e30/garbage; truncated; whitespace changed; garbage
 lines; JSON reshaped), either parse to finite, in-range, consistent values or raise the module's own error
 (DdsperfError / PerftestParseError): never another exception, never an empty success."""
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.drivers import ddsperf_parse as dp
+from edgebench.drivers import ddsperf as dp
 from edgebench.drivers import perftest as p
 
 DATA = Path(__file__).parents[1] / "data"
@@ -150,30 +150,30 @@ PROPERTY = settings(deadline=None, max_examples=200, suppress_health_check=[Heal
 def test_ddsperf_mutated_outputs(data):
     name, text, role = data.draw(st.sampled_from(DDS), label="fixture")
     text = mutate_text(data, text)
-    for call in ("normalize", "normalize_role", "parse", "parse_stats"):
+    for call in ("parse", "parse_role", "parse_samples", "parse_stats"):
         try:
-            if call == "normalize":
-                out = dp.normalize(text)
-            elif call == "normalize_role":
-                out = dp.normalize(text, role=role)
-            elif call == "parse":
-                out = dp.parse(text, role, 1)
+            if call == "parse":
+                out = dp.parse(text)
+            elif call == "parse_role":
+                out = dp.parse(text, role=role)
+            elif call == "parse_samples":
+                out = dp.parse_samples(text, role, 1)
             else:
                 out = dp.parse_stats(text)
         except dp.DdsperfError:
             continue
-        if call.startswith("normalize"):
+        if call in ("parse", "parse_role"):
             assert out["tool"] == "ddsperf"
             check_samples(out["samples"])
             check_metrics(out["metrics"])
-            got_role = role if call == "normalize_role" else dp.detect_role(text)
+            got_role = role if call == "parse_role" else dp.detect_role(text)
             if got_role == "ping":
                 assert out["samples"] and out["metrics"]["latency_count"] > 0
             elif got_role == "sub":
                 assert out["samples"] and out["metrics"]["samples_per_s"] > 0
             else:
                 assert out["samples"] == []
-        elif call == "parse":
+        elif call == "parse_samples":
             check_samples(out)
             if role in ("ping", "sub"):
                 assert out, "an empty success"
@@ -190,12 +190,12 @@ def test_ddsperf_mutated_outputs(data):
 def test_perftest_mutated_outputs(data):
     name, text = data.draw(st.sampled_from(PERFTEST), label="fixture")
     text = mutate_text(data, text)
-    for call in ("normalize", "summarize", "parse"):
+    for call in ("parse", "summarize", "parse_samples"):
         try:
             out = getattr(p, call)(text)
         except p.PerftestParseError:
             continue
-        if call == "normalize":
+        if call == "parse":
             assert out["tool"] == "perftest"
             check_samples(out["samples"])
             check_metrics(out["metrics"])
@@ -208,14 +208,14 @@ def test_perftest_mutated_outputs(data):
 
 @pytest.mark.parametrize("name, text, role", DDS, ids=[n for n, _, _ in DDS])
 def test_ddsperf_fixtures_unmutated(name, text, role):
-    out = dp.normalize(text, role=role)
+    out = dp.parse(text, role=role)
     check_samples(out["samples"])
     check_metrics(out["metrics"])
 
 
 @pytest.mark.parametrize("name, text", PERFTEST, ids=[n for n, _ in PERFTEST])
 def test_perftest_fixtures_unmutated(name, text):
-    out = p.normalize(text)
+    out = p.parse(text)
     check_samples(out["samples"])
     check_metrics(out["metrics"])
 
@@ -223,7 +223,7 @@ def test_perftest_fixtures_unmutated(name, text):
 @PROPERTY
 @given(text=st.text(max_size=300))
 def test_arbitrary_text(text):
-    for fn, err in ((dp.normalize, dp.DdsperfError), (p.normalize, p.PerftestParseError)):
+    for fn, err in ((dp.parse, dp.DdsperfError), (p.parse, p.PerftestParseError)):
         try:
             out = fn(text)
         except err:

@@ -1,9 +1,9 @@
-"""drivers/numbers.py: the number-token check and the complete lines the ddsperf and Perftest parsers share."""
+"""drivers/common/numbers.py: the number-token check and the complete lines the ddsperf and Perftest parsers share."""
 from __future__ import annotations
 
 import pytest
 
-from edgebench.drivers.numbers import checked_number, complete_lines
+from edgebench.drivers.common.numbers import checked_number, complete_lines
 
 
 class Bad(ValueError):

@@ -71,7 +71,7 @@ def check_common(m: dict, doc: dict, direction: str) -> None:
 @pytest.mark.parametrize("name", ["iperf3-3.12-tcp-client.json", "iperf3-3.12-tcp-netns-client.json"])
 def test_tcp(name):
     text, doc = load(name)
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_tcp(m, doc["end"])
     check_common(m, doc, "forward")
     assert m["mean_rtt_us"] == sender_rtt(doc["end"]) and m["mean_rtt_us"] > 0
@@ -82,14 +82,14 @@ def test_tcp(name):
                                   "iperf3-3.12-udp-get-server-output-client.json"])
 def test_udp(name):
     text, doc = load(name)
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_udp(m, doc["end"])
     check_common(m, doc, "forward")
 
 
 def test_udp_1g_pod_network_capture_with_loss():
     text, doc = load("iperf3-3.12-udp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     r = doc["end"]["sum_received"]
     assert m["lost_packets"] == r["lost_packets"] > 0
     assert m["throughput_mbps"] == approx(r["bytes"] * 8 / r["seconds"] / 1e6)
@@ -100,7 +100,7 @@ def test_udp_1g_pod_network_capture_with_loss():
                                   "iperf3-3.12-udp-loss-get-server-output-client.json"])
 def test_udp_with_heavy_loss_reports_the_receivers_rate(name):
     text, doc = load(name)
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_udp(m, doc["end"])
     check_common(m, doc, "forward")
     # 100 Mbit/s offered through a 20 Mbit/s shaper: end.sum still carries the sender's rate in 3.12
@@ -111,7 +111,7 @@ def test_udp_with_heavy_loss_reports_the_receivers_rate(name):
 
 def test_reverse_tcp_has_no_rtt_but_the_servers_retransmits():
     text, doc = load("iperf3-3.12-reverse-tcp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_tcp(m, doc["end"])
     check_common(m, doc, "reverse")
     assert all(s["sender"]["mean_rtt"] == 0 for s in doc["end"]["streams"])  # what the client writes
@@ -122,12 +122,12 @@ def test_reverse_tcp_has_no_rtt_but_the_servers_retransmits():
 def test_reverse_tcp_without_server_retransmits_reports_none():
     text, doc = load("iperf3-3.12-reverse-tcp-client.json")
     del doc["end"]["sum_sent"]["retransmits"]  # a server that does not report retransmits (not Linux)
-    assert iperf3.parse(json.dumps(doc))["retransmits"] is None
+    assert iperf3.parse_metrics(json.dumps(doc))["retransmits"] is None
 
 
 def test_reverse_tcp_takes_rtt_from_the_servers_own_json():
     text, doc = load("iperf3-3.12-reverse-tcp-get-server-output-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_tcp(m, doc["end"])
     check_common(m, doc, "reverse")
     assert m["mean_rtt_us"] == sender_rtt(doc["server_output_json"]["end"]) > 0
@@ -135,14 +135,14 @@ def test_reverse_tcp_takes_rtt_from_the_servers_own_json():
 
 def test_reverse_udp():
     text, doc = load("iperf3-3.12-reverse-udp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_udp(m, doc["end"])
     check_common(m, doc, "reverse")
 
 
 def test_bidir_tcp_reports_both_directions_and_rtt_only_where_measured():
     text, doc = load("iperf3-3.12-bidir-tcp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     end = doc["end"]
     check_tcp(m, end)
     check_tcp(m, end, "_bidir_reverse", "reverse_")
@@ -153,7 +153,7 @@ def test_bidir_tcp_reports_both_directions_and_rtt_only_where_measured():
 
 def test_bidir_udp():
     text, doc = load("iperf3-3.12-bidir-udp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_udp(m, doc["end"])
     check_udp(m, doc["end"], "_bidir_reverse", "reverse_")
     check_common(m, doc, "bidir")
@@ -161,7 +161,7 @@ def test_bidir_udp():
 
 def test_four_parallel_streams():
     text, doc = load("iperf3-3.12-p4-tcp-client.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     end = doc["end"]
     check_tcp(m, end)
     check_common(m, doc, "forward")
@@ -176,7 +176,7 @@ def test_four_parallel_streams():
 def test_byte_and_block_limited_tcp(name, field, value):
     text, doc = load(name)
     assert doc["start"]["test_start"][field] == value
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_tcp(m, doc["end"])
     check_common(m, doc, "forward")
 
@@ -185,20 +185,20 @@ def test_udp_run_whose_receiver_got_nothing_is_an_error_not_zero():
     text, doc = load("iperf3-3.12-udp-blocks-1-client.json")
     assert doc["end"]["sum_received"]["bytes"] == 0 and doc["end"]["sum"]["bits_per_second"] > 0
     with pytest.raises(iperf3.Iperf3Error, match=r"end\.sum_received\.bytes is 0"):
-        iperf3.parse(text)
+        iperf3.parse_metrics(text)
 
 
 @pytest.mark.parametrize("name", ["iperf3-3.12-error-client.json", "iperf3-3.12-conn-refused-client.json"])
 def test_connection_refused_raises_with_iperf3s_message(name):
     with pytest.raises(iperf3.Iperf3Error, match="unable to connect to server: Connection refused"):
-        iperf3.parse(load(name)[0])
+        iperf3.parse_metrics(load(name)[0])
 
 
 # --- reconstructed outputs of older versions ------------------------------------------------------------------------
 
 def test_3_7_tcp_without_snd_wnd_fields():
     text, doc = load("iperf3-3.7-tcp-client.reconstructed.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     check_tcp(m, doc["end"])
     check_common(m, doc, "forward")
     assert m["iperf3_version"] == "3.7" and m["mean_rtt_us"] == sender_rtt(doc["end"])
@@ -210,24 +210,24 @@ def test_udp_before_3_11_never_reports_the_senders_rate_as_received(name):
     text, doc = load(name)
     assert "sum_received" not in doc["end"] and doc["end"]["sum"]["bits_per_second"] > 90e6  # the sender's
     with pytest.raises(iperf3.Iperf3Error, match="receiver's rate is not in this output.*--get-server-output"):
-        iperf3.parse(text)
+        iperf3.parse_metrics(text)
 
 
 def test_udp_reverse_before_3_11_is_refused():
     with pytest.raises(iperf3.Iperf3Error, match="receiver's rate is not in this output.*client was the receiver"):
-        iperf3.parse(load("iperf3-3.10-reverse-udp-client.reconstructed.json")[0])
+        iperf3.parse_metrics(load("iperf3-3.10-reverse-udp-client.reconstructed.json")[0])
 
 
 def test_udp_before_3_11_with_a_3_10_servers_output_is_refused():
     text, doc = load("iperf3-3.10-udp-loss-get-server-output-client.reconstructed.json")
     assert doc["server_output_json"]["end"]["sum"]["bytes"] == 0  # the 3.10 server's UDP sum
     with pytest.raises(iperf3.Iperf3Error, match="server's own JSON .* has no sum_received"):
-        iperf3.parse(text)
+        iperf3.parse_metrics(text)
 
 
 def test_udp_3_10_client_takes_the_receiver_from_a_3_12_servers_output():
     text, doc = load("iperf3-3.10-client-3.12-server-udp-loss-get-server-output-client.reconstructed.json")
-    m = iperf3.parse(text)
+    m = iperf3.parse_metrics(text)
     server = doc["server_output_json"]["end"]["sum_received"]
     client_sum = doc["end"]["sum"]
     assert m["throughput_mbps"] == approx(mbps(server)) and m["throughput_mbps"] < 25
@@ -241,10 +241,10 @@ def test_bidir_before_3_11_is_refused():
     text = load("iperf3-3.10-bidir-tcp-client.reconstructed.json")[0]
     assert text.count('"sum_sent":') == 2  # both directions under one name
     with pytest.raises(iperf3.Iperf3Error, match="both directions"):
-        iperf3.parse(text)
+        iperf3.parse_metrics(text)
     at = text.rindex('"streams":')  # end.streams; without it, the duplicated sums themselves are refused
     with pytest.raises(iperf3.Iperf3Error, match=r"end\.sum_sent occurs more than once"):
-        iperf3.parse(text[:at] + '"no_streams":' + text[at + len('"streams":'):])
+        iperf3.parse_metrics(text[:at] + '"no_streams":' + text[at + len('"streams":'):])
 
 
 def test_reconstructed_fixtures_are_what_reconstruct_py_writes():
@@ -312,7 +312,7 @@ TCP = "iperf3-3.12-tcp-netns-client.json"
 ])
 def test_absurd_or_mistyped_values_raise_naming_the_field(name, change, words):
     with pytest.raises(iperf3.Iperf3Error, match=words):
-        iperf3.parse(mutated(name, change))
+        iperf3.parse_metrics(mutated(name, change))
 
 
 def test_nan_and_infinity_literals_are_rejected():
@@ -320,36 +320,36 @@ def test_nan_and_infinity_literals_are_rejected():
     for constant in ("NaN", "Infinity", "-Infinity"):
         bad = text.replace('"host_total":\t', f'"host_total":\t{constant}, "x":\t', 1)
         with pytest.raises(iperf3.Iperf3Error, match=f"non-JSON constant {constant}"):
-            iperf3.parse(bad)
+            iperf3.parse_metrics(bad)
 
 
 def test_udp_flipped_to_tcp_and_back_never_mixes_fields():
-    m = iperf3.parse(mutated(UDP, lambda d: d["start"]["test_start"].update(protocol="TCP")))
+    m = iperf3.parse_metrics(mutated(UDP, lambda d: d["start"]["test_start"].update(protocol="TCP")))
     assert m["protocol"] == "tcp" and m["jitter_ms"] is None  # a UDP sum read as TCP is still bytes/seconds
     with pytest.raises(iperf3.Iperf3Error, match=r"sum_received\.packets is missing"):
-        iperf3.parse(mutated(TCP, lambda d: d["start"]["test_start"].update(protocol="UDP")))
+        iperf3.parse_metrics(mutated(TCP, lambda d: d["start"]["test_start"].update(protocol="UDP")))
 
 
 @pytest.mark.parametrize("text", ["", "not json", "[1,2]", '{"end": {}}', "null", '"iperf3"', "{" * 5000,
                                   '{"start": {"test_start": {"protocol": "TCP"}}, "end": {"sum_sent": {}}}'])
 def test_garbage_raises(text):
     with pytest.raises(iperf3.Iperf3Error):
-        iperf3.parse(text)
+        iperf3.parse_metrics(text)
 
 
 def test_errors_are_edgebench_errors():
     assert issubclass(iperf3.Iperf3Error, EdgebenchError)
     with pytest.raises(EdgebenchError):
-        iperf3.parse(b"{}")  # not text
+        iperf3.parse_metrics(b"{}")  # not text
 
 
 def test_normalize_wraps_parse():
     text = (DATA / UDP).read_text()
-    assert iperf3.normalize(text) == {"tool": "iperf3", "metrics": iperf3.parse(text), "samples": []}
+    assert iperf3.parse(text) == {"tool": "iperf3", "metrics": iperf3.parse_metrics(text), "samples": []}
 
 
 def test_metrics_keep_the_warehouse_fields():
-    m = iperf3.parse((DATA / TCP).read_text())
+    m = iperf3.parse_metrics((DATA / TCP).read_text())
     for key in ("throughput_mbps", "sent_mbps", "received_mbps", "retransmits", "jitter_ms", "lost_packets",
                 "packets", "lost_percent", "cpu_host_pct", "cpu_remote_pct", "mean_rtt_us", "protocol"):
         assert key in m
@@ -365,7 +365,7 @@ def test_client_command():
 def test_a_kubectl_exec_stream_that_breaks_is_a_failed_run_saying_so(tmp_path, monkeypatch):
     """Killing a node's containerd or kubelet mid-run (the local lab's fault test): `kubectl exec` exits 0 with no
     output and no message. The run fails naming the pod, the node and the likely cause, not 'output is not JSON'."""
-    from edgebench.drivers import iperf3 as drv
+    from edgebench.drivers.iperf3 import run as drv
     from edgebench.substrates.clusters.workload_pods import ClusterEndpoint
 
     fake = tmp_path / "kubectl"

@@ -99,7 +99,7 @@ def check(metrics: dict) -> None:
 
 def parse_or_error(text: str) -> None:
     try:
-        metrics = iperf3.parse(text)
+        metrics = iperf3.parse_metrics(text)
     except iperf3.Iperf3Error:
         return
     check(metrics)

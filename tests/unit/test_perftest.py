@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.drivers import perftest as p
-from edgebench.drivers.ddsperf_parse import SAMPLE_KEYS
+from edgebench.drivers.ddsperf import SAMPLE_KEYS
 from edgebench.errors import EdgebenchError
 
 DATA = Path(__file__).parents[1] / "data"
@@ -26,7 +26,7 @@ def read(name):
 
 def test_csv_latency_with_cpu():
     text = read("perftest-csv-latency-pub.txt")
-    s = p.parse(text)
+    s = p.parse_samples(text)
     assert [x["latency_mean_us"] for x in s] == [67, 52, 45]
     # one row per pong: its latency, count 1; Perftest's running min/max (67/544) are not the row's
     assert s[0]["role"] == "ping" and s[0]["latency_count"] == 1 and s[0]["t_s"] is None
@@ -40,7 +40,7 @@ def test_csv_latency_with_cpu():
 
 def test_csv_throughput():
     text = read("perftest-csv-throughput-sub.txt")
-    s = p.parse(text, subscriber=2)
+    s = p.parse_samples(text, subscriber=2)
     assert [(x["samples_per_s"], x["throughput_mbps"], x["lost_samples"]) for x in s] == [
         (2046014, 1636.8, 0), (2072794, 1658.2, 0)]
     assert all(x["role"] == "sub" and x["subscriber"] == 2 for x in s)
@@ -52,7 +52,7 @@ def test_csv_throughput():
 
 def test_csv_without_headers():
     text = read("perftest-csv-noheaders-sub.txt")
-    s = p.parse(text)
+    s = p.parse_samples(text)
     assert [x["samples_per_s"] for x in s] == [2118012, 2249222, 2709777]
     m = p.summarize(text)
     assert (m["samples_per_s"], m["throughput_mbps"], m["length_bytes"]) == (2393652, 612.8, 32)
@@ -73,19 +73,19 @@ def test_v4_headers():
 
 def test_legacy():
     pub = read("perftest-legacy-pub.txt")
-    s = p.parse(pub)
+    s = p.parse_samples(pub)
     assert [x["latency_mean_us"] for x in s] == [69, 92]
     m = p.summarize(pub)
     assert (m["latency_mean_us"], m["latency_p50_us"], m["latency_p99_us"], m["length_bytes"]) == (126, 69, 505, 100)
     sub = read("perftest-legacy-sub.txt")
-    assert [x["throughput_mbps"] for x in p.parse(sub)] == [685.8, 691.3]
+    assert [x["throughput_mbps"] for x in p.parse_samples(sub)] == [685.8, 691.3]
     m = p.summarize(sub)
     assert (m["samples_per_s"], m["throughput_mbps"], m["cpu_sub_pct"], m["length_bytes"]) == (2641911, 676.3, 21.36, 32)
 
 
 def test_json():
     sub = read("perftest-json-sub.txt")
-    s = p.parse(sub)
+    s = p.parse_samples(sub)
     assert [(x["samples_per_s"], x["throughput_mbps"]) for x in s] == [(2018963, 1615.2), (2143640, 1714.9)]
     m = p.summarize(sub)
     assert (m["samples_per_s"], m["throughput_mbps"], m["lost_samples"]) == (2055211, 1644.2, 0)
@@ -142,7 +142,7 @@ def test_legacy_publisher_versions(name):
     """2.x/3.0.1 put two spaces before "Std" (and no unit after the interval's Max), 4.x writes "One-Way" and μs."""
     text = recon(name)
     exp = legacy_expect(text)
-    rec = p.normalize(text)
+    rec = p.parse(text)
     m = rec["metrics"]
     e = exp["summary"]
     assert (m["latency_mean_us"], m["latency_min_us"], m["latency_max_us"]) == (e["ave"], e["min"], e["max"])
@@ -157,7 +157,7 @@ def test_legacy_publisher_versions(name):
 def test_legacy_301_two_spaces_before_std_regression():
     line = "One way Latency:     52 us  Ave     60 us  Std    7.5 us  Min     52 us  Max     67 \n"
     assert "us  Std" in line
-    assert [s["latency_mean_us"] for s in p.parse(line)] == [52.0]
+    assert [s["latency_mean_us"] for s in p.parse_samples(line)] == [52.0]
 
 
 @pytest.mark.parametrize("name", ["perftest-2.3.2-legacy-cpu-sub.reconstructed.txt",
@@ -165,7 +165,7 @@ def test_legacy_301_two_spaces_before_std_regression():
 def test_legacy_subscriber_versions(name):
     text = recon(name)
     exp = legacy_expect(text)
-    rec = p.normalize(text, subscriber=3)
+    rec = p.parse(text, subscriber=3)
     m, e = rec["metrics"], exp["summary"]
     assert (m["samples_per_s"], m["throughput_mbps"], m["per_subscriber_mbps"]) == (e["sps"], e["mbps"], e["mbps"])
     assert (m["lost_samples"], m["cpu_sub_pct"]) == (e["lost"], e["cpu"])
@@ -203,7 +203,7 @@ def test_csv_4x_publisher(name):
     text = recon(name)
     t = csv_tables(text)
     (summ,) = one(t, "Sample Size (Bytes)", "50% (μs)")
-    rec = p.normalize(text)
+    rec = p.parse(text)
     m = rec["metrics"]
     assert m["latency_mean_us"] == float(summ["Ave (μs)"]) and m["latency_p90_us"] == float(summ["90% (μs)"])
     assert (m["latency_min_us"], m["latency_max_us"]) == (float(summ["Min (μs)"]), float(summ["Max (μs)"]))
@@ -222,7 +222,7 @@ def test_csv_4x_subscriber(name):
     text = recon(name)
     t = csv_tables(text)
     (summ,) = one(t, "Sample Size (Bytes)", "Total Samples")
-    rec = p.normalize(text)
+    rec = p.parse(text)
     m = rec["metrics"]
     assert m["samples_per_s"] == float(summ["Avg Samples/s"]) and m["throughput_mbps"] == float(summ["Avg Mbps"])
     assert m["lost_samples"] == int(summ["Lost Samples"])
@@ -239,7 +239,7 @@ def test_csv_4x_subscriber(name):
 def test_csv_3x_nanoclock_is_converted_to_microseconds():
     text = recon("perftest-3.3-csv-nanoclock-noprint-pub.reconstructed.txt")
     (summ,) = one(csv_tables(text), "Length (Bytes)", "50% (ns)")
-    m = p.normalize(text)["metrics"]
+    m = p.parse(text)["metrics"]
     assert m["latency_mean_us"] == pytest.approx(float(summ["Ave (ns)"]) / 1000)
     assert m["latency_p50_us"] == pytest.approx(float(summ["50% (ns)"]) / 1000)
     assert m["latency_max_us"] == pytest.approx(float(summ["Max (ns)"]) / 1000)
@@ -252,7 +252,7 @@ def test_json_4x(name):
     text = recon(name)
     block = json.loads(text)["perftest"][0]
     summ = block["summary"]
-    rec = p.normalize(text)
+    rec = p.parse(text)
     m = rec["metrics"]
     if "pub" in name:
         assert (m["latency_mean_us"], m["latency_p50_us"], m["latency_p99_us"], m["cpu_pub_pct"]) == (
@@ -287,7 +287,7 @@ def test_error_class():
 ])
 def test_json_shapes_are_parse_errors(text, words):
     with pytest.raises(p.PerftestParseError) as e:
-        p.normalize(text)
+        p.parse(text)
     assert words in str(e.value)
 
 
@@ -309,12 +309,12 @@ def test_bad_numbers_name_the_field(old, new, words):
 def test_csv_rows_must_fit_their_header_and_totals_never_go_down():
     text = read("perftest-csv-throughput-sub.txt")
     with pytest.raises(p.PerftestParseError, match="cells under a header"):
-        p.parse(text.replace("   1636.8,    1636.8,", "   1636.8,"))
+        p.parse_samples(text.replace("   1636.8,    1636.8,", "   1636.8,"))
     lines = text.splitlines(keepends=True)
     i = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("100,       3583926"))
     lines[i], lines[i + 1] = lines[i + 1], lines[i]
     with pytest.raises(p.PerftestParseError, match="went down"):
-        p.parse("".join(lines))
+        p.parse_samples("".join(lines))
 
 
 def test_nan_std_is_null_not_an_error():
@@ -324,48 +324,48 @@ def test_nan_std_is_null_not_an_error():
     m = p.summarize(text)
     assert m["latency_std_us"] is None and m["latency_mean_us"] == 126
     js = recon("perftest-4.3-json-cpu-pub.reconstructed.txt").replace('"latency_std": 0.00', '"latency_std": -nan')
-    assert p.normalize(js)["metrics"]["latency_mean_us"] == json.loads(
+    assert p.parse(js)["metrics"]["latency_mean_us"] == json.loads(
         recon("perftest-4.3-json-cpu-pub.reconstructed.txt"))["perftest"][0]["summary"]["latency_ave"]
 
 
 def test_role_and_scan_options():
     both = read("perftest-csv-latency-pub.txt") + read("perftest-csv-throughput-sub.txt")
     with pytest.raises(p.PerftestParseError, match="pass role=pub or role=sub"):
-        p.normalize(both)
-    assert p.normalize(both, role="ping")["metrics"]["latency_mean_us"] == 98
-    assert p.normalize(both, role="sub")["metrics"]["samples_per_s"] == 1963048
+        p.parse(both)
+    assert p.parse(both, role="ping")["metrics"]["latency_mean_us"] == 98
+    assert p.parse(both, role="sub")["metrics"]["samples_per_s"] == 1963048
     with pytest.raises(p.PerftestParseError, match="no throughput results"):
-        p.normalize(read("perftest-csv-latency-pub.txt"), role="sub")
+        p.parse(read("perftest-csv-latency-pub.txt"), role="sub")
     with pytest.raises(p.PerftestParseError, match="role must be"):
-        p.normalize(both, role="pong")
+        p.parse(both, role="pong")
     with pytest.raises(p.PerftestParseError, match="unknown option"):
-        p.normalize(both, colour="red")
+        p.parse(both, colour="red")
     # -scan: two sizes need length=
     sub = read("perftest-csv-throughput-sub.txt")
     scan = sub + sub.replace("           100,", "          1024,").replace("for 100 Bytes", "for 1024 Bytes")
     with pytest.raises(p.PerftestParseError, match=r"2 sample sizes \[100, 1024\]"):
-        p.normalize(scan)
-    assert p.normalize(scan, length=100)["metrics"]["samples_per_s"] == 1963048
-    assert len(p.normalize(scan, length=1024)["samples"]) == 2
+        p.parse(scan)
+    assert p.parse(scan, length=100)["metrics"]["samples_per_s"] == 1963048
+    assert len(p.parse(scan, length=1024)["samples"]) == 2
     with pytest.raises(p.PerftestParseError, match="not a size"):
-        p.normalize(scan, length=64)
+        p.parse(scan, length=64)
 
 
 def test_no_summary_and_cut_off_output():
     text = read("perftest-csv-throughput-sub.txt")
     no_summary = text.split("Throughput Summary:")[0]
-    assert len(p.parse(no_summary)) == 2
+    assert len(p.parse_samples(no_summary)) == 2
     with pytest.raises(p.PerftestParseError, match="no throughput summary"):
-        p.normalize(no_summary)
+        p.parse(no_summary)
     # the final row without its newline is taken as cut off, whatever it holds
     cut = text.rstrip("\n")
     with pytest.raises(p.PerftestParseError, match="no newline"):
-        p.normalize(cut)
+        p.parse(cut)
     assert p.summarize(text)["samples_per_s"] == 1963048
 
 
 def test_normalize_shape():
-    rec = p.normalize(read("perftest-csv-latency-pub.txt"))
+    rec = p.parse(read("perftest-csv-latency-pub.txt"))
     assert set(rec) == {"tool", "metrics", "samples"} and rec["tool"] == "perftest"
     assert list(rec["metrics"]) == list(p.METRIC_KEYS)
     assert all(list(s) == list(SAMPLE_KEYS) for s in rec["samples"])
@@ -377,8 +377,8 @@ def test_legacy_nanoclock_lines_are_converted():
     text = ("One way Latency:  69000 ns Ave 287000 ns Std 218000.0 ns Min  69000 ns Max 505000 ns\n"
             "Length:   100 Latency: Ave 126000 ns Std 146000.0 ns Min  47000 ns Max 505000 ns 50%  69000 ns"
             " 90% 505000 ns 99% 505000 ns 99.99% 505000 ns 99.9999% 505000 ns\n")
-    rec = p.normalize(text)
+    rec = p.parse(text)
     assert rec["metrics"]["latency_mean_us"] == 126 and rec["metrics"]["latency_p50_us"] == 69
     assert [s["latency_mean_us"] for s in rec["samples"]] == [69]
     with pytest.raises(p.PerftestParseError, match="not a well-formed"):
-        p.normalize(text.replace("Std 146000.0 ns", "Std 146000.0 us"))  # one unit per line
+        p.parse(text.replace("Std 146000.0 ns", "Std 146000.0 us"))  # one unit per line

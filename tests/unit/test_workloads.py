@@ -87,7 +87,7 @@ def test_dds_ping_timeout_other_than_ddsperfs_runs_on_edgebench_ddsrr(monkeypatc
 def test_ddsperf_ping_timeouts_are_counted_from_its_running_total():
     """ddsperf prints "ping timed out" at most once a second, with the total so far: the total counts, not the
     lines."""
-    from edgebench.drivers.ddsperf_scan import _scan
+    from edgebench.drivers.ddsperf.scan import scan_text as _scan
 
     text = ("[1234] 1.000 ping timed out (total 1 times) ... sending new ping\n"
             "[1234] 2.000 ping timed out (total 7 times) ... sending new ping\n")

@@ -1,6 +1,6 @@
 """Tool outputs -> normalized records, for `edgebench parse` and `edgebench import`.
 
-Every driver has a pure `normalize(text) -> {"tool", "metrics", "samples"}`: `metrics` is the run manifest's
+Every driver has a pure `parse(text) -> {"tool", "metrics", "samples"}`: `metrics` is the run manifest's
 `metrics` object and `samples` the per-sample rows of the workload's raw JSON file (dds-samples.json,
 http-requests.json), in the warehouse's field names and units (docs/results-layout.md). A driver raises its own
 EdgebenchError for anything it cannot read; this module turns that into one line naming the file.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from edgebench.drivers import ddsperf_parse, http, iperf3, perftest
+from edgebench.drivers import ddsperf, http, iperf3, perftest
 from edgebench.errors import EdgebenchError, SpecError
 
 MAX_BYTES = 256 * 1024 * 1024  # a tool output bigger than this is not one run's output
@@ -31,15 +31,15 @@ class ToolFormat:
 TOOLS: dict[str, ToolFormat] = {
     f.tool: f
     for f in [
-        ToolFormat("iperf3", "iperf3", iperf3.normalize, "iperf3-client.json", None,
+        ToolFormat("iperf3", "iperf3", iperf3.parse, "iperf3-client.json", None,
                    "iperf3 client JSON (-J / --json), TCP or UDP, 3.x"),
-        ToolFormat("ddsperf", "dds", ddsperf_parse.normalize, "ddsperf.log", "dds-samples.json",
+        ToolFormat("ddsperf", "dds", ddsperf.parse, "ddsperf.log", "dds-samples.json",
                    "Cyclone DDS ddsperf output of one process (ping, pong, pub or sub)"),
-        ToolFormat("perftest", "dds", perftest.normalize, "perftest.txt", "dds-samples.json",
+        ToolFormat("perftest", "dds", perftest.parse, "perftest.txt", "dds-samples.json",
                    "RTI Perftest output (legacy text, CSV, -noPrint CSV or JSON)"),
-        ToolFormat("fortio", "http", lambda text: http.normalize(text, "fortio"), "fortio-access.jsonl",
+        ToolFormat("fortio", "http", lambda text: http.parse(text, "fortio"), "fortio-access.jsonl",
                    "http-requests.json", "fortio load access log (-access-log-format json, one line per request)"),
-        ToolFormat("hey", "http", lambda text: http.normalize(text, "hey"), "hey.csv", "http-requests.json",
+        ToolFormat("hey", "http", lambda text: http.parse(text, "hey"), "hey.csv", "http-requests.json",
                    "hey -o csv output"),
     ]
 }

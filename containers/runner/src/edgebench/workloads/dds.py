@@ -1,5 +1,5 @@
 """DDS pub/sub with Cyclone DDS ddsperf (seeds 000 and 002): latency = ping/pong (RTT/2), throughput = pub/sub;
-latency with several subscribers = edgebench-ddsrr's round robin (drivers/ddsrr.py)."""
+latency with several subscribers = edgebench-ddsrr's round robin (drivers/ddsrr/)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 from edgebench.plan.dimensions import Run
 from edgebench.plan.workload_plans import DDSPERF_PING_TIMEOUT_MS
-from edgebench.drivers import dds_security
 from edgebench.drivers import ddsperf as driver
 from edgebench.drivers import ddsrr
 from edgebench.workloads.base import Measurement, Workload
@@ -38,7 +37,7 @@ class Dds(Workload):
         # turn (ddsperf's ping is answered by all), or a ping timeout other than ddsperf's fixed 1000 ms
         own_pinger = p["mode"] == "latency" and (p["subscribers"] > 1 or timeout_ms != DDSPERF_PING_TIMEOUT_MS)
         if p["security"] != "none":
-            why = dds_security.security_support()
+            why = driver.security_support()
             if why:
                 return {}, None, f"unsupported: DDS Security: {why}", params
         if own_pinger:

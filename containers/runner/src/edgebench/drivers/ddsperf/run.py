@@ -1,7 +1,8 @@
 """Cyclone DDS `ddsperf` driver (workload "dds", see docs/results-layout.md "DDS runs").
 
-Command builders and `cyclone_config` (ddsperf_cmds.py) and the parsers (ddsperf_parse.py) are pure; `measure` runs the processes in the endpoints'
-network namespaces. Output formats are those of ddsperf 0.10 (src/tools/ddsperf/ddsperf.c, cputime.c):
+The command builders and `cyclone_config` (command.py) and the parsers (scan.py, parser.py) are pure; `measure` runs
+the processes in the endpoints' network namespaces. Output formats are those of ddsperf 0.10
+(src/tools/ddsperf/ddsperf.c, cputime.c):
 
   latency (ping side, one line per pong peer, RTT/2):
     [pid] 2.000  host:pid size 64 mean 8.034us min 7.420us 50% 7.701us 90% 8.172us 99% 19.669us max 2140.788us cnt 61859
@@ -12,11 +13,11 @@ network namespaces. Output formats are those of ddsperf 0.10 (src/tools/ddsperf/
   a peer's CPU/RSS (only with -c): same with "(stale)" and/or "@host:pid" before rss.
 These formats are unchanged from 0.8 to master (docs/tool-formats/ddsperf.md has the source lines). The parsers
 never return a number ddsperf cannot have printed: malformed lines, NaN/negative/absurd values and a ping or sub
-that measured nothing raise DdsperfError, which measure() records as the run's error; `normalize` gives the
-`edgebench parse`/`import` record of one process's output.
+that measured nothing raise DdsperfError, which measure() records as the run's error; parser.parse gives the
+`edgebench parse`/`import` Record of one process's output.
 
-DDS Security (security="auth-encrypt"): see the "DDS Security material" section; throwaway certificates and signed
-governance/permissions are made with openssl per run, and the run's raw files gain dds-security.json.
+DDS Security (security="auth-encrypt"): see security.py's "DDS Security material" section; throwaway certificates and
+signed governance/permissions are made with openssl per run, and the run's raw files gain dds-security.json.
 """
 
 from __future__ import annotations
@@ -32,21 +33,21 @@ from time import monotonic
 from typing import Any, Sequence
 
 from edgebench import sh
-from edgebench.drivers.dds_security import (DOMAIN_ID_MAX, _find_security_libs, make_security_material,
-                                            security_config, security_record, security_support)
-from edgebench.drivers.ddsperf_cmds import (INIT_WAIT, MAX_PARTICIPANT_INDEX, _num, cyclone_config,  # noqa: F401
-                                            ping_cmd, pong_cmd, pub_cmd, sub_cmd, version)
-from edgebench.drivers.ddsperf_parse import (BATCHINGS, DISCOVERIES, MODES, RELIABILITIES, SECURITIES, TRANSPORTS,
-                                             DdsperfError, _responder_text, parse, parse_stats, summarize)
+from edgebench.drivers.ddsperf.command import INIT_WAIT, cyclone_config, ping_cmd, pong_cmd, pub_cmd, sub_cmd
+from edgebench.drivers.ddsperf.parser import (BATCHINGS, DISCOVERIES, MODES, RELIABILITIES, SECURITIES, TRANSPORTS,
+                                             responder_text, summarize)
+from edgebench.drivers.ddsperf.scan import DdsperfError, parse_samples, parse_stats
+from edgebench.drivers.ddsperf.security import (DOMAIN_ID_MAX, find_security_libs, make_security_material,
+                                               security_config, security_record, security_support)
 
 # --- running --------------------------------------------------------------------------------------
 
-def _popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
+def popen(ep, argv: list[str], xml: str) -> subprocess.Popen:
     return sh.popen(ep.cmd(["env", f"CYCLONEDDS_URI={xml}", *argv]), stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
+def stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
     """SIGINT (ddsperf then prints its final checks and exits), SIGKILL after `grace` s; returns the output."""
     if proc.poll() is None:
         try:
@@ -64,14 +65,14 @@ def _stop(proc: subprocess.Popen, grace: float = 5.0) -> bytes:
     return out or b""
 
 
-# longest wait for the responders to see the initiator leave (their output is cut there: _responder_text); the
+# longest wait for the responders to see the initiator leave (their output is cut there: responder_text); the
 # wait ends as soon as every responder printed the initiator's "gone" line, usually within ms of its exit
 LINGER_MAX = 1.2
 
 
 class _Responder:
     """A responder process (pong/sub) whose output is read as it comes, so the driver can stop it as soon as it
-    reported the initiator leaving instead of after a fixed pause. Output is identical to what `_stop` returns."""
+    reported the initiator leaving instead of after a fixed pause. Output is identical to what `stop` returns."""
 
     def __init__(self, proc: subprocess.Popen):
         self.proc = proc
@@ -97,7 +98,7 @@ class _Responder:
 
     def stop(self, grace: float = 5.0) -> bytes:
         if self._thread is None:
-            return _stop(self.proc, grace)
+            return stop(self.proc, grace)
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGINT)
@@ -191,7 +192,7 @@ def measure(pub, subs, *, mode: str, payload: int, duration: float, reliability:
         return raw, None, f"unsupported: {reason}"
     with tempfile.TemporaryDirectory(prefix="edgebench-ddssec-") as tmp:
         try:
-            libs = _find_security_libs()
+            libs = find_security_libs()
             material = make_security_material(tmp)
             sec = security_config(material, libs)
         except DdsperfError as exc:
@@ -247,19 +248,19 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
     error = None
     try:
         for name, role, n, ep, argv in responders:
-            procs.append((name, role, n, _popen(ep, argv, xml(ep, resp_sec))))
+            procs.append((name, role, n, popen(ep, argv, xml(ep, resp_sec))))
             followed[name] = _Responder(procs[-1][3])
         name, role, n, ep, argv = init
-        iproc = _popen(ep, argv, xml(ep, init_sec))
+        iproc = popen(ep, argv, xml(ep, init_sec))
         procs.append((name, role, n, iproc))
         try:
             iout, _ = iproc.communicate(timeout=init_wait + duration + timeout_extra)
             irc = iproc.returncode
         except subprocess.TimeoutExpired:
-            iout, irc = _stop(iproc), None
+            iout, irc = stop(iproc), None
             error = f"{role}: ddsperf did not finish within {init_wait + duration + timeout_extra:g}s"
         outputs[name] = (role, n, iout.decode(errors="replace"), irc)
-        # let the responders print everything up to the initiator leaving (what _responder_text keeps)
+        # let the responders print everything up to the initiator leaving (what responder_text keeps)
         deadline = monotonic() + LINGER_MAX
         for r in followed.values():
             r.gone.wait(max(0.0, deadline - monotonic()))
@@ -288,10 +289,10 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
         # a ping without latency lines, a sub without throughput lines or malformed output: a failed run whose
         # error is the parser's reason (unless the process itself already failed, which explains it better)
         try:
-            samples += parse(text, role, n if role == "sub" else (1 if role == "ping" else None))
+            samples += parse_samples(text, role, n if role == "sub" else (1 if role == "ping" else None))
             if name != init[0]:
                 # responders outlive the initiator: their idle seconds after it left are not part of the run
-                text = _responder_text(text)
+                text = responder_text(text)
             st = parse_stats(text)
         except DdsperfError as exc:
             error = error or str(exc)
@@ -309,3 +310,14 @@ def _run(pub, subs, raw: dict[str, bytes], mode: str, payload: int, duration: fl
     except DdsperfError as exc:
         return raw, None, f"{'ping' if mode == 'latency' else 'sub'}: {exc}"
     return raw, metrics, None
+
+
+def version() -> str:
+    try:
+        out = sh.call(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
+                             text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return f"cyclonedds-tools {out.stdout.strip()}"
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        pass
+    return "ddsperf (version unknown)" if sh.which("ddsperf") else "missing"

@@ -1,5 +1,5 @@
 """Reading iperf3's `-J` output as checked JSON: duplicate keys and non-standard constants refused, every value
-fetched by path with its type and range checked, Iperf3Error naming the field otherwise (see iperf3.py)."""
+fetched by path with its type and range checked, Iperf3Error naming the field otherwise (see parser.py)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ class Iperf3Error(EdgebenchError):
     """iperf3 ran but reported an error (its JSON "error" field), or its output is not iperf3 JSON."""
 
 
-_MISSING = object()
+MISSING = object()
 
 
 class _Obj(dict):
@@ -36,7 +36,7 @@ def _reject_constant(name: str) -> None:
     raise Iperf3Error(f"iperf3 output has the non-JSON constant {name} (cJSON never writes it)")
 
 
-def _load(text: Any) -> Any:
+def load(text: Any) -> Any:
     if not isinstance(text, str):
         raise Iperf3Error(f"iperf3 output must be text, got {type(text).__name__}")
     try:
@@ -47,52 +47,52 @@ def _load(text: Any) -> Any:
         raise Iperf3Error(f"iperf3 output is not readable JSON: {str(exc)[:200]}") from None
 
 
-def _type(value: Any) -> str:
+def type_name(value: Any) -> str:
     return {dict: "object", _Obj: "object", list: "array", str: "string", bool: "boolean",
             type(None): "null", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     """A value for an error message: short, and never the repr of a (possibly deeply nested) container."""
-    if isinstance(value, (dict, list)) or value is _MISSING:
-        return "missing" if value is _MISSING else _type(value)
-    return f"{_type(value)} {repr(value)[:40]}"
+    if isinstance(value, (dict, list)) or value is MISSING:
+        return "missing" if value is MISSING else type_name(value)
+    return f"{type_name(value)} {repr(value)[:40]}"
 
 
-def _message(error: Any) -> str:
-    return error[:300] if isinstance(error, str) else f"(an error field of type {_type(error)})"
+def message(error: Any) -> str:
+    return error[:300] if isinstance(error, str) else f"(an error field of type {type_name(error)})"
 
 
-def _get(obj: dict, key: str, path: str) -> Any:
+def get(obj: dict, key: str, path: str) -> Any:
     if key in getattr(obj, "dups", ()):
         raise Iperf3Error(f"{path}.{key} occurs more than once in the JSON, so which one is meant is unknown")
-    return obj.get(key, _MISSING)
+    return obj.get(key, MISSING)
 
 
-def _obj(parent: dict, key: str, path: str, required: bool = True) -> dict | None:
-    value = _get(parent, key, path)
-    if value is _MISSING or (value is None and not required):
+def obj(parent: dict, key: str, path: str, required: bool = True) -> dict | None:
+    value = get(parent, key, path)
+    if value is MISSING or (value is None and not required):
         if required:
             raise Iperf3Error(f"{path}.{key} is missing")
         return None
     if not isinstance(value, dict):
-        raise Iperf3Error(f"{path}.{key} must be a JSON object, got {_type(value)}")
+        raise Iperf3Error(f"{path}.{key} must be a JSON object, got {type_name(value)}")
     return value
 
 
-def _num(parent: dict, key: str, path: str, lo: float, hi: float, integer: bool = False,
+def num(parent: dict, key: str, path: str, lo: float, hi: float, integer: bool = False,
          required: bool = True) -> float | int | None:
-    value = _get(parent, key, path)
-    if value is _MISSING:
+    value = get(parent, key, path)
+    if value is MISSING:
         if required:
             raise Iperf3Error(f"{path}.{key} is missing")
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Iperf3Error(f"{path}.{key} must be a number, got {_show(value)}")
+        raise Iperf3Error(f"{path}.{key} must be a number, got {show(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise Iperf3Error(f"{path}.{key} is {value}, not a finite number")
     if not lo <= value <= hi:  # before any conversion: a huge int does not fit a float
-        raise Iperf3Error(f"{path}.{key} = {_show(value)} is outside the sane range [{lo}, {hi}]")
+        raise Iperf3Error(f"{path}.{key} = {show(value)} is outside the sane range [{lo}, {hi}]")
     if not integer:
         return float(value)
     if isinstance(value, float):
@@ -102,22 +102,22 @@ def _num(parent: dict, key: str, path: str, lo: float, hi: float, integer: bool 
     return value
 
 
-def _flag(parent: dict, key: str, path: str) -> bool | None:
+def flag(parent: dict, key: str, path: str) -> bool | None:
     """iperf3 writes flags as 0/1 (test_start) or true/false (sender); absent -> None."""
-    value = _get(parent, key, path)
-    if value is _MISSING:
+    value = get(parent, key, path)
+    if value is MISSING:
         return None
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise Iperf3Error(f"{path}.{key} must be 0/1 or true/false, got {_show(value)}")
+    raise Iperf3Error(f"{path}.{key} must be 0/1 or true/false, got {show(value)}")
 
 
-def _list(parent: dict, key: str, path: str) -> list:
-    value = _get(parent, key, path)
-    if value is _MISSING:
+def array(parent: dict, key: str, path: str) -> list:
+    value = get(parent, key, path)
+    if value is MISSING:
         return []
     if not isinstance(value, list):
-        raise Iperf3Error(f"{path}.{key} must be a JSON array, got {_type(value)}")
+        raise Iperf3Error(f"{path}.{key} must be a JSON array, got {type_name(value)}")
     return value

@@ -1,5 +1,5 @@
 """Parsing the HTTP load generators' per-request output (fortio's JSON access log, `hey -o csv`) into
-http-requests.json rows, and a run's summary of them. Pure functions; see http.py for the formats and their quirks."""
+http-requests.json rows, and a run's summary of them. Pure functions; see run.py for the formats and their quirks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any, Callable, Sequence
 
+from edgebench.drivers.protocol import Record, ToolFormat
 from edgebench.errors import EdgebenchError
 
 # time resolution of each client's per-request times, ms: fortio prints seconds with %f (1 us), hey with %4.4f
@@ -208,8 +209,8 @@ PARSERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 }
 
 
-def normalize(text: str, tool: str) -> dict[str, Any]:
-    """{"tool", "metrics", "samples"} from one load generator output: `samples` are the http-requests.json rows,
+def parse(text: str, tool: str) -> Record:
+    """The Record of one load generator output: `samples` are the http-requests.json rows,
     `metrics` the contract's summary plus `client` (= tool) and `resolution_ms` (the tool's time resolution).
     Raises HttpDriverError for an unknown tool or output the tool's parser cannot read."""
     if tool not in PARSERS:
@@ -218,6 +219,21 @@ def normalize(text: str, tool: str) -> dict[str, Any]:
     return {"tool": tool, "metrics": {**summarize(rows), "client": tool, "resolution_ms": RESOLUTION_MS[tool]},
             "samples": rows}
 
+
+
+def _parse_fortio(text: str) -> Record:
+    return parse(text, "fortio")
+
+
+def _parse_hey(text: str) -> Record:
+    return parse(text, "hey")
+
+
+FORMATS = (
+    ToolFormat("fortio", _parse_fortio, "fortio-access.jsonl", "http-requests.json",
+               "fortio load access log (-access-log-format json, one line per request)"),
+    ToolFormat("hey", _parse_hey, "hey.csv", "http-requests.json", "hey -o csv output"),
+)
 
 def dropped_request(seq: int) -> dict[str, Any]:
     """The http-requests.json row for a request that was planned but has no line in the client's output (the

@@ -11,12 +11,12 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from edgebench import sh
-from edgebench.drivers.ddsperf_parse import DdsperfError
+from edgebench.drivers.ddsperf.scan import DdsperfError
 
 SECURITY_LIBS = ("libdds_security_auth", "libdds_security_ac", "libdds_security_crypto")
 
 
-def _security_xml(sec: dict[str, str]) -> str:
+def security_xml(sec: dict[str, str]) -> str:
     """Domain/Security (element names: config_file_reference.rst "//CycloneDDS/Domain/Security"). Values are
     URIs (`file:/abs/path`); Library@path is the plugin's absolute file name (see security_config())."""
     def lib(kind: str) -> str:
@@ -47,7 +47,7 @@ def _security_xml(sec: dict[str, str]) -> str:
         "    </Security>"])
 
 
-def _find_security_libs() -> dict[str, str]:
+def find_security_libs() -> dict[str, str]:
     """{"auth": path, "ac": path, "crypto": path} for the plugins found (Debian puts them in a private dir
     next to libddsc, e.g. /usr/lib/x86_64-linux-gnu/libddsc0debian/)."""
     roots = []
@@ -83,7 +83,7 @@ def security_support() -> str | None:
     loadable, openssl available to make certificates), else the reason."""
     import ctypes
 
-    libs = _find_security_libs()
+    libs = find_security_libs()
     missing = [lib for lib in SECURITY_LIBS if lib.rsplit("_", 1)[1] not in libs]
     if missing:
         return (f"cyclonedds on this machine ships no DDS Security plugins "
@@ -263,9 +263,9 @@ def make_security_material(directory: str, *, kinds: dict[str, str] | None = Non
 
 def security_config(material: dict[str, Any], libs: dict[str, str] | None = None) -> dict[str, str]:
     """The `security` dict for cyclone_config(). Plugins: Library@path = the absolute file name found by
-    _find_security_libs() (Debian keeps them in libddsc0debian/, off the loader's path, so the default bare
+    find_security_libs() (Debian keeps them in libddsc0debian/, off the loader's path, so the default bare
     names "dds_security_auth" etc. would need LD_LIBRARY_PATH; absolute paths need no environment)."""
-    libs = libs or _find_security_libs()
+    libs = libs or find_security_libs()
     missing = [k for k in ("auth", "ac", "crypto") if k not in libs]
     if missing:
         raise DdsperfError(f"DDS Security plugins not found: {', '.join(missing)}")
@@ -292,6 +292,6 @@ def security_record(material: dict[str, Any], libs: dict[str, str] | None = None
         "identity": {"shared_by_all_participants": True, "key": material["key"], "subject": material["subject"],
                      "identity_ca_subject": material["ca_subject"],
                      "permissions_ca_subject": material["ca_subject"]},
-        "plugins": dict(libs or _find_security_libs()),
+        "plugins": dict(libs or find_security_libs()),
         "signed": "S/MIME (openssl smime -sign -text) by the permissions CA",
     }

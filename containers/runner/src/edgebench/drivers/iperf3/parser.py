@@ -1,4 +1,4 @@
-"""iperf3 driver. `parse` / `normalize` are pure: they take the client's `-J` output and return the metrics record.
+"""Reading iperf3's client `-J` output (pure): `parse_metrics` gives the metrics, `parse` the Record of one output.
 
 What each iperf3 version puts where in its JSON, with the source lines this parser relies on, is in
 docs/tool-formats/iperf3.md. In short: the receiver's figures come from `end.sum_received` (TCP, and UDP from 3.11
@@ -8,28 +8,12 @@ out of range, inconsistent or of the wrong JSON type raises Iperf3Error naming t
 """
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-from typing import Any, Sequence
+from typing import Any
 
-from edgebench import sh
-from edgebench.drivers import listening
-from edgebench.drivers.iperf3_json import (_MISSING, Iperf3Error, _flag, _get, _list, _load, _message, _num,
-                                          _obj, _show, _type)
-
-
-def server_cmd(port: int) -> list[str]:
-    return ["iperf3", "--server", "--one-off", "--json", "--port", str(port)]
-
-
-def client_cmd(target: str, port: int, protocol: str, length: int, duration: int, bitrate: str = "0") -> list[str]:
-    argv = ["iperf3", "--client", target, "--port", str(port), "--json", "--time", str(duration),
-            "--length", str(length)]
-    if protocol == "udp":
-        argv += ["--udp", "--bitrate", bitrate]
-    return argv
-
+from edgebench.drivers.iperf3.reader import (MISSING, Iperf3Error, array, flag, get, load, message, num, obj, show,
+                                            type_name)
+from edgebench.drivers.protocol import Record, ToolFormat
 
 # --- Sane ranges. A value outside them is not a measurement but a broken or corrupted output: Iperf3Error. -------
 MAX_THROUGHPUT_MBPS = 1e7  # 10 Tbit/s: above any NIC or loopback; a bigger rate comes from a bad time or byte count
@@ -47,10 +31,10 @@ RECEIVED_OVER_SENT_MAX = 1.01  # received bytes may exceed sent bytes only by du
 def _sum(end: dict, key: str, path: str, udp_receiver: bool = False) -> dict[str, Any]:
     """One end.sum_* object, checked: bytes, seconds and bits_per_second agree; UDP receiver fields in range."""
     where = f"{path}.{key}"
-    s = _obj(end, key, path)
-    nbytes = _num(s, "bytes", where, 0, MAX_COUNT, integer=True)
-    seconds = _num(s, "seconds", where, 0, MAX_SECONDS)
-    bps = _num(s, "bits_per_second", where, 0, MAX_THROUGHPUT_MBPS * 1e6)
+    s = obj(end, key, path)
+    nbytes = num(s, "bytes", where, 0, MAX_COUNT, integer=True)
+    seconds = num(s, "seconds", where, 0, MAX_SECONDS)
+    bps = num(s, "bits_per_second", where, 0, MAX_THROUGHPUT_MBPS * 1e6)
     if nbytes and not seconds:
         raise Iperf3Error(f"{where} has {nbytes} bytes in {seconds} seconds: no rate can be derived")
     expected = nbytes * 8 / seconds if seconds else 0.0
@@ -58,12 +42,12 @@ def _sum(end: dict, key: str, path: str, udp_receiver: bool = False) -> dict[str
         raise Iperf3Error(f"{where}.bits_per_second = {bps} does not match bytes*8/seconds = {expected} "
                           f"({nbytes} bytes in {seconds} s)")
     out = {"bytes": nbytes, "seconds": seconds, "mbps": bps / 1e6,
-           "retransmits": _num(s, "retransmits", where, 0, MAX_COUNT, integer=True, required=False),
-           "packets": _num(s, "packets", where, 0, MAX_COUNT, integer=True, required=udp_receiver)}
+           "retransmits": num(s, "retransmits", where, 0, MAX_COUNT, integer=True, required=False),
+           "packets": num(s, "packets", where, 0, MAX_COUNT, integer=True, required=udp_receiver)}
     if udp_receiver:
-        out["jitter_ms"] = _num(s, "jitter_ms", where, 0, MAX_JITTER_MS)
-        out["lost_packets"] = _num(s, "lost_packets", where, 0, MAX_COUNT, integer=True)
-        out["lost_percent"] = _num(s, "lost_percent", where, 0, 100)
+        out["jitter_ms"] = num(s, "jitter_ms", where, 0, MAX_JITTER_MS)
+        out["lost_packets"] = num(s, "lost_packets", where, 0, MAX_COUNT, integer=True)
+        out["lost_percent"] = num(s, "lost_percent", where, 0, 100)
         if out["lost_packets"] > out["packets"]:
             raise Iperf3Error(f"{where}.lost_packets = {out['lost_packets']} exceeds packets = {out['packets']}")
         if nbytes and not out["packets"]:
@@ -86,45 +70,45 @@ def _stream_side(stream: Any, i: int, path: str) -> tuple[dict, bool | None]:
     """(the stream's sender-side or udp object, its `sender` flag: True = this host sent the stream)."""
     where = f"{path}.streams[{i}]"
     if not isinstance(stream, dict):
-        raise Iperf3Error(f"{where} must be a JSON object, got {_type(stream)}")
-    side = _obj(stream, "sender", where, required=False)
+        raise Iperf3Error(f"{where} must be a JSON object, got {type_name(stream)}")
+    side = obj(stream, "sender", where, required=False)
     name = "sender"
     if side is None:
-        side, name = _obj(stream, "udp", where, required=False), "udp"
+        side, name = obj(stream, "udp", where, required=False), "udp"
     if side is None:
         raise Iperf3Error(f"{where} has neither a sender nor a udp object")
-    return side, _flag(side, "sender", f"{where}.{name}")
+    return side, flag(side, "sender", f"{where}.{name}")
 
 
 def _mean_rtt(end: dict, path: str, host_sent: bool, bidir: bool) -> float | None:
     """Mean over the streams this host sent of their mean_rtt (µs). iperf3 writes 0 when it has no RTT sample
     (a stream it only received, or no tcp_info), so zeros are 'not measured', not 0 µs."""
     rtts = []
-    for i, stream in enumerate(_list(end, "streams", path)):
+    for i, stream in enumerate(array(end, "streams", path)):
         side, sender = _stream_side(stream, i, path)
         if sender is None and bidir:
             raise Iperf3Error(f"{path}.streams[{i}].sender.sender is missing: cannot tell the stream's direction")
         if (host_sent if sender is None else sender) != host_sent:
             continue
-        rtt = _num(side, "mean_rtt", f"{path}.streams[{i}]", 0, MAX_RTT_US, integer=True, required=False)
+        rtt = num(side, "mean_rtt", f"{path}.streams[{i}]", 0, MAX_RTT_US, integer=True, required=False)
         if rtt:
             rtts.append(rtt)
     return sum(rtts) / len(rtts) if rtts else None
 
 
 def _cpu(end: dict, key: str) -> float | None:
-    cpu = _obj(end, "cpu_utilization_percent", "end", required=False)
-    return None if cpu is None else _num(cpu, key, "end.cpu_utilization_percent", 0, MAX_CPU_PCT, required=False)
+    cpu = obj(end, "cpu_utilization_percent", "end", required=False)
+    return None if cpu is None else num(cpu, key, "end.cpu_utilization_percent", 0, MAX_CPU_PCT, required=False)
 
 
 def _server_end(doc: dict) -> dict | None:
     """The server's own end section, when the client ran with --get-server-output and the server with JSON."""
-    server = _obj(doc, "server_output_json", "", required=False)
+    server = obj(doc, "server_output_json", "", required=False)
     if server is None:
         return None
-    if _get(server, "error", "server_output_json") is not _MISSING:
-        raise Iperf3Error(f"iperf3 server: {_message(server['error'])}")
-    return _obj(server, "end", "server_output_json")
+    if get(server, "error", "server_output_json") is not MISSING:
+        raise Iperf3Error(f"iperf3 server: {message(server['error'])}")
+    return obj(server, "end", "server_output_json")
 
 
 def _direction(doc: dict, end: dict, protocol: str, suffix: str, client_sent: bool, bidir: bool,
@@ -133,7 +117,7 @@ def _direction(doc: dict, end: dict, protocol: str, suffix: str, client_sent: bo
     server -> client direction of a --bidir test. client_sent: the client is this direction's sender."""
     received_key = "sum_received" + suffix
     udp = protocol == "udp"
-    if udp and _get(end, received_key, "end") is _MISSING:
+    if udp and get(end, received_key, "end") is MISSING:
         sent, recv = _udp_receiver_pre_3_11(doc, end, suffix, client_sent, version)
         where = f"server_output_json.end.{received_key}"
     else:
@@ -173,7 +157,7 @@ def _udp_receiver_pre_3_11(doc: dict, end: dict, suffix: str, client_sent: bool,
     (client -> server direction, server >= 3.11), or refuse."""
     what = f"iperf3 {version}" if version else "this iperf3"
     server_end = _server_end(doc) if client_sent else None
-    if server_end is None or _get(server_end, "sum_received" + suffix, "server_output_json.end") is _MISSING:
+    if server_end is None or get(server_end, "sum_received" + suffix, "server_output_json.end") is MISSING:
         if not client_sent:
             how = "rerun with iperf3 >= 3.11 (the client was the receiver)"
         elif server_end is not None:
@@ -185,41 +169,41 @@ def _udp_receiver_pre_3_11(doc: dict, end: dict, suffix: str, client_sent: bool,
                           f"bytes and bits_per_second are the sender's; {how}")
     # end.sum: bytes = sender's total, bits_per_second = bytes*8/sender time, seconds = the receiver's time
     # (iperf_api.c 3.10 lines 3652 and 3714), so only bytes and rate are checked here
-    s = _obj(end, "sum" + suffix, "end")
-    nbytes = _num(s, "bytes", "end.sum", 0, MAX_COUNT, integer=True)
-    bps = _num(s, "bits_per_second", "end.sum", 0, MAX_THROUGHPUT_MBPS * 1e6)
+    s = obj(end, "sum" + suffix, "end")
+    nbytes = num(s, "bytes", "end.sum", 0, MAX_COUNT, integer=True)
+    bps = num(s, "bits_per_second", "end.sum", 0, MAX_THROUGHPUT_MBPS * 1e6)
     if (nbytes == 0) != (bps == 0) or (bps and nbytes * 8 / bps > MAX_SECONDS):
         raise Iperf3Error(f"end.sum: {nbytes} bytes at {bps} bit/s is not a sender's total and rate")
-    packets = _num(s, "packets", "end.sum", 0, MAX_COUNT, integer=True, required=False)
+    packets = num(s, "packets", "end.sum", 0, MAX_COUNT, integer=True, required=False)
     sent = {"bytes": nbytes, "mbps": bps / 1e6, "packets": packets, "retransmits": None}
     return sent, _sum(server_end, "sum_received" + suffix, "server_output_json.end", udp_receiver=True)
 
 
-def parse(text: str) -> dict[str, Any]:
+def parse_metrics(text: str) -> dict[str, Any]:
     """Metrics from iperf3 client JSON (3.x): receiver-side throughput, UDP jitter/loss from the receiver, TCP RTT
     from the sender. Raises Iperf3Error for iperf3's own errors and for any output it cannot vouch for."""
-    doc = _load(text)
+    doc = load(text)
     if not isinstance(doc, dict):
-        raise Iperf3Error(f"iperf3 output must be a JSON object, got {_type(doc)}")
-    error = _get(doc, "error", "")
-    if error is not _MISSING:
-        raise Iperf3Error(f"iperf3: {_message(error)}")
-    start = _obj(doc, "start", "")
-    test_start = _obj(start, "test_start", "start")
-    protocol = _get(test_start, "protocol", "start.test_start")
+        raise Iperf3Error(f"iperf3 output must be a JSON object, got {type_name(doc)}")
+    error = get(doc, "error", "")
+    if error is not MISSING:
+        raise Iperf3Error(f"iperf3: {message(error)}")
+    start = obj(doc, "start", "")
+    test_start = obj(start, "test_start", "start")
+    protocol = get(test_start, "protocol", "start.test_start")
     if not isinstance(protocol, str) or protocol.upper() not in ("TCP", "UDP"):
-        raise Iperf3Error(f"start.test_start.protocol must be \"TCP\" or \"UDP\", got {_show(protocol)}")
+        raise Iperf3Error(f"start.test_start.protocol must be \"TCP\" or \"UDP\", got {show(protocol)}")
     protocol = protocol.lower()
-    version = _get(start, "version", "start")
-    if version is not _MISSING and not (isinstance(version, str) and 0 < len(version) <= 100):
-        raise Iperf3Error(f"start.version must be a short string, got {_type(version)}")
-    version = None if version is _MISSING else version.removeprefix("iperf ").strip()
-    end = _obj(doc, "end", "")
+    version = get(start, "version", "start")
+    if version is not MISSING and not (isinstance(version, str) and 0 < len(version) <= 100):
+        raise Iperf3Error(f"start.version must be a short string, got {type_name(version)}")
+    version = None if version is MISSING else version.removeprefix("iperf ").strip()
+    end = obj(doc, "end", "")
     if not end:
         raise Iperf3Error("iperf3 JSON has an empty end section: the test did not finish")
 
-    reverse = bool(_flag(test_start, "reverse", "start.test_start"))
-    bidir_flag = _flag(test_start, "bidir", "start.test_start")  # iperf3 >= 3.13 only
+    reverse = bool(flag(test_start, "reverse", "start.test_start"))
+    bidir_flag = flag(test_start, "bidir", "start.test_start")  # iperf3 >= 3.13 only
     bidir_sums = any(k.endswith("_bidir_reverse") for k in end)
     bidir = bool(bidir_flag) or bidir_sums
     if bidir and not bidir_sums:
@@ -227,7 +211,7 @@ def parse(text: str) -> dict[str, Any]:
     if bidir and reverse:
         raise Iperf3Error("start.test_start says both reverse and bidir, which iperf3 does not allow")
     if not bidir:  # every stream must run the way test_start.reverse says
-        for i, stream in enumerate(_list(end, "streams", "end")):
+        for i, stream in enumerate(array(end, "streams", "end")):
             _, sender = _stream_side(stream, i, "end")
             if sender is not None and sender == reverse:
                 raise Iperf3Error(f"end.streams[{i}] was {'sent' if sender else 'received'} by the client, but "
@@ -248,66 +232,9 @@ def parse(text: str) -> dict[str, Any]:
     return out
 
 
-def normalize(text: str) -> dict[str, Any]:
-    """The normalized record of one iperf3 client JSON output (see edgebench.parsing): no per-sample rows."""
-    return {"tool": "iperf3", "metrics": parse(text), "samples": []}
+def parse(text: str) -> Record:
+    """The Record of one iperf3 client JSON output: no per-sample rows."""
+    return {"tool": "iperf3", "metrics": parse_metrics(text), "samples": []}
 
 
-def version() -> str:
-    try:
-        out = sh.call(["iperf3", "--version"], capture_output=True, text=True, timeout=10).stdout
-    except FileNotFoundError:
-        return "missing"
-    return out.split("\n", 1)[0].strip()
-
-
-def _wait_listening(server_ns_cmd: Sequence[str], port: int, proc: subprocess.Popen, timeout: float = 10) -> None:
-    listening.wait(server_ns_cmd, "tcp", port, proc, "iperf3", Iperf3Error, timeout)
-
-
-def _no_output_error(client, returncode: int, stderr: bytes) -> str:
-    """Why a client printed nothing. `kubectl exec` whose stream breaks (the node's kubelet or containerd killed or
-    restarted mid-run) exits 0 with no output and no message: say so rather than 'output is not JSON'."""
-    lines = stderr.decode(errors="replace").strip().splitlines()
-    if lines:
-        return f"iperf3 client failed (exit code {returncode}): {lines[-1][:300]}"
-    argv = client.cmd([])
-    if argv[:1] == ["kubectl"] and "exec" in argv:
-        pod = getattr(client, "pod", "?")
-        node = getattr(client, "node", "?")
-        return (f"iperf3 client printed nothing (kubectl exec into pod {pod} on node {node} exited {returncode} "
-                "without output: its stream ended before the result - the node's kubelet or container runtime "
-                "stopped or restarted during the run?)")
-    return f"iperf3 client printed nothing (exit code {returncode}, no message)"
-
-
-def measure(client, server, target: str, port: int, protocol: str, length: int, duration: int,
-            bitrate: str = "0") -> tuple[dict[str, bytes], dict[str, Any] | None, str | None]:
-    """Run one iperf3 test: server in `server`'s namespace, client in `client`'s, connecting to `target`.
-
-    Returns (raw files, metrics or None, error or None). Raw output is returned even when the run failed.
-    """
-    server_prefix = server.cmd([])
-    srv = sh.popen(server.cmd(server_cmd(port)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    raw: dict[str, bytes] = {}
-    try:
-        _wait_listening(server_prefix, port, srv)
-        cli = sh.call(client.cmd(client_cmd(target, port, protocol, length, duration, bitrate)),
-                             capture_output=True, timeout=duration + 60)
-        raw["iperf3-client.json"] = cli.stdout
-        if cli.stderr:
-            raw["iperf3-client.stderr"] = cli.stderr
-        try:
-            srv_out, _ = srv.communicate(timeout=15)
-            raw["iperf3-server.json"] = srv_out
-        except subprocess.TimeoutExpired:
-            srv.kill()
-        if not cli.stdout.strip():  # nothing measured: say why (e.g. kubectl exec refused, or its stream broke)
-            return raw, None, _no_output_error(client, cli.returncode, cli.stderr)
-        return raw, parse(cli.stdout.decode(errors="replace")), None
-    except (Iperf3Error, subprocess.TimeoutExpired) as exc:
-        return raw, None, str(exc)
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+FORMAT = ToolFormat("iperf3", parse, "iperf3-client.json", None, "iperf3 client JSON (-J / --json), TCP or UDP, 3.x")

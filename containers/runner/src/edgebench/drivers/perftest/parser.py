@@ -31,25 +31,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgebench.drivers.ddsperf_parse import SAMPLE_KEYS
-from edgebench.drivers.perftest_formats import (_LATENCY_KINDS, _THROUGHPUT_KINDS, LIMITS, METRIC_KEYS,
-                                                PerftestParseError, _detect, _parse_csv, _parse_json, _parse_legacy,
-                                                _Row, _snippet)
+from edgebench.drivers.ddsperf.scan import METRIC_KEYS, SAMPLE_KEYS
+from edgebench.drivers.perftest.readers import detect_format, read_csv, read_json, read_legacy
+from edgebench.drivers.perftest.rows import (LATENCY_KINDS, LIMITS, THROUGHPUT_KINDS, PerftestParseError, Row,
+                                           snippet)
+from edgebench.drivers.protocol import Record, ToolFormat
 
 # --- shared ------------------------------------------------------------------------------------------------------
 
-def _rows(text: str) -> list[_Row]:
+def _rows(text: str) -> list[Row]:
     if not isinstance(text, str):
         raise PerftestParseError(f"Perftest output must be text, not {type(text).__name__}")
-    fmt = _detect(text)
-    rows = {"json": _parse_json, "legacy": _parse_legacy, "csv": _parse_csv}[fmt](text)
+    fmt = detect_format(text)
+    rows = {"json": read_json, "legacy": read_legacy, "csv": read_csv}[fmt](text)
     _check_sequences(rows)
     return rows
 
 
-def _check_sequences(rows: list[_Row]) -> None:
+def _check_sequences(rows: list[Row]) -> None:
     """Throughput intervals carry running totals (samples received, lost): within one size they never go down."""
-    prev: dict[Any, _Row] = {}
+    prev: dict[Any, Row] = {}
     for r in rows:
         if r.kind != "throughput_interval":
             continue
@@ -64,11 +65,11 @@ def _check_sequences(rows: list[_Row]) -> None:
 
 def _no_results(text: str, what: str) -> PerftestParseError:
     cut = (" (the last line has no newline and was taken as cut off)"
-           if text and not text.endswith("\n") and _detect(text) != "json" else "")
-    return PerftestParseError(f"{what}{cut}: {_snippet(text)}")
+           if text and not text.endswith("\n") and detect_format(text) != "json" else "")
+    return PerftestParseError(f"{what}{cut}: {snippet(text)}")
 
 
-def parse(text: str, subscriber: int | None = None) -> list[dict[str, Any]]:
+def parse_samples(text: str, subscriber: int | None = None) -> list[dict[str, Any]]:
     """dds-samples.json rows of every interval line (both kinds, every size), in output order.
 
     Latency intervals (role "ping"): Perftest prints one line per received pong, not per second, carrying that one
@@ -82,7 +83,7 @@ def parse(text: str, subscriber: int | None = None) -> list[dict[str, Any]]:
     return _samples(_rows(text), subscriber)
 
 
-def _samples(rows: list[_Row], subscriber: int | None) -> list[dict[str, Any]]:
+def _samples(rows: list[Row], subscriber: int | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     n: dict[Any, int] = {}
     lost_prev: dict[Any, float] = {}
@@ -106,7 +107,7 @@ def _samples(rows: list[_Row], subscriber: int | None) -> list[dict[str, Any]]:
 
 def summarize(text: str) -> dict[str, Any]:
     """Metrics (the ddsperf metric keys) from the *last* summary of each kind (a -scan run prints one per size; use
-    normalize(length=...) to pick one). Latency from the publisher's latency summary; throughput from a subscriber's
+    parse(length=...) to pick one). Latency from the publisher's latency summary; throughput from a subscriber's
     throughput summary (one subscriber per output: sum several outputs upstream). Extra keys: length_bytes,
     latency_std_us, latency_p9999_us, lost_percent, total_samples. Raises PerftestParseError without any summary."""
     m: dict[str, Any] = dict.fromkeys(METRIC_KEYS)
@@ -135,7 +136,7 @@ def summarize(text: str) -> dict[str, Any]:
 _ROLES = {"pub": "pub", "ping": "pub", "publisher": "pub", "sub": "sub", "subscriber": "sub"}
 
 
-def normalize(text: str, **options: Any) -> dict[str, Any]:
+def parse(text: str, **options: Any) -> Record:
     """{"tool": "perftest", "metrics", "samples"} of one Perftest process's output.
 
     Options: role = "pub" (alias "ping": the publisher, which reports latency) or "sub" (a subscriber, which reports
@@ -146,8 +147,8 @@ def normalize(text: str, **options: Any) -> dict[str, Any]:
     metrics: the 15 DDS run metrics (docs/results-layout.md "DDS runs"). Publisher: latency_mean/min/max/p50/p90/p99_us
     from the latency summary, cpu_pub_pct from its CPU column (-cpu); latency_count is null (Perftest prints no
     count). Subscriber: samples_per_s, throughput_mbps (= per_subscriber_mbps) and lost_samples from the throughput
-    summary, cpu_sub_pct. RSS is never printed by Perftest (null). samples: parse()'s rows of that side and size.
-    Raises PerftestParseError for anything else, including an output without the side's summary."""
+    summary, cpu_sub_pct. RSS is never printed by Perftest (null). samples: parse_samples()'s rows of that side and
+    size. Raises PerftestParseError for anything else, including an output without the side's summary."""
     unknown = set(options) - {"role", "subscriber", "length"}
     if unknown:
         raise PerftestParseError(f"unknown option(s) {', '.join(sorted(unknown))} (known: role, subscriber, length)")
@@ -158,7 +159,7 @@ def normalize(text: str, **options: Any) -> dict[str, Any]:
     if subscriber is not None and (isinstance(subscriber, bool) or not isinstance(subscriber, int) or subscriber < 1):
         raise PerftestParseError(f"subscriber must be a positive integer, not {subscriber!r}")
     rows = _rows(text)
-    sides = {("pub" if r.kind in _LATENCY_KINDS else "sub") for r in rows}
+    sides = {("pub" if r.kind in LATENCY_KINDS else "sub") for r in rows}
     if role is not None:
         side = _ROLES[role]
         if side not in sides:
@@ -171,7 +172,7 @@ def normalize(text: str, **options: Any) -> dict[str, Any]:
                                  "pass role=pub or role=sub")
     else:
         side = sides.pop()
-    kinds = _LATENCY_KINDS if side == "pub" else _THROUGHPUT_KINDS
+    kinds = LATENCY_KINDS if side == "pub" else THROUGHPUT_KINDS
     mine = [r for r in rows if r.kind in kinds]
     lengths = sorted({int(r.v["length"]) for r in mine if r.v.get("length") is not None})  # type: ignore[arg-type]
     length = options.get("length")
@@ -200,3 +201,7 @@ def normalize(text: str, **options: Any) -> dict[str, Any]:
                  lost_samples=int(v["lost"]), cpu_sub_pct=v.get("cpu"))  # type: ignore[arg-type]
     samples = _samples(mine, subscriber)
     return {"tool": "perftest", "metrics": m, "samples": samples}
+
+
+FORMAT = ToolFormat("perftest", parse, "perftest.txt", "dds-samples.json",
+                    "RTI Perftest output (legacy text, CSV, -noPrint CSV or JSON)")

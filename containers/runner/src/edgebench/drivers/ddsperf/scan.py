@@ -1,6 +1,6 @@
-"""Scanning one ddsperf process's output (see ddsperf.py for the formats) into checked per-second lines: the samples
-(parse) and the CPU/RSS lines (parse_stats). Pure functions; DdsperfError for anything ddsperf cannot have printed.
-ddsperf_parse builds a run's metrics from them."""
+"""Scanning one ddsperf process's output (see run.py for the formats) into checked per-second lines: the samples
+(parse_samples) and the CPU/RSS lines (parse_stats). Pure functions; DdsperfError for anything ddsperf cannot have
+printed. parser.py builds a run's metrics from them."""
 
 from __future__ import annotations
 
@@ -8,17 +8,21 @@ import json
 import re
 from typing import Any
 
-from edgebench.drivers.numbers import checked_number, complete_lines as _lines
+from edgebench.drivers.common.numbers import checked_number, complete_lines as _lines
 from edgebench.errors import EdgebenchError
 
 SAMPLE_KEYS = ("t_s", "role", "subscriber", "peer", "latency_mean_us", "latency_min_us", "latency_p50_us",
                "latency_p90_us", "latency_p99_us", "latency_max_us", "latency_count", "samples_per_s",
                "throughput_mbps", "lost_samples")
+# the 15 DDS run metrics (docs/results-layout.md "DDS runs"), in the manifest's order; Perftest's parser gives them too
+METRIC_KEYS = ("latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
+               "latency_max_us", "latency_count", "samples_per_s", "throughput_mbps", "per_subscriber_mbps",
+               "lost_samples", "cpu_pub_pct", "rss_pub_mb", "cpu_sub_pct", "rss_sub_mb")
 
 # Lines of one ddsperf process (0.10.x and master print them with the same formats, src/tools/ddsperf/ddsperf.c
 # print_stats/latencystat_print, cputime.c print_cputime): "[pid] " then, for the per-second lines, "%.3f " seconds
 # since the process started, then one of the bodies below. Values are captured loosely (\S+) and checked by
-# _checknum, so a malformed number gives an error naming the field instead of a silently skipped line.
+# checknum, so a malformed number gives an error naming the field instead of a silently skipped line.
 _PREFIX = r"^\[(?P<pid>\d+)\]\s+(?P<t>\S+)\s+"
 _LAT_BODY = (r"(?P<sublat>sublat\s+)?(?P<peer>\S+)\s+size\s+(?P<size>\S+)\s+mean\s+(?P<mean>\S+?)us\s+"
              r"min\s+(?P<min>\S+?)us\s+50%\s+(?P<p50>\S+?)us\s+90%\s+(?P<p90>\S+?)us\s+99%\s+(?P<p99>\S+?)us\s+"
@@ -78,11 +82,11 @@ LIMITS: dict[str, tuple[float, float, str]] = {
 _INTS = {"size", "cnt", "total", "totlost", "delta", "lost", "vcsw", "ivcsw", "thread"}
 
 
-def _snippet(text: str) -> str:
+def snippet(text: str) -> str:
     return json.dumps(text[:200], ensure_ascii=False) if text else "(empty output)"
 
 
-def _checknum(field: str, tok: Any, where: str, scale: float = 1.0) -> float:
+def checknum(field: str, tok: Any, where: str, scale: float = 1.0) -> float:
     """One checked number: finite, not negative, a whole number for counts, within LIMITS[field] (after scale)."""
     lo, hi, what = LIMITS[field]
     if isinstance(tok, bool) or not isinstance(tok, (str, int, float)):
@@ -91,7 +95,7 @@ def _checknum(field: str, tok: Any, where: str, scale: float = 1.0) -> float:
                           scale=scale)
 
 
-class _Scan:
+class Scan:
     """The checked contents of one process's output."""
 
     def __init__(self) -> None:
@@ -104,10 +108,10 @@ class _Scan:
         self.pid: int | None = None
 
 
-def _scan(text: str) -> _Scan:
+def scan_text(text: str) -> Scan:
     if not isinstance(text, str):
         raise DdsperfError(f"ddsperf output must be text, not {type(text).__name__}")
-    sc = _Scan()
+    sc = Scan()
     pids: set[int] = set()
     seen: dict[tuple, int] = {}
 
@@ -141,9 +145,9 @@ def _scan(text: str) -> _Scan:
             lm = re.match(_LAT_BODY, rest)
             if not lm:
                 raise DdsperfError(f"{where}: malformed ddsperf latency line: {line[:160]!r}")
-            t = _checknum("t", tok, where)
+            t = checknum("t", tok, where)
             g = lm.groupdict()
-            v = {f: _checknum(f, g[f], where) for f in ("size", "mean", "min", "p50", "p90", "p99", "max", "cnt")}
+            v = {f: checknum(f, g[f], where) for f in ("size", "mean", "min", "p50", "p90", "p99", "max", "cnt")}
             for a, b in (("min", "p50"), ("p50", "p90"), ("p90", "p99"), ("p99", "max"), ("min", "mean"),
                          ("mean", "max")):
                 if v[a] > v[b] + 0.0015 + 1e-9 * v[b]:
@@ -154,12 +158,12 @@ def _scan(text: str) -> _Scan:
             tm = re.match(_SUB_BODY, rest)
             if not tm:
                 raise DdsperfError(f"{where}: malformed ddsperf throughput line: {line[:160]!r}")
-            t = _checknum("t", tok, where)
+            t = checknum("t", tok, where)
             g = tm.groupdict()
-            v = {f: _checknum(f, g[f], where) for f in ("size", "total", "totlost", "delta", "lost", "ksps", "mbps")}
+            v = {f: checknum(f, g[f], where) for f in ("size", "total", "totlost", "delta", "lost", "ksps", "mbps")}
             for f in ("ksps10", "mbps10"):
                 if g[f] is not None:
-                    _checknum(f, g[f], where)
+                    checknum(f, g[f], where)
             if v["delta"] > v["total"] or v["lost"] > v["totlost"]:
                 raise DdsperfError(f"{where}: the second's counts exceed the run's totals")
             once(("tp", t), n)
@@ -168,19 +172,19 @@ def _scan(text: str) -> _Scan:
             cm = re.match(_CPU_BODY, rest)
             if not cm:
                 raise DdsperfError(f"{where}: malformed ddsperf CPU/RSS line: {line[:160]!r}")
-            t = _checknum("t", tok, where)
+            t = checknum("t", tok, where)
             g = cm.groupdict()
-            _checknum("vcsw", g["vcsw"], where)
-            _checknum("ivcsw", g["ivcsw"], where)
+            checknum("vcsw", g["vcsw"], where)
+            checknum("ivcsw", g["ivcsw"], where)
             rss = None
             if g["rss"] is not None:
-                rss = _checknum("rss", g["rss"], where, {"kB": 1 / 1024, "MB": 1.0, "GB": 1024.0}[g["unit"]])
+                rss = checknum("rss", g["rss"], where, {"kB": 1 / 1024, "MB": 1.0, "GB": 1024.0}[g["unit"]])
             cpu, names = 0.0, []
             for th in (g["threads"] or "").split():
                 tm2 = THREAD_RE.match(th)
                 if not tm2:
                     raise DdsperfError(f"{where}: malformed thread CPU {th[:40]!r} (expected name:U%+S%)")
-                cpu += _checknum("thread", tm2.group("u"), where) + _checknum("thread", tm2.group("s"), where)
+                cpu += checknum("thread", tm2.group("u"), where) + checknum("thread", tm2.group("s"), where)
                 names.append(tm2.group("name"))
             if g["peer"]:
                 if not g["stale"]:
@@ -189,7 +193,7 @@ def _scan(text: str) -> _Scan:
                 once(("own", t), n)
                 sc.own.append((t, cpu, rss, names))
         elif _HIST_BODY.match(rest):
-            _checknum("t", tok, where)
+            checknum("t", tok, where)
             sc.hist += 1
     sc.pid = pids.pop() if pids else None
     return sc
@@ -201,7 +205,7 @@ def _sample(t: float | None, role: str, subscriber: int | None, peer: str | None
     return s
 
 
-def _samples(sc: _Scan, text: str, role: str, subscriber: int | None) -> list[dict[str, Any]]:
+def samples_of(sc: Scan, text: str, role: str, subscriber: int | None) -> list[dict[str, Any]]:
     if role not in ROLES:
         raise DdsperfError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     out: list[dict[str, Any]] = []
@@ -221,19 +225,19 @@ def _samples(sc: _Scan, text: str, role: str, subscriber: int | None) -> list[di
     who = f"role {role}" + (f", subscriber {subscriber}" if role == "sub" and subscriber is not None else "")
     cut = " (the last line has no newline and was taken as cut off)" if text and not text.endswith("\n") else ""
     if role == "ping" and not out:
-        raise DdsperfError(f"ddsperf printed no latency samples ({who}){cut}: {_snippet(text)}")
+        raise DdsperfError(f"ddsperf printed no latency samples ({who}){cut}: {snippet(text)}")
     if role == "sub" and not sc.tp:
-        raise DdsperfError(f"ddsperf printed no throughput samples ({who}){cut}: {_snippet(text)}")
+        raise DdsperfError(f"ddsperf printed no throughput samples ({who}){cut}: {snippet(text)}")
     return out
 
 
-def parse(text: str, role: str, subscriber: int | None = None) -> list[dict[str, Any]]:
+def parse_samples(text: str, role: str, subscriber: int | None = None) -> list[dict[str, Any]]:
     """dds-samples.json objects from one process's output: latency lines of `ping` (one per pong peer and
     second; `peer` = "host:pid", or the publication handle in hex once the peer is gone) and throughput lines of
     `sub` (`subscriber` = the caller's 1-based number; `sublat` lines of `sub -l` carry latency instead).
     `pong`/`pub` output yields no samples. Raises DdsperfError for malformed output (see _scan) and for a ping
     without latency lines or a sub without throughput lines: such a process measured nothing."""
-    return _samples(_scan(text), text, role, subscriber)
+    return samples_of(scan_text(text), text, role, subscriber)
 
 
 def _agg(rows: list[tuple[float, float | None]]) -> dict[str, Any]:
@@ -246,7 +250,7 @@ def _agg(rows: list[tuple[float, float | None]]) -> dict[str, Any]:
             "lines": len(rows)}
 
 
-def _stats(sc: _Scan) -> dict[str, Any]:
+def stats_of(sc: Scan) -> dict[str, Any]:
     return {**_agg([(c, r) for _, c, r, _ in sc.own]), "pid": sc.pid if sc.own else None,
             "peers": {k: _agg(v) for k, v in sc.peers.items()}}
 
@@ -257,4 +261,4 @@ def parse_stats(text: str) -> dict[str, Any]:
     "peers": {"host:pid": {"cpu_pct", "rss_mb", "lines"}}} (the peers' lines only appear with -c).
     Seconds in which no thread used >= 0.5% CPU print no line and are not counted (no line at all: None values).
     Raises DdsperfError for malformed output (see _scan)."""
-    return _stats(_scan(text))
+    return stats_of(scan_text(text))

@@ -1,122 +1,14 @@
-"""Reading the three RTI Perftest output formats (legacy text, CSV, JSON) into checked rows; see perftest.py for
-the formats and their sources. PerftestParseError for anything Perftest cannot have printed."""
+"""Reading the three RTI Perftest output formats (legacy text, CSV, JSON) into checked rows (rows.py); see parser.py
+for the formats and their sources. PerftestParseError for anything Perftest cannot have printed."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from typing import Any
 
-from edgebench.drivers.numbers import checked_number, complete_lines as _lines
-from edgebench.errors import EdgebenchError
-
-METRIC_KEYS = ("latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
-               "latency_max_us", "latency_count", "samples_per_s", "throughput_mbps", "per_subscriber_mbps",
-               "lost_samples", "cpu_pub_pct", "rss_pub_mb", "cpu_sub_pct", "rss_sub_mb")
-
-
-class PerftestParseError(EdgebenchError, ValueError):
-    """The text is not a Perftest output this parser can read without guessing."""
-
-
-# field -> (lowest, highest, what it is); values outside are rejected as absurd
-LIMITS: dict[str, tuple[float, float, str]] = {
-    "length": (1, 2 ** 31, "sample size (bytes)"),
-    "latency": (0, 1e9, "one-way latency (us)"),
-    "ave": (0, 1e9, "mean latency (us)"),
-    "std": (0, 1e9, "latency standard deviation (us)"),
-    "min": (0, 1e9, "minimum latency (us)"),
-    "max": (0, 1e9, "maximum latency (us)"),
-    "p50": (0, 1e9, "50th percentile latency (us)"),
-    "p90": (0, 1e9, "90th percentile latency (us)"),
-    "p99": (0, 1e9, "99th percentile latency (us)"),
-    "p9999": (0, 1e9, "99.99th percentile latency (us)"),
-    "p999999": (0, 1e9, "99.9999th percentile latency (us)"),
-    "total": (0, 1e15, "total samples"),
-    "sps": (0, 1e9, "samples/s"),
-    "sps_ave": (0, 1e9, "average samples/s"),
-    "mbps": (0, 1e7, "Mbps"),
-    "mbps_ave": (0, 1e7, "average Mbps"),
-    "lost": (0, 1e15, "lost samples"),
-    "lost_pct": (0, 100, "lost samples (%)"),
-    "cpu": (0, 110, "CPU (%)"),
-    "ser": (0, 1e9, "serialization time (us)"),
-    "deser": (0, 1e9, "deserialization time (us)"),
-    "ser_total": (0, 1e9, "serialization + deserialization time (us)"),
-}
-_TIME_FIELDS = {"latency", "ave", "std", "min", "max", "p50", "p90", "p99", "p9999", "p999999", "ser", "deser",
-                "ser_total"}
-# time columns a "(ns)" header converts to microseconds (serialization times are not: Perftest measures them in
-# microseconds whatever the clock, see the "Serialization/Deserialization: %0.3f us" line of the legacy format)
-_SCALED_FIELDS = _TIME_FIELDS - {"ser", "deser", "ser_total"}
-_INT_FIELDS = {"length", "total", "lost"}
-_LATENCY_KINDS = ("latency_interval", "latency_summary")
-_THROUGHPUT_KINDS = ("throughput_interval", "throughput_summary")
-
-
-class _Row:
-    __slots__ = ("kind", "v", "where")
-
-    def __init__(self, kind: str, v: dict[str, float | None], where: str):
-        self.kind, self.v, self.where = kind, v, where
-
-
-def _snippet(text: str) -> str:
-    s = text[:200].replace("\n", "\\n")
-    return repr(s) if s else "(empty output)"
-
-
-def _value(field: str, raw: Any, where: str, scale: float = 1.0) -> float | None:
-    """One number, checked: finite, not negative, within LIMITS[field]. Perftest prints a NaN standard deviation when
-    the variance rounds below zero; that one field becomes None, every other NaN is an error."""
-    what = LIMITS[field][2] if field in LIMITS else field
-    if isinstance(raw, bool) or raw is None or isinstance(raw, (list, dict)):
-        raise PerftestParseError(f"{where}: {what} is {json.dumps(raw) if not isinstance(raw, str) else raw!r}, "
-                                 "not a number")
-    if isinstance(raw, str):
-        tok = raw.strip()
-        if not tok:
-            raise PerftestParseError(f"{where}: {what} is empty")
-        raw = tok
-    lo, hi, _ = LIMITS.get(field, (0, 1e15, field))
-    return checked_number(raw, what=what, where=where, bounds=(lo, hi), error=PerftestParseError,
-                          whole=field in _INT_FIELDS, scale=scale if field in _SCALED_FIELDS else 1.0,
-                          nan_is_none=field == "std")
-
-
-def _check_row(r: _Row) -> _Row:
-    """Consistency Perftest's own arithmetic guarantees (within print rounding)."""
-    v = r.v
-
-    def le(a: str, b: str) -> None:
-        x, y = v.get(a), v.get(b)
-        if x is not None and y is not None and x > y + 0.5 + 1e-9 * y:
-            raise PerftestParseError(f"{r.where}: {LIMITS[a][2]} {x:g} is above {LIMITS[b][2]} {y:g}")
-
-    if r.kind == "latency_summary":
-        for a, b in (("min", "p50"), ("p50", "p90"), ("p90", "p99"), ("p99", "p9999"), ("p9999", "p999999"),
-                     ("p999999", "max"), ("min", "ave"), ("ave", "max")):
-            le(a, b)
-    elif r.kind == "latency_interval":
-        for a, b in (("min", "latency"), ("latency", "max"), ("min", "ave"), ("ave", "max")):
-            le(a, b)
-    return r
-
-
-def _require(r: _Row, fields: Iterable[str]) -> _Row:
-    missing = [f for f in fields if r.v.get(f) is None]
-    if missing:
-        raise PerftestParseError(f"{r.where}: no {', '.join(LIMITS[f][2] for f in missing)}")
-    return r
-
-
-_REQUIRED = {"latency_interval": ("latency",), "latency_summary": ("ave", "min", "max", "p50", "p90", "p99"),
-             "throughput_interval": ("total", "sps", "mbps", "lost"),
-             "throughput_summary": ("total", "sps_ave", "mbps_ave", "lost")}
-
-
-def _finish(r: _Row) -> _Row:
-    return _check_row(_require(r, _REQUIRED[r.kind]))
+from edgebench.drivers.common.numbers import complete_lines as _lines
+from edgebench.drivers.perftest.rows import PerftestParseError, Row, checked_value, finish_row
 
 
 # --- format detection --------------------------------------------------------------------------------------------
@@ -124,7 +16,7 @@ def _finish(r: _Row) -> _Row:
 _LEGACY_START = re.compile(r"^\s*(One[ -]way Latency:|Length:\s*\S+\s+(Latency|Packets):|Packets:\s)", re.I)
 
 
-def _detect(text: str) -> str:
+def detect_format(text: str) -> str:
     s = text.lstrip("\ufeff \t\r\n")
     if s.startswith(("{", "[")):
         return "json"
@@ -208,8 +100,8 @@ _TITLES = [
 _NUMLIKE = re.compile(r"^\s*[-+.\d]|^\s*-?nan\b|^\s*inf", re.I)
 
 
-def _parse_csv(text: str) -> list[_Row]:
-    rows: list[_Row] = []
+def read_csv(text: str) -> list[Row]:
+    rows: list[Row] = []
     title: str | None = None
     header: tuple[str, list[str], list[float]] | None = None  # (kind, fields, scales)
     seen_header = False
@@ -259,8 +151,8 @@ def _parse_csv(text: str) -> list[_Row]:
             for f, sc, c in zip(fields, scales, cells):
                 if f.startswith("?"):
                     continue  # a column this parser does not know: not used
-                v[f] = _value(f, c, f"{where}", sc)
-            rows.append(_finish(_Row(kind, v, where)))
+                v[f] = checked_value(f, c, f"{where}", sc)
+            rows.append(finish_row(Row(kind, v, where)))
     return rows
 
 
@@ -287,8 +179,8 @@ _LEG_TP_SUM = re.compile(
 _LEG_LENGTH = re.compile(r"^\*+ New data length is (\S+)\s*$")
 
 
-def _parse_legacy(text: str) -> list[_Row]:
-    rows: list[_Row] = []
+def read_legacy(text: str) -> list[Row]:
+    rows: list[Row] = []
     length: float | None = None
     for n, line in _lines(text):
         s = line.strip()
@@ -297,7 +189,7 @@ def _parse_legacy(text: str) -> list[_Row]:
             m = _LEG_LENGTH.match(s)
             if not m:
                 raise PerftestParseError(f"{where}: malformed 'New data length' line {s[:80]!r}")
-            length = _value("length", m.group(1), where)
+            length = checked_value("length", m.group(1), where)
             continue
         for rx, kind in ((_LEG_LAT_SUM, "latency_summary"), (_LEG_LAT_INT, "latency_interval"),
                          (_LEG_TP_SUM, "throughput_summary"), (_LEG_TP_INT, "throughput_interval")):
@@ -314,10 +206,10 @@ def _parse_legacy(text: str) -> list[_Row]:
         for f, raw in g.items():
             if f == "unit" or raw is None:
                 continue
-            v[f] = _value(f, raw, where, scale)
+            v[f] = checked_value(f, raw, where, scale)
         if kind.endswith("interval"):
             v["length"] = length
-        rows.append(_finish(_Row(kind, v, where)))
+        rows.append(finish_row(Row(kind, v, where)))
     return rows
 
 
@@ -332,7 +224,7 @@ _JSON_KEYS = {"latency": "latency", "latency_ave": "ave", "latency_std": "std", 
               "deserialize": "deser", "total_s": "ser_total"}
 
 
-def _parse_json(text: str) -> list[_Row]:
+def read_json(text: str) -> list[Row]:
     # Perftest prints a NaN standard deviation as C's "nan"/"-nan", which is not JSON
     text = re.sub(r'("latency_std"\s*:\s*)-?nan\b', r"\1null", text)
     try:
@@ -347,12 +239,12 @@ def _parse_json(text: str) -> list[_Row]:
     blocks = doc["perftest"]
     if not isinstance(blocks, list):
         raise PerftestParseError(f"Perftest JSON: \"perftest\" must be a list of blocks, not {type(blocks).__name__}")
-    rows: list[_Row] = []
+    rows: list[Row] = []
     for i, block in enumerate(blocks):
         where = f"perftest[{i}]"
         if not isinstance(block, dict):
             raise PerftestParseError(f"{where} must be an object, not {type(block).__name__}")
-        length = _value("length", block["length"], f"{where}.length") if "length" in block else None
+        length = checked_value("length", block["length"], f"{where}.length") if "length" in block else None
         intervals = block.get("intervals", [])
         if not isinstance(intervals, list):
             raise PerftestParseError(f"{where}.intervals must be a list, not {type(intervals).__name__}")
@@ -366,7 +258,7 @@ def _parse_json(text: str) -> list[_Row]:
                     if k == "latency_std" and val is None:
                         out["std"] = None
                         continue
-                    out[_JSON_KEYS[k]] = _value(_JSON_KEYS[k], val, f"{w}.{k}")
+                    out[_JSON_KEYS[k]] = checked_value(_JSON_KEYS[k], val, f"{w}.{k}")
             if out.get("length") is None:
                 out["length"] = length
             return out
@@ -380,7 +272,7 @@ def _parse_json(text: str) -> list[_Row]:
                 kind = "throughput_interval"
             else:
                 raise PerftestParseError(f"{w} holds neither latency nor packets")
-            rows.append(_finish(_Row(kind, r, w)))
+            rows.append(finish_row(Row(kind, r, w)))
         if "summary" in block:
             w = f"{where}.summary"
             r = conv(block["summary"], w)
@@ -390,5 +282,5 @@ def _parse_json(text: str) -> list[_Row]:
                 kind = "throughput_summary"
             else:
                 raise PerftestParseError(f"{w} holds neither latency nor packets")
-            rows.append(_finish(_Row(kind, r, w)))
+            rows.append(finish_row(Row(kind, r, w)))
     return rows

@@ -24,9 +24,9 @@ line per call, written by periodic.fileAccessLogger.Report in fortio v1.66.5:
 
 fortio does not split a call into connect / write / wait / read: those fields are null. fortio's fast client
 reads a whole reply into one buffer (`-httpbufferkb`, default 128 KB; a bigger reply is cut and the connection
-breaks), so `load_cmd` sizes the buffer for the expected reply.
+breaks), so command.load_cmd sizes the buffer for the expected reply.
 
-`parse_fortio_access_log`, `parse_hey_csv`, `normalize` and `summarize` are pure. `hey -o csv` (the client before
+parser.py (`parse_fortio_access_log`, `parse_hey_csv`, `parse`, `summarize`) is pure. `hey -o csv` (the client before
 fortio; kept for `edgebench parse --tool hey`) prints seconds with `%4.4f`, a 0.1 ms resolution; its quirks:
   * requests that failed at the transport level get NO row at all (only counted in a summary `-o csv` omits);
   * a run without any answered request prints the header line alone;
@@ -49,76 +49,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from edgebench import sh
-from edgebench.drivers.http_parse import (MAX_RESPONSE_MS, PHASE_TOLERANCE_MS, RESOLUTION_MS,  # noqa: F401
-                                          HttpDriverError, dropped_request, normalize, parse_fortio_access_log,
-                                          parse_hey_csv, percentile, summarize)
-
-SERVICES = ("payload-echo", "payload-recv", "static-reply")
-STATIC_REPLY_BYTES = 1000
-CLIENT = "fortio"  # the load generator `measure` runs
-REQUEST_TIMEOUT_S = 30  # per request (fortio -timeout: connect and read); generous for 1 MB over slow/lossy links
-HTTP_BUFFER_MIN_KB = 128  # fortio's default -httpbufferkb
-HTTP_BUFFER_HEADROOM_KB = 64  # reply headers and slack on top of the reply body
-
-
-# tools -----------------------------------------------------------------------------------------------
-def fortio_path() -> str:
-    """`fortio` from PATH, else from $EDGEBENCH_TOOLS (default ~/.local/share/edgebench/tools), else bare "fortio"
-    (so running it fails with FileNotFoundError, which `measure` reports as an error)."""
-    return sh.exe(CLIENT)
+from edgebench.drivers.http import command
+from edgebench.drivers.http.parser import (RESOLUTION_MS, HttpDriverError, dropped_request, parse_fortio_access_log,
+                                           summarize)
 
 
 def version() -> dict[str, str]:
     """{"fortio": `fortio version`}: fortio is both the load client and the server; "missing" if absent."""
     try:
-        r = sh.call([fortio_path(), "version"], capture_output=True, text=True, timeout=10)
+        r = sh.call([command.fortio_path(), "version"], capture_output=True, text=True, timeout=10)
         return {"fortio": (r.stdout.strip() or r.stderr.strip()).split("\n", 1)[0] or "unknown"}
     except FileNotFoundError:
         return {"fortio": "missing"}
-
-
-# commands --------------------------------------------------------------------------------------------
-def server_cmd(port: int) -> list[str]:
-    """fortio's HTTP echo server only (as the edgebench-http image): no gRPC, redirector, tcp/udp echo or UI."""
-    return [fortio_path(), "server", "-http-port", str(port), "-grpc-port", "disabled",
-            "-redirect-port", "disabled", "-tcp-port", "disabled", "-udp-port", "disabled", "-ui-path", ""]
-
-
-def request_plan(service: str, payload_bytes: int) -> tuple[str, str, int]:
-    """(method, path, request body size in bytes) for one service."""
-    if service not in SERVICES:
-        raise HttpDriverError(f"unknown HTTP service {service!r} (known: {', '.join(SERVICES)})")
-    if payload_bytes < 0:
-        raise HttpDriverError(f"payload size must be >= 0, got {payload_bytes}")
-    if service == "payload-echo":
-        return "POST", "/echo", payload_bytes
-    if service == "payload-recv":
-        return "POST", "/echo?size=0", payload_bytes
-    return "GET", f"/echo?size={STATIC_REPLY_BYTES}", 0
-
-
-def reply_bytes(service: str, payload_bytes: int) -> int:
-    """The reply body size a service gives for a request of `payload_bytes`."""
-    request_plan(service, payload_bytes)  # validates
-    return {"payload-echo": payload_bytes, "payload-recv": 0, "static-reply": STATIC_REPLY_BYTES}[service]
-
-
-def load_cmd(url: str, method: str, body_file: str | None, requests: int, reply_size: int = 0) -> list[str]:
-    """fortio load: `requests` sequential calls by 1 goroutine over 1 kept-alive connection, no rate limit, no
-    warm-up call; one JSON access-log line per call on stdout, fortio's own report on stderr. The method is set
-    explicitly (fortio would pick GET for an empty body); without a body file the request has no body. The fast
-    client's buffer holds `reply_size` bytes plus headers."""
-    if requests < 1:
-        raise HttpDriverError(f"requests must be >= 1, got {requests}")
-    if reply_size < 0:
-        raise HttpDriverError(f"reply size must be >= 0, got {reply_size}")
-    buffer_kb = max(HTTP_BUFFER_MIN_KB, -(-reply_size // 1024) + HTTP_BUFFER_HEADROOM_KB)
-    argv = [fortio_path(), "load", "-c", "1", "-n", str(requests), "-qps", "-1",
-            "-timeout", f"{REQUEST_TIMEOUT_S}s", "-httpbufferkb", str(buffer_kb), "-X", method,
-            "-access-log-file", "/dev/stdout", "-access-log-format", "json"]
-    if body_file is not None:
-        argv += ["-payload-file", str(body_file), "-content-type", "application/octet-stream"]
-    return [*argv, url]
 
 
 # running ---------------------------------------------------------------------------------------------
@@ -159,8 +101,8 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
     status 200. Never raises for run-time failures (missing tools, no server, timeouts); an unknown service or a
     negative size raise HttpDriverError.
     """
-    method, path, body_bytes = request_plan(service, payload_bytes)
-    reply_size = reply_bytes(service, payload_bytes)
+    method, path, body_bytes = command.request_plan(service, payload_bytes)
+    reply_size = command.reply_bytes(service, payload_bytes)
     raw: dict[str, bytes] = {}
     workdir = Path(tempfile.mkdtemp(prefix="edgebench-http-"))
     log_path = workdir / "fortio-server.log"
@@ -177,13 +119,13 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
                 raise HttpDriverError(f"could not write the {body_bytes}-byte payload in the client: "
                                       f"{made.stderr.decode(errors='replace').strip()}")
         with open(log_path, "wb") as log:
-            srv = sh.popen(server.cmd(server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
+            srv = sh.popen(server.cmd(command.server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, cwd=workdir)
         _wait_listening(server.cmd([]), port, srv, log_path)
         url = f"http://{target}:{port}{path}"
-        cli = sh.call(client.cmd(load_cmd(url, method, body_file, requests, reply_size)),
+        cli = sh.call(client.cmd(command.load_cmd(url, method, body_file, requests, reply_size)),
                              capture_output=True, stdin=subprocess.DEVNULL,
-                             timeout=requests * REQUEST_TIMEOUT_S + 30)
+                             timeout=requests * command.REQUEST_TIMEOUT_S + 30)
         raw["fortio-access.jsonl"] = cli.stdout
         raw["fortio-load.log"] = cli.stderr
         if cli.returncode != 0:
@@ -195,7 +137,8 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
             raise HttpDriverError(f"fortio logged {logged} requests, {requests} were planned")
         rows += [dropped_request(seq) for seq in range(logged + 1, requests + 1)]
         raw["http-requests.json"] = json.dumps(rows, indent=1).encode()
-        metrics = {**summarize(rows, expected=requests), "client": CLIENT, "resolution_ms": RESOLUTION_MS[CLIENT]}
+        metrics = {**summarize(rows, expected=requests), "client": command.CLIENT,
+                   "resolution_ms": RESOLUTION_MS[command.CLIENT]}
         problems = []
         if logged < requests:
             problems.append(f"fortio logged {logged} of {requests} requests")

@@ -1,15 +1,13 @@
-"""ddsperf's command lines and the Cyclone DDS configuration of its processes (pure functions; see ddsperf.py for
-the driver that runs them and the output formats)."""
+"""ddsperf's command lines and the Cyclone DDS configuration of its processes (pure functions; see run.py for the
+driver that runs them and the output formats)."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Sequence
 from xml.sax.saxutils import quoteattr
 
-from edgebench import sh
-from edgebench.drivers.dds_security import _security_xml
-from edgebench.drivers.ddsperf_parse import BATCHINGS, DISCOVERIES, RELIABILITIES
+from edgebench.drivers.ddsperf.parser import BATCHINGS, DISCOVERIES, RELIABILITIES
+from edgebench.drivers.ddsperf.security import security_xml
 
 # Participant indices probed by unicast (static-peers) discovery: index i listens on 7400+250*domain+10+2*i.
 # 13 ddsperf processes on one host (1 pub + 12 subs) need indices 0..12; leave some headroom.
@@ -128,17 +126,6 @@ def cyclone_config(discovery: str, peers: Sequence[str] | None, allow_multicast:
         lines += ["      </Peers>"]
     lines.append("    </Discovery>")
     if security:
-        lines.append(_security_xml(security))
+        lines.append(security_xml(security))
     lines += ["  </Domain>", "</CycloneDDS>"]
     return "\n".join(lines) + "\n"
-
-
-def version() -> str:
-    try:
-        out = sh.call(["dpkg-query", "-W", "-f=${Version}", "cyclonedds-tools"], capture_output=True,
-                             text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            return f"cyclonedds-tools {out.stdout.strip()}"
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        pass
-    return "ddsperf (version unknown)" if sh.which("ddsperf") else "missing"

@@ -1,13 +1,14 @@
-"""Parsing ddsperf's output (see ddsperf.py for the formats): summaries of a run's per-second samples, role
-detection and the `edgebench parse` record, over what ddsperf_scan reads from each process's output (parse and
-parse_stats are re-exported here). Pure functions; DdsperfError for anything ddsperf cannot have printed."""
+"""Parsing ddsperf's output (see run.py for the formats): summaries of a run's per-second samples, role detection
+and the Record of one process's output (`parse`), over what scan.py reads from each process's output. Pure
+functions; DdsperfError for anything ddsperf cannot have printed."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from edgebench.drivers.ddsperf_scan import (LIMITS, ROLES, SAMPLE_KEYS, DdsperfError, _checknum,  # noqa: F401
-                                            _samples, _scan, _Scan, _snippet, _stats, parse, parse_stats)
+from edgebench.drivers.ddsperf.scan import (METRIC_KEYS, ROLES, DdsperfError, Scan, checknum, samples_of, scan_text,
+                                           snippet, stats_of)
+from edgebench.drivers.protocol import Record, ToolFormat
 
 MODES = ("latency", "throughput")
 RELIABILITIES = ("reliable", "best-effort")
@@ -34,10 +35,7 @@ def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _metrics() -> dict[str, Any]:
-    return {k: None for k in (
-        "latency_mean_us", "latency_min_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
-        "latency_max_us", "latency_count", "samples_per_s", "throughput_mbps", "per_subscriber_mbps",
-        "lost_samples", "cpu_pub_pct", "rss_pub_mb", "cpu_sub_pct", "rss_sub_mb")}
+    return dict.fromkeys(METRIC_KEYS)
 
 
 _SAMPLE_LIMITS = {"t_s": "t", "latency_mean_us": "mean", "latency_min_us": "min", "latency_p50_us": "p50",
@@ -46,10 +44,10 @@ _SAMPLE_LIMITS = {"t_s": "t", "latency_mean_us": "mean", "latency_min_us": "min"
 
 
 def _val(field: str, v: Any, where: str, scale: float = 1.0) -> float:
-    """A number that is already a number (int or float, not bool), checked like _checknum."""
+    """A number that is already a number (int or float, not bool), checked like checknum."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise DdsperfError(f"{where} is {v!r}, not a number")
-    return _checknum(field, v, where, scale)
+    return checknum(field, v, where, scale)
 
 
 def _checked(samples: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
@@ -136,7 +134,7 @@ def _add_stats(m: dict[str, Any], stats_by_role: dict[str, Any]) -> None:
              cpu_sub_pct=side(("pong", "sub"), "cpu_pct"), rss_sub_mb=side(("pong", "sub"), "rss_mb"))
 
 
-def _responder_text(text: str) -> str:
+def responder_text(text: str) -> str:
     """A responder's (pong/sub) output up to the first peer leaving: the idle seconds after the initiator left are
     not part of the run (what measure() counts for CPU/RSS)."""
     return text.split(": gone\n", 1)[0]
@@ -146,10 +144,10 @@ def detect_role(text: str) -> str:
     """ping (latency lines), sub (throughput or sublat lines), pub (rate histogram lines or a busy "pub" thread),
     ping (ping time-outs), pong (a busy "pong" thread); else DdsperfError. A pong normally prints only CPU/RSS lines,
     exactly like a ping or sub that measured nothing, so its role must usually be given."""
-    return _detect(_scan(text), text)
+    return _detect(scan_text(text), text)
 
 
-def _detect(sc: _Scan, text: str) -> str:
+def _detect(sc: Scan, text: str) -> str:
     ping = any(not x["sublat"] for x in sc.lat)
     sub = bool(sc.tp) or any(x["sublat"] for x in sc.lat)
     threads = {name for *_, names in sc.own for name in names}
@@ -167,10 +165,10 @@ def _detect(sc: _Scan, text: str) -> str:
         return "pong"
     raise DdsperfError("cannot tell the ddsperf role: no latency, throughput or publisher lines (a pong prints "
                        "only CPU/RSS lines, and so does a ping or sub that measured nothing); pass role=ping, pong, "
-                       f"pub or sub: {_snippet(text)}")
+                       f"pub or sub: {snippet(text)}")
 
 
-def normalize(text: str, **options: Any) -> dict[str, Any]:
+def parse(text: str, **options: Any) -> Record:
     """{"tool": "ddsperf", "metrics", "samples"} of one ddsperf process's output, as measure() would record it.
 
     Options: role = ping | pong | pub | sub (detected from the output when not given, see detect_role);
@@ -179,28 +177,32 @@ def normalize(text: str, **options: Any) -> dict[str, Any]:
     cpu/rss_pub; sub: this one subscriber's throughput (samples_per_s = throughput over its active seconds,
     per_subscriber_mbps = throughput_mbps) and cpu/rss_sub; pong / pub: only cpu/rss of their side, which need at
     least one CPU/RSS line. CPU/RSS of pong and sub count up to the first peer leaving, as in measure(); peers'
-    lines (-c) are not used. samples: parse()'s rows, sorted as in dds-samples.json."""
+    lines (-c) are not used. samples: parse_samples()'s rows, sorted as in dds-samples.json."""
     unknown = set(options) - {"role", "subscriber"}
     if unknown:
         raise DdsperfError(f"unknown option(s) {', '.join(sorted(unknown))} (known: role, subscriber)")
     subscriber = options.get("subscriber", 1)
     if subscriber is not None and (isinstance(subscriber, bool) or not isinstance(subscriber, int) or subscriber < 1):
         raise DdsperfError(f"subscriber must be a positive integer, not {subscriber!r}")
-    sc = _scan(text)
+    sc = scan_text(text)
     role = options.get("role")
     if role is None:
         role = _detect(sc, text)
     elif role not in ROLES:
         raise DdsperfError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-    samples = _samples(sc, text, role, subscriber if role in ("ping", "sub") else None)
-    st = _stats(sc) if role in ("ping", "pub") else _stats(_scan(_responder_text(text)))
+    samples = samples_of(sc, text, role, subscriber if role in ("ping", "sub") else None)
+    st = stats_of(sc) if role in ("ping", "pub") else stats_of(scan_text(responder_text(text)))
     if role in ("ping", "sub"):
         metrics = summarize("latency" if role == "ping" else "throughput", samples,
                             {role: st if role == "ping" else [st]})
     else:
         if not st["lines"]:
-            raise DdsperfError(f"ddsperf printed no CPU/RSS lines (role {role}): nothing measured: {_snippet(text)}")
+            raise DdsperfError(f"ddsperf printed no CPU/RSS lines (role {role}): nothing measured: {snippet(text)}")
         metrics = _metrics()
         _add_stats(metrics, {role: st})
     samples.sort(key=lambda s: (s["role"], s["subscriber"] or 0, s["t_s"]))
     return {"tool": "ddsperf", "metrics": metrics, "samples": samples}
+
+
+FORMAT = ToolFormat("ddsperf", parse, "ddsperf.log", "dds-samples.json",
+                    "Cyclone DDS ddsperf output of one process (ping, pong, pub or sub)")
