@@ -13,59 +13,86 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "containers" / "runner" / "src"))
-from edgebench.results.store import S3Config
-from edgebench.results import verdict as V
-KEY={'http':('response_p50_ms',False,'ms'),'dds':('latency_p90_us',False,'us'),'iperf3':('throughput_mbps',True,'Mbit/s')}
-cfg = S3Config.from_env(); c = cfg.client()
-def load(sweep, summary_only=True):
-    vals=collections.defaultdict(dict)
-    for o in c.list_objects(cfg.bucket, prefix=f"runs/{sweep}/", recursive=True):
-        if not o.object_name.endswith("manifest.json"): continue
-        m = json.loads(c.get_object(cfg.bucket, o.object_name).read())
-        if m["status"]!="ok": continue
-        w=m['workload']; k=KEY.get(w)
-        if not k or k[0] not in m['metrics']: continue
-        if w=='dds' and m['metrics'].get('latency_p90_us') is None: continue
-        var=(w,m.get('protocol'),m.get('path'),m.get('placement'),m.get('length_bytes'),json.dumps(m.get('params'),sort_keys=True) if w!='dds' else '')
-        label=m['cni']+':'+str(m.get('cni_mode'))+':'+str(m.get('requested_version') or '')
-        vals[var][label]=vals[var].get(label,{}); vals[var][label][m['repetition']]=m['metrics'][k[0]]
-    return vals
-def judge(vals, base_of, d0=None, pool='none'):
-    out=collections.Counter(); fam=collections.Counter()
-    for var, cells in vals.items():
-        k=KEY[var[0]]; margin=V.margin_pct(V.family_of_unit(k[2]))
-        comps=[]
-        for label,r in cells.items():
-            b=base_of(label, cells)
-            if b is None: continue
-            h=cells[b]; reps=sorted(set(r)&set(h))
-            if len(reps)<2: continue
-            d=[r[i]-h[i] for i in reps]; hm=statistics.fmean(h[i] for i in reps)
-            comps.append((label, d, hm))
-        if not comps: continue
-        s2=[statistics.variance([x/hm for x in d]) for _,d,hm in comps]  # relative variance
-        dfs=[len(d)-1 for _,d,_ in comps]
-        s0=statistics.fmean(s2)  # pooled (equal df)
-        dpool=sum(dfs)
-        for (label,d,hm),v,df in zip(comps,s2,dfs):
-            n=len(d); mean=statistics.fmean(d)
-            if pool=='none': s2m, dft = v, df
-            elif pool=='full': s2m, dft = s0, dpool
-            else: s2m, dft = (d0*s0+df*v)/(d0+df), min(d0+df, dpool)
-            ci=V.t95(dft)*math.sqrt(s2m)*hm/math.sqrt(n)
-            verdict=V.decide(mean, ci, n, n, hm, k[1], margin)
-            out[verdict]+=1; fam[(var[0], verdict in V.DECISIVE)]+=1
-    return out, fam
-if __name__=='__main__':
-    sweep=sys.argv[1]; mode=sys.argv[2]
-    vals=load(sweep)
-    if mode=='host':
-        base=lambda label,cells: next((l for l in cells if l.startswith('host:')),None) if not label.startswith('host:') else None
-    else:  # A/A: label x:y:vA against x:y:vB (the first version)
-        def base(label,cells):
-            same=sorted(l for l in cells if l.rsplit(':',1)[0]==label.rsplit(':',1)[0])
-            return same[0] if len(same)==2 and label==same[1] else None
-    for pool,d0 in (('none',None),('mod',2),('mod',4),('mod',8),('full',None)):
-        o,f=judge(vals, base, d0, pool)
-        tot=sum(o.values()); dec=sum(v for k,v in o.items() if k in V.DECISIVE)
-        print(f"{pool:5} d0={d0}: decisive {dec}/{tot} {dict(o)}", {w: f"{f[(w,True)]}/{f[(w,True)]+f[(w,False)]}" for w in ('iperf3','dds','http')})
+from edgebench.results import verdict as V  # noqa: E402
+from edgebench.results.store import S3Config  # noqa: E402
+
+# workload -> (the summary's metric, higher is better, unit)
+METRIC = {"http": ("response_p50_ms", False, "ms"), "dds": ("latency_p90_us", False, "us"),
+          "iperf3": ("throughput_mbps", True, "Mbit/s")}
+PLANS = (("none", None), ("moderated", 2), ("moderated", 4), ("moderated", 8), ("full", None))
+
+
+def load(sweep: str) -> dict:
+    """variant -> label (cni:mode:requested version) -> repetition -> the summary metric, of the sweep's ok runs."""
+    cfg = S3Config.from_env()
+    client = cfg.client()
+    values: dict = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for o in client.list_objects(cfg.bucket, prefix=f"runs/{sweep}/", recursive=True):
+        if not o.object_name.endswith("manifest.json"):
+            continue
+        m = json.loads(client.get_object(cfg.bucket, o.object_name).read())
+        metric = METRIC.get(m["workload"])
+        if m["status"] != "ok" or not metric or m["metrics"].get(metric[0]) is None:
+            continue
+        params = "" if m["workload"] == "dds" else json.dumps(m.get("params"), sort_keys=True)
+        variant = (m["workload"], m.get("protocol"), m.get("path"), m.get("placement"), m.get("length_bytes"), params)
+        label = f"{m['cni']}:{m.get('cni_mode')}:{m.get('requested_version') or ''}"
+        values[variant][label][m["repetition"]] = m["metrics"][metric[0]]
+    return values
+
+
+def judge(values: dict, baseline_of, plan: str, d0: int | None) -> tuple[collections.Counter, collections.Counter]:
+    """Verdicts of every comparison with its baseline, paired by repetition, with the variance of each comparison
+    alone (`none`), shrunk toward the variant's mean with prior weight d0 (`moderated`), or that mean (`full`):
+    (verdict counts, (workload, decisive) counts)."""
+    verdicts: collections.Counter = collections.Counter()
+    families: collections.Counter = collections.Counter()
+    for variant, cells in values.items():
+        _, higher_is_better, unit = METRIC[variant[0]]
+        comps = []
+        for label, runs in cells.items():
+            base = baseline_of(label, cells)
+            if base is None:
+                continue
+            reps = sorted(set(runs) & set(cells[base]))
+            if len(reps) >= 2:
+                host_mean = statistics.fmean(cells[base][i] for i in reps)
+                comps.append(([runs[i] - cells[base][i] for i in reps], host_mean))
+        if not comps:
+            continue
+        rel_var = [statistics.variance([x / hm for x in d]) for d, hm in comps]
+        pooled, pooled_df = statistics.fmean(rel_var), sum(len(d) - 1 for d, _ in comps)
+        for (d, hm), var in zip(comps, rel_var):
+            n, df = len(d), len(d) - 1
+            if plan == "none":
+                s2, dft = var, df
+            elif plan == "full":
+                s2, dft = pooled, pooled_df
+            else:
+                s2, dft = (d0 * pooled + df * var) / (d0 + df), min(d0 + df, pooled_df)
+            ci = V.t95(dft) * math.sqrt(s2) * hm / math.sqrt(n)
+            verdict = V.decide(statistics.fmean(d), ci, n, n, hm, higher_is_better,
+                               V.margin_pct(V.family_of_unit(unit)))
+            verdicts[verdict] += 1
+            families[(variant[0], verdict in V.DECISIVE)] += 1
+    return verdicts, families
+
+
+def host_baseline(label: str, cells: dict) -> str | None:
+    return None if label.startswith("host:") else next((c for c in cells if c.startswith("host:")), None)
+
+
+def aa_baseline(label: str, cells: dict) -> str | None:
+    """A/A: a mode at its second label against its first."""
+    same = sorted(c for c in cells if c.rsplit(":", 1)[0] == label.rsplit(":", 1)[0])
+    return same[0] if len(same) == 2 and label == same[1] else None
+
+
+if __name__ == "__main__":
+    values = load(sys.argv[1])
+    baseline = host_baseline if sys.argv[2] == "host" else aa_baseline
+    for plan, d0 in PLANS:
+        verdicts, fam = judge(values, baseline, plan, d0)
+        decisive = sum(v for k, v in verdicts.items() if k in V.DECISIVE)
+        per = {w: f"{fam[(w, True)]}/{fam[(w, True)] + fam[(w, False)]}" for w in ("iperf3", "dds", "http")}
+        print(f"{plan:9} d0={d0}: decisive {decisive}/{sum(verdicts.values())} {dict(verdicts)} {per}")
