@@ -20,7 +20,9 @@ REPEAT     ?= -p repetitions=auto -p max-repetitions=6 -p time-budget=12m
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 sockperf cyclonedds-tools procps \
-                 cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc jq
+                 cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc jq \
+                 clang libbpf-dev
+# (clang and libbpf-dev build the testbed's eBPF forwarding for Cilium's modes: substrates/local/ebpf.py)
 # the lab's node test (tests/host/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
 # them, so `make sweep` does not bring an SSH server to a machine that had none
 TEST_PACKAGES := openssh-server openssh-client sudo

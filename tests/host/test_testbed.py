@@ -93,6 +93,35 @@ def test_kernel_dependent_datapaths_are_built_or_reported(tb, entry):
         assert netns() == []
 
 
+def test_cilium_pod_traffic_takes_the_ebpf_forwarding(tb):
+    """Cilium's modes forward pod traffic with tc programs (ebpf.py): with node 1's route to node 2's pods removed,
+    pod-to-pod across nodes still works (from_pod redirects to the tunnel device), while the node itself, which the
+    stack routes, can no longer reach them."""
+    state = tb.up(resolve_cni("cilium:vxlan"))
+    assert state["datapath"] == "ebpf-vxlan"
+    n1 = f"{PREFIX}-n1"
+    filters = subprocess.run(["ip", "netns", "exec", n1, "tc", "filter", "show", "dev", "cali11", "ingress"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "tc/from_pod]" in filters
+    link = json.loads(subprocess.run(["ip", "-n", n1, "-d", "-j", "link", "show", "cilium_vxlan"],
+                                     capture_output=True, text=True, check=True).stdout)[0]
+    assert link["linkinfo"]["info_data"].get("external") is True
+    far = tb.server("cross-node")
+    node_ping = ["ip", "netns", "exec", n1, "ping", "-c", "1", "-W", "2", far.ip]
+    assert subprocess.run(node_ping, capture_output=True).returncode == 0
+    subprocess.run(["ip", "-n", n1, "route", "del", "10.244.2.0/24"], check=True)
+    assert ping(tb.client(), far.ip)
+    assert subprocess.run(node_ping, capture_output=True).returncode != 0
+
+
+def test_without_the_ebpf_build_cilium_is_unsupported_and_nothing_is_built(tb, monkeypatch):
+    from edgebench.substrates.local import ebpf
+    monkeypatch.setattr(ebpf, "missing", lambda: "clang is not installed (apt-get install clang libbpf-dev)")
+    with pytest.raises(Unsupported, match="^unsupported: the eBPF forwarding cannot be built: clang is not"):
+        tb.up(resolve_cni("cilium:vxlan"))
+    assert netns() == []
+
+
 def test_unsupported_by_design_is_reported_without_touching_the_kernel(tb):
     with pytest.raises(Unsupported, match="eBPF"):
         tb.up(resolve_cni("calico:ebpf"))

@@ -13,6 +13,9 @@
 --   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed).
 -- Metrics: iperf3 throughput, DDS latency p90 (latency mode) or throughput (throughput mode), HTTP response p50.
 {%- set dims = cell_dimension_list() | reject('in', ['substrate', 'lab', 'distribution']) | list %}
+{#- the two sides meet on the CNI mode, not on the datapath's label: the testbed's is how it models the mode (it
+    changes when the model does: Cilium's ptp-* became ebpf-* with the eBPF forwarding), the real one is the CNI's #}
+{%- set meet = dims | reject('in', ['datapath']) | list %}
 {%- set group = dims | reject('in', ['cni', 'cni_mode', 'datapath']) | list %}
 with sides as (
 
@@ -48,7 +51,7 @@ with sides as (
 
 ), paired as (
 
-    select {{ column_list(dims, 't.') }}, t.workload, t.metric, t.config, r.lab as real_lab,
+    select {{ column_list(dims, 't.') }}, r.datapath as real_datapath, t.workload, t.metric, t.config, r.lab as real_lab,
            t.n_runs as testbed_n, t.host_n_runs as testbed_host_n,
            t.overhead_pct as testbed_overhead_pct, t.overhead_ci95_pct as testbed_overhead_ci95_pct,
            t.verdict as testbed_verdict,
@@ -59,7 +62,7 @@ with sides as (
     from sides t
     join sides r
       on  t.substrate = 'local' and r.substrate in ('ssh', 'kind')
-      and {{ columns_match('t', 'r', dims, null_safe=true, indent='\n      ') }}
+      and {{ columns_match('t', 'r', meet, null_safe=true, indent='\n      ') }}
       and t.workload = r.workload and t.metric = r.metric and t.config = r.config
 
 ), rank_pairs as (
@@ -87,7 +90,7 @@ with sides as (
 )
 
 select
-    {{ column_list(dims, 'p.') }}, p.workload, p.metric, p.config, p.real_lab,
+    {{ column_list(dims, 'p.') }}, p.real_datapath, p.workload, p.metric, p.config, p.real_lab,
     p.testbed_n, p.testbed_host_n, p.testbed_overhead_pct, p.testbed_overhead_ci95_pct, p.testbed_verdict,
     p.real_n, p.real_host_n, p.real_overhead_pct, p.real_overhead_ci95_pct, p.real_verdict,
     p.testbed_low_headroom_runs, p.real_low_headroom_runs,

@@ -10,6 +10,9 @@
 -- distribution (the testbed runs no distribution: the real side's is kept in real_distributions). Each real lab is
 -- compared on its own (real_lab): a Pi lab and the local lab are never pooled.
 {%- set dims = cell_dimension_list() | reject('in', ['substrate', 'lab', 'distribution']) | list %}
+{#- the two sides meet on the CNI mode, not on the datapath's label: the testbed's is how it models the mode (it
+    changes when the model does: Cilium's ptp-* became ebpf-* with the eBPF forwarding), the real one is the CNI's #}
+{%- set meet = dims | reject('in', ['datapath']) | list %}
 with metrics as (
 
     select {{ cell_dimension_columns() }},
@@ -44,7 +47,7 @@ with metrics as (
 
 ), paired as (
 
-    select {{ column_list(dims, 't.') }}, t.workload, t.metric, t.protocol,
+    select {{ column_list(dims, 't.') }}, r.datapath as real_datapath, t.workload, t.metric, t.protocol,
            t.path, t.placement, t.length_bytes, r.lab as real_lab, r.distributions as real_distributions,
            t.n as testbed_n, t.mean as testbed_mean, t.sd as testbed_sd,
            r.n as real_n, r.mean as real_mean, r.sd as real_sd,
@@ -53,7 +56,7 @@ with metrics as (
     from stats t
     join stats r
       on  t.substrate = 'local' and r.substrate in ('ssh', 'kind')
-      and {{ columns_match('t', 'r', dims, null_safe=true, indent='\n      ') }}
+      and {{ columns_match('t', 'r', meet, null_safe=true, indent='\n      ') }}
       and t.workload = r.workload and t.metric = r.metric
       and t.protocol = r.protocol and t.path = r.path and t.placement = r.placement
       and t.length_bytes is not distinct from r.length_bytes
@@ -69,8 +72,8 @@ with metrics as (
 )
 
 select
-    {{ column_list(dims) }}, cni = 'host' as is_host_baseline, workload, metric, protocol, path, placement,
-    length_bytes, real_lab, real_distributions,
+    {{ column_list(dims) }}, real_datapath, cni = 'host' as is_host_baseline, workload, metric, protocol, path,
+    placement, length_bytes, real_lab, real_distributions,
     testbed_n, testbed_mean, testbed_sd, real_n, real_mean, real_sd,
     testbed_mean / real_mean as ratio,
     (testbed_mean - real_mean - diff_ci95) / real_mean + 1 as ratio_ci_low,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from edgebench import sh
 from edgebench.plan.catalog import CniMode
+from edgebench.substrates.local import ebpf
 
 # the address plan
 LAN = ipaddress.ip_network("10.77.0.0/24")
@@ -43,6 +44,11 @@ def pod_ip(i: int, j: int) -> str:
 
 def gateway_ip(i: int) -> str:
     return str(pod_cidr(i).network_address + 1)
+
+
+def ptp_veth(i: int, j: int) -> str:
+    """The host-side veth of pod j on node i in the ptp attachment."""
+    return f"cali{i}{j}"
 
 
 def _mac(*octets: int) -> str:
@@ -88,12 +94,18 @@ class Datapath:
                          "oifname", bridge, "ct", "status", "dnat", "masquerade")
             else:
                 self._ptp_pods(i, mtu)
+        ebpf_tunnel = cm.local.get("forward") == "ebpf" and transport in ("vxlan", "geneve")
         keys = _Keys()
         for i in range(1, self.nodes + 1):
             for j in self.cluster_nodes(self.cluster_of(i)):  # a CNI connects the nodes of its own cluster only
                 if i != j:
-                    getattr(self, f"_transport_{transport}")(i, j, cm, keys)
+                    if ebpf_tunnel:
+                        self._transport_ebpf_tunnel(i, j, cm)
+                    else:
+                        getattr(self, f"_transport_{transport}")(i, j, cm, keys)
         keys.cleanup()
+        if cm.local.get("forward") == "ebpf":
+            self._attach_ebpf(cm, tunnel=ebpf_tunnel)
         if cm.local.get("multicast_flood"):
             for i in range(1, self.nodes + 1):
                 self._multicast_flood(i, cm)
@@ -154,7 +166,7 @@ class Datapath:
         """Calico style: /32 pod address, gateway 169.254.1.1 answered by the host veth, /32 route per pod."""
         ns = self.node_ns(i)
         for j in range(1, PODS_PER_NODE + 1):
-            host_if = f"cali{i}{j}"
+            host_if = ptp_veth(i, j)
             pns = self._veth_pod(i, j, host_if, mtu)
             self._ip(ns, "link", "set", host_if, "address", _mac(0xCA, i, j), "up")
             self._ip(pns, "addr", "add", f"{pod_ip(i, j)}/32", "dev", "eth0")
@@ -180,6 +192,35 @@ class Datapath:
         self._ip(ns, "route", "add", str(pod_cidr(j)), "via", peer_gw, "dev", dev, "onlink")
         self._ip(ns, "neigh", "add", peer_gw, "lladdr", _mac(0x0B, j), "dev", dev, "nud", "permanent")
         self._run(["bridge", "-n", ns, "fdb", "append", _mac(0x0B, j), "dev", dev, "dst", node_ip(j)])
+
+    def _transport_ebpf_tunnel(self, i: int, j: int, cm: CniMode) -> None:
+        """Cilium's tunnel: one collect-metadata (`external`) VXLAN or Geneve device per node, at the same interface
+        index in every node (ebpf.TUNNEL_IFINDEX), whose programs pick the peer per packet (ebpf.py); the route and
+        static neighbour per peer carry what the stack routes there (a host-network client, a service's DNAT)."""
+        ns, dev = self.node_ns(i), cm.local["device"]
+        if not self._has_link(ns, dev):
+            self._ip(ns, "link", "add", dev, "index", str(ebpf.TUNNEL_IFINDEX), "address", _mac(0x0B, i),
+                     "mtu", str(cm.mtu), "type", cm.local["transport"], "external", "dstport", str(cm.udp_port))
+            self._ip(ns, "addr", "add", f"{pod_cidr(i).network_address}/32", "dev", dev)
+            self._ip(ns, "link", "set", dev, "up")
+        peer_gw = str(pod_cidr(j).network_address)
+        self._ip(ns, "route", "add", str(pod_cidr(j)), "via", peer_gw, "dev", dev, "onlink")
+        self._ip(ns, "neigh", "add", peer_gw, "lladdr", _mac(0x0B, j), "dev", dev, "nud", "permanent")
+
+    def _attach_ebpf(self, cm: CniMode, tunnel: bool) -> None:
+        """The eBPF forwarding's programs (ebpf.py): on every pod's host-side veth (from_pod, or from_pod_routed
+        where the stack forwards), and on the device packets from other nodes arrive on (the tunnel device, else
+        the node's uplink or its encrypting device)."""
+        obj = ebpf.build(int(cm.local.get("vni", 0)))
+        arrive = cm.local["device"] if cm.local["transport"] != "routed" else "eth0"
+        for i in range(1, self.nodes + 1):
+            lines = []
+            for j in range(1, PODS_PER_NODE + 1):
+                lines += ebpf.tc_lines(ptp_veth(i, j), "ingress", obj, "from_pod" if tunnel else "from_pod_routed")
+            lines += ebpf.tc_lines(arrive, "ingress", obj, "from_overlay")
+            if tunnel:
+                lines.append(f"filter add dev {arrive} egress bpf direct-action obj {obj} sec tc/to_overlay")
+            self._ns(self.node_ns(i), "tc", "-batch", "-", input="\n".join(lines) + "\n")
 
     def _transport_geneve(self, i: int, j: int, cm: CniMode, keys: "_Keys") -> None:
         """One point-to-point Geneve device per peer, onlink route + static ARP."""

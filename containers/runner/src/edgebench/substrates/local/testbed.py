@@ -32,7 +32,7 @@ from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath  # noqa: F401 - PODS_PER_NODE: re-exported
-from edgebench.substrates.local import container, cpuclass, processes
+from edgebench.substrates.local import container, cpuclass, ebpf, processes
 from edgebench.substrates.local.processes import netns_pids
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 from edgebench.substrates.local.endpoints import Endpoint, Endpoints  # noqa: F401 - Endpoint: re-exported
@@ -184,6 +184,16 @@ class Testbed(NodeConditions, Datapath, Endpoints):
         finally:
             sh.ok(["ip", "netns", "del", ns])
 
+    def probe_ebpf(self, vni: int) -> str | None:
+        """None if the eBPF forwarding (ebpf.py) builds here and this kernel loads it, else the reason."""
+        ns = f"{self.prefix}-probe"
+        sh.ok(["ip", "netns", "del", ns])
+        self._run(["ip", "netns", "add", ns])
+        try:
+            return ebpf.probe(ns, vni)
+        finally:
+            sh.ok(["ip", "netns", "del", ns])
+
     # lifecycle -----------------------------------------------------------------------------------
     def check(self, cm: CniMode) -> None:
         """Raise Unsupported if this kernel (or the testbed) cannot build the mode's datapath. No side effects
@@ -191,6 +201,8 @@ class Testbed(NodeConditions, Datapath, Endpoints):
         if cm.local.get("unsupported"):
             raise Unsupported(f"unsupported: {cm.local['unsupported']}")
         reason = self.probe(cm.local["transport"])
+        if not reason and cm.local.get("forward") == "ebpf":
+            reason = self.probe_ebpf(int(cm.local.get("vni", 0)))
         if reason:
             raise Unsupported(f"unsupported: {reason}")
 
