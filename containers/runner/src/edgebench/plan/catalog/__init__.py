@@ -142,7 +142,7 @@ def rows() -> list[dict[str, Any]]:
                     "arch": info.get("arch", []),
                     "archived": bool(info.get("archived", False)),
                     "local_testbed": cm.local.get("unsupported") and f"unsupported: {cm.local['unsupported']}"
-                    or f"{cm.local.get('attach')} + {cm.local.get('transport')}",
+                    or " + ".join(str(cm.local[k]) for k in ("attach", "transport", "forward") if cm.local.get(k)),
                     "notes": m.get("notes", ""),
                     "sources": info.get("sources", []) + [
                         t for t in (_load("cni_installs.yaml")["cnis"].get(name) or {}).get("sources", [])
