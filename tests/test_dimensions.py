@@ -14,6 +14,7 @@ from edgebench.errors import SpecError
 from edgebench.plan import cells, dimensions, dimensions_dbt, spec
 from edgebench.plan.dimensions import DIMENSIONS, Cell, Dimension
 from edgebench.results.runstore import manifest
+from edgebench.results.report import marts
 
 REPO = Path(__file__).resolve().parents[1]
 MACRO = REPO / "analytics" / "macros" / "cell_dimensions.sql"
@@ -130,7 +131,7 @@ def test_portal_filters_come_from_the_table():
         sys.path.remove(str(REPO / "app"))
     labels = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
     assert labels and all(common.FILTERS[k] == v for k, v in labels.items())
-    assert common._BASELINE_VALUES["cpu_class"] == "none"
+    assert marts.BASELINE_VALUES["cpu_class"] == "none"  # the untouched value first among the offered ones
     # the resources page's mart holds the own-cores dimension at its neutral value: no filter on it
     assert dimensions.OWN_CORES.warehouse_column == "cpu_class" and "cpu_class" not in resources.RESOURCE_FILTERS
     assert "Raspberry Pi 4" in dimensions.OWN_CORES.note("pi4")  # the portal's warning, declared with the dimension

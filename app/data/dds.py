@@ -6,7 +6,9 @@ import pandas as pd
 
 from edgebench.plan.dimensions import warehouse_columns
 
-from .common import DIMENSION_FILTERS, LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
+from edgebench.results.report.marts import Choices
+
+from .common import DIMENSION_FILTERS, LAB_FILTER, baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
 
@@ -25,21 +27,13 @@ _DDS_COLUMNS = (f"{', '.join(warehouse_columns())}, placement, security, batchin
                 "subscribers, discovery, repetition, status, error, attempt, sweep_id, run_id, started_at")
 _DDS_RUNS = (f"(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency union all "
              f"select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)")
-
-
-def dds_substrates(con) -> list[str]:
-    """Substrates with DDS runs (any status), most runs first."""
-    return _substrates(con, _DDS_RUNS)
-
-
-def dds_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one DDS filter column on a substrate given the filters chosen before it (all statuses)."""
-    return _filter_values(con, _DDS_RUNS, DDS_FILTERS, substrate, column, chosen)
+# the page's selection: substrates with DDS runs (any status), most runs first; values with most ok runs first
+DDS = Choices(_DDS_RUNS, DDS_FILTERS, order="most_ok")
 
 
 def dds_overhead(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_dds_vs_host rows for one substrate and fixed conditions, with a `variant` label."""
-    where, params = _where_in(substrate, filters, DDS_FILTERS)
+    where, params = DDS.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, *
         from cmp_dds_vs_host where {where}
@@ -84,7 +78,7 @@ def dds_transport_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def dds_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
     """Failed and unsupported DDS runs with their reasons."""
-    where, params = _where_in(substrate, filters, DDS_FILTERS)
+    where, params = DDS.where(substrate, filters)
     return con.execute(f"""
         select status, dds_mode, cni, cni_mode, datapath, length_bytes, reliability, transport, subscribers,
                security, repetition, error, attempt, sweep_id, run_id, started_at

@@ -8,7 +8,9 @@ import pandas as pd
 
 from edgebench.plan import catalog
 
-from .common import BASELINE_COLOR, LAB_FILTER, _SERIES_COLORS, _substrates, _values_of, _where_in
+from edgebench.results.report.marts import Choices
+
+from .common import BASELINE_COLOR, LAB_FILTER, SERIES_COLORS
 
 # conditions the cluster comparison holds fixed (besides substrate); the distribution varies
 DISTRIBUTION_FILTERS = {
@@ -34,24 +36,19 @@ PROXY_FILTERS = {
     "netem_scenario": "Netem scenario",
     "tuning_profile": "Tuning profile",
 }
+# the two selections: real-cluster substrates with distributions to compare (the testbed has none), most rows first
+# (a one-machine scope, 'kind + ssh (one machine, boot ...)', where kind and the local kubeadm lab ran in one boot);
+# substrates with service-proxy comparisons
+DISTRIBUTIONS = Choices("cmp_distributions", DISTRIBUTION_FILTERS)
+PROXIES = Choices("cmp_service_proxies", PROXY_FILTERS)
 PROXY_REFERENCE = "iptables"
 METRIC_LABELS = {"throughput_mbps": "throughput (Mbit/s)", "latency_us": "latency: TCP mean RTT (us)",
                  "cpu_pct": "CPU (% of one CPU)", "rss_mb": "RAM (MB)"}
 _METRIC_ORDER = list(METRIC_LABELS)
 
 
-def distribution_substrates(con) -> list[str]:
-    """Real-cluster substrates with distributions to compare (the testbed has none), most rows first; a one-machine
-    scope ('kind + ssh (one machine, boot ...)') where kind and the local kubeadm lab ran in one boot."""
-    return _substrates(con, "cmp_distributions")
-
-
-def distribution_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_distributions", DISTRIBUTION_FILTERS, substrate, column, **chosen)
-
-
 def distribution_references(con, substrate: str, **filters) -> list[str]:
-    where, params = _where_in(substrate, filters, DISTRIBUTION_FILTERS)
+    where, params = DISTRIBUTIONS.where(substrate, filters)
     rows = con.execute(f"select distinct reference_distribution from cmp_distributions where {where} "
                        "order by reference_distribution <> 'kubeadm', reference_distribution", params).fetchall()
     return [r[0] for r in rows]
@@ -65,7 +62,7 @@ def is_one_machine(substrate: str) -> bool:
 def distribution_comparison(con, substrate: str, reference: str, **filters) -> pd.DataFrame:
     """Every metric of every distribution against `reference` for the chosen conditions: n, mean, 95% CI, the
     difference with its 95% interval and the verdict; the reference first."""
-    where, params = _where_in(substrate, filters, DISTRIBUTION_FILTERS)
+    where, params = DISTRIBUTIONS.where(substrate, filters)
     df = con.execute(f"""
         select metric, component, phase, distribution, run_substrates, service_proxy_mode, n_runs, mean, ci95,
                reference_n_runs,
@@ -79,17 +76,9 @@ def distribution_comparison(con, substrate: str, reference: str, **filters) -> p
     return df.sort_values(["_order", "component", "phase"], kind="stable").drop(columns="_order").reset_index(drop=True)
 
 
-def proxy_substrates(con) -> list[str]:
-    return _substrates(con, "cmp_service_proxies")
-
-
-def proxy_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_service_proxies", PROXY_FILTERS, substrate, column, **chosen)
-
-
 def proxy_comparison(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_service_proxies rows for the chosen conditions: iptables (the reference) first, with CI bounds."""
-    where, params = _where_in(substrate, filters, PROXY_FILTERS)
+    where, params = PROXIES.where(substrate, filters)
     df = con.execute(f"""
         select service_proxy_mode, datapath, n_runs, throughput_mbps, throughput_ci95_mbps, reference_n_runs,
                reference_throughput_mbps, diff_mbps, diff_ci95_mbps, diff_pct, verdict, is_reference,
@@ -103,7 +92,7 @@ def proxy_comparison(con, substrate: str, **filters) -> pd.DataFrame:
 
 def proxy_unsupported(con, substrate: str, **filters) -> pd.DataFrame:
     """Pod-to-service runs of a service-proxy cell that were not measured (unsupported / failed), with the reason."""
-    where, params = _where_in(substrate, filters, PROXY_FILTERS)
+    where, params = PROXIES.where(substrate, filters)
     return con.execute(f"""
         select service_proxy_mode, status, cni, cni_mode, protocol, placement, repetition, error, run_id
         from fct_iperf3_runs
@@ -133,7 +122,7 @@ def proxy_stands_for(mode: str) -> str:
 def proxy_chart(df: pd.DataFrame) -> alt.Chart:
     """Mean throughput per proxy mode with its 95% CI, the iptables reference in the baseline's grey."""
     modes = list(df["service_proxy_mode"])
-    others = iter(_SERIES_COLORS * 2)
+    others = iter(SERIES_COLORS * 2)
     scale = alt.Scale(domain=modes, range=[BASELINE_COLOR if m == PROXY_REFERENCE else next(others) for m in modes])
     base = alt.Chart(df).encode(y=alt.Y("service_proxy_mode:N", sort=modes, title=None))
     bars = base.mark_bar().encode(
@@ -149,7 +138,7 @@ def distribution_chart(df: pd.DataFrame, reference: str) -> alt.Chart:
     """One metric: mean per distribution with its 95% CI, the reference in the baseline's grey."""
     df = df.assign(ci_low=df["mean"] - df["ci95"].fillna(0), ci_high=df["mean"] + df["ci95"].fillna(0))
     dists = list(df["distribution"])
-    others = iter(_SERIES_COLORS * 2)
+    others = iter(SERIES_COLORS * 2)
     scale = alt.Scale(domain=dists, range=[BASELINE_COLOR if d == reference else next(others) for d in dists])
     base = alt.Chart(df).encode(y=alt.Y("distribution:N", sort=dists, title=None))
     bars = base.mark_bar().encode(x=alt.X("mean:Q", title=df["what"].iloc[0]),

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from edgebench.plan import catalog
+from edgebench.results import emulation as emu
+from edgebench.results.report.marts import emulation_overhead_frame
+
 EMULATION_EMPTY = (
     "No CNI mode has been measured both on the testbed and on a real cluster under the same conditions yet. "
     "`make lab-local` runs real CNIs on a 3-node kubeadm lab on this machine through the ssh substrate and the same "
@@ -49,11 +53,7 @@ def style(df: pd.DataFrame):
 def normalized_rows(con) -> pd.DataFrame:
     """cmp_emulation_overhead (each substrate's CNI against its own host, side by side); empty where the warehouse
     has no such mart yet."""
-    from edgebench.results.emulation import OVERHEAD_SQL
-
-    have = con.execute("select count(*) from information_schema.tables where table_name = 'cmp_emulation_overhead'"
-                       ).fetchone()[0]
-    df = con.execute(OVERHEAD_SQL).df() if have else pd.DataFrame()
+    df = emulation_overhead_frame(con)
     if df.empty:
         return df
     df["cni_label"] = df["cni"] + ":" + df["cni_mode"]
@@ -69,8 +69,6 @@ def normalized_rows(con) -> pd.DataFrame:
 
 def fared_lines(df: pd.DataFrame) -> list[str]:
     """How the testbed fared per real lab and metric (results/emulation.py, the CLI's lines)."""
-    from edgebench.results import emulation as emu
-
     if df.empty:
         return []
     rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
@@ -81,7 +79,5 @@ def fared_lines(df: pd.DataFrame) -> list[str]:
 def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:
     """Per CNI mode on the page: what the testbed does not build of a real cluster running it (the catalog's
     testbed_leaves_out, catalog.leaves_out), so that a disagreement can be read against it."""
-    from edgebench.plan import catalog
-
     parts = {label: catalog.leaves_out(label) for label in sorted(set(df["cni_label"]))}
     return {label: p for label, p in parts.items() if p}

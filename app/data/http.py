@@ -5,7 +5,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
+from edgebench.results.report.marts import Choices
+
+from .common import LAB_FILTER, baseline_scale
 
 
 HTTP_FILTERS = {
@@ -20,16 +22,9 @@ HTTP_FILTERS = {
 
 
 _ONE_CLUSTER_RUNS = "(select * from fct_http_runs where intercluster = 'none')"
-
-
-def http_substrates(con) -> list[str]:
-    """Substrates with one-cluster HTTP runs (any status), most runs first."""
-    return _substrates(con, _ONE_CLUSTER_RUNS)
-
-
-def http_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one HTTP filter column on a substrate given the filters chosen before it (all statuses)."""
-    return _filter_values(con, _ONE_CLUSTER_RUNS, HTTP_FILTERS, substrate, column, chosen)
+# the page's selection: substrates with one-cluster HTTP runs (any status), most runs first; values with most ok
+# runs first
+HTTP = Choices(_ONE_CLUSTER_RUNS, HTTP_FILTERS, order="most_ok")
 
 
 # the requests of the response-time chart: 2xx requests of ok one-cluster runs, labelled per CNI / mode
@@ -54,7 +49,7 @@ def http_response_boxes(con, substrate: str, **filters) -> pd.DataFrame:
     """Box-plot statistics of the response times per CNI / mode and payload, computed in the warehouse so the browser
     gets one row per box instead of every request: n, q1 / median / q3 (linear interpolation, as Vega-Lite's box plot),
     the whiskers at the most extreme request within 1.5 IQR of the box, and how many requests lie beyond them."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         {_BOXES.format(requests=_CHART_REQUESTS.format(where=where))}
         select b.variant, b.is_host_baseline, b.length_bytes, b.n, b.q1, b.median, b.q3,
@@ -69,7 +64,7 @@ def http_response_boxes(con, substrate: str, **filters) -> pd.DataFrame:
 def http_response_outliers(con, substrate: str, **filters) -> pd.DataFrame:
     """The requests beyond the whiskers of http_response_boxes, at most OUTLIERS_PER_BOX per box (farthest from the
     median first): variant, is_host_baseline, length_bytes, response_ms."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         {_BOXES.format(requests=_CHART_REQUESTS.format(where=where))},
         o as (
@@ -84,7 +79,7 @@ def http_response_outliers(con, substrate: str, **filters) -> pd.DataFrame:
 
 def http_kpis(con, substrate: str, **filters) -> pd.DataFrame:
     """The distinct KPI boundaries (from params.kpis_ms) of the selected runs: use_case, kpi_ms."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         select use_case, any_value(kpi_ms) as kpi_ms from fct_http_kpi_compliance
         where intercluster = 'none' and {where}
@@ -94,7 +89,7 @@ def http_kpis(con, substrate: str, **filters) -> pd.DataFrame:
 def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
     """Per CNI / mode, payload and use case: share of requests beyond the KPI (errors count as beyond) and how
     many runs had their p90 beyond it."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, length_bytes, use_case, any_value(kpi_ms) as kpi_ms,
                count(*) as n_runs, sum(n_requests) as n_requests, sum(n_beyond_kpi) as n_beyond_kpi,
@@ -108,7 +103,7 @@ def http_kpi_shares(con, substrate: str, **filters) -> pd.DataFrame:
 def http_overhead(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_http_vs_host rows for one substrate and fixed conditions, host baseline first per payload: n runs,
     means and 95% CIs per side, time resolution, verdicts (the one rule) and overheads."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, length_bytes, is_host_baseline, n_runs, n_requests, n_errors,
                response_p50_ms, response_p50_ci95_ms, response_p90_ms, response_p90_ci95_ms, host_n_runs,
@@ -149,7 +144,7 @@ def http_overhead_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def http_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
     """Failed runs and ok runs with error requests."""
-    where, params = _where_in(substrate, filters, HTTP_FILTERS)
+    where, params = HTTP.where(substrate, filters)
     return con.execute(f"""
         select status, cni, cni_mode, service, length_bytes, repetition, n_requests, n_errors, error, attempt,
                sweep_id, run_id, started_at

@@ -8,7 +8,9 @@ import pandas as pd
 from edgebench.plan.netem import display_order
 from edgebench.results.labels import NONE_LABEL, intercluster_label
 
-from .common import LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
+from edgebench.results.report.marts import Choices
+
+from .common import LAB_FILTER, baseline_scale
 
 # Conditions the page holds fixed (besides substrate); netem scenario (x axis), payload (selector) and the tool
 # (series) vary
@@ -24,6 +26,7 @@ INTERCLUSTER_FILTERS = {
 }
 # where the page's choices come from: runs across a tool, any status (a tool that only failed can be selected)
 _TOOL_RUNS = "(select * from fct_http_runs where intercluster <> 'none')"
+INTERCLUSTER = Choices(_TOOL_RUNS, INTERCLUSTER_FILTERS, order="most_ok")
 LIMIT_COLOR = "#d62728"  # as the KPI boundaries on the HTTP page
 IMPLEMENTATION_TEXT = {
     "kernel": "the tool's data path built as kernel state on the testbed (the devices, routes and SAs it configures), "
@@ -31,16 +34,6 @@ IMPLEMENTATION_TEXT = {
     "emulated": "a model of the tool's data plane on the testbed, not the tool",
     "installed": "the tool itself, installed on real clusters",
 }
-
-
-def intercluster_substrates(con) -> list[str]:
-    """Substrates with HTTP runs across an inter-cluster tool (any status), most runs first."""
-    return _substrates(con, _TOOL_RUNS)
-
-
-def intercluster_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one filter column among the runs across a tool, given the filters chosen before it."""
-    return _filter_values(con, _TOOL_RUNS, INTERCLUSTER_FILTERS, substrate, column, chosen)
 
 
 def intercluster_netem_order(names) -> list[str]:
@@ -53,7 +46,7 @@ def intercluster_comparison(con, substrate: str, **filters) -> pd.DataFrame:
     the tools and the `none` baseline of the conditions they were measured under (baseline rows without a tool are
     left out). Adds `label` (none (one cluster) / tool:mode (emulated|kernel)), CI bounds for error bars and
     `n_text`; ordered by payload, netem scenario (netem_order), baseline first."""
-    where, params = _where_in(substrate, filters, INTERCLUSTER_FILTERS)
+    where, params = INTERCLUSTER.where(substrate, filters)
     df = con.execute(f"""
         select * from cmp_intercluster_vs_none
         where (n_tools > 0 or not is_baseline) and {where}""", params).df()
@@ -181,7 +174,7 @@ def intercluster_kpi_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def intercluster_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
     """Runs across a tool that failed, could not be carried (unsupported) or had error responses."""
-    where, params = _where_in(substrate, filters, INTERCLUSTER_FILTERS)
+    where, params = INTERCLUSTER.where(substrate, filters)
     df = con.execute(f"""
         select status, intercluster, intercluster_implementation, netem_scenario, length_bytes, repetition,
                n_requests, n_errors, error, attempt, sweep_id, run_id, started_at

@@ -4,10 +4,14 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import LAB_FILTER, _substrates, _values_of, _where_in
+from edgebench.results.report.marts import Choices
+
+from .common import LAB_FILTER
 
 
 NETEM_FILTERS = {**LAB_FILTER, "distribution": "Distribution", "tuning_profile": "Tuning profile"}
+# the page's selection: substrates with runs of any workload, most runs first
+NETEM = Choices("fct_runs", NETEM_FILTERS)
 
 # metric -> (label, unit, SQL source producing: variant, cni, netem_scenario, detail, value); one-cluster runs only
 # (runs across an inter-cluster tool are compared on their own page)
@@ -40,19 +44,10 @@ _NETEM_METRICS = {
 NETEM_METRICS = {k: f"{label} ({unit})" for k, (label, unit, _) in _NETEM_METRICS.items()}
 
 
-def netem_substrates(con) -> list[str]:
-    """Substrates with runs of any workload, most runs first."""
-    return _substrates(con, "fct_runs")
-
-
-def netem_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "fct_runs", NETEM_FILTERS, substrate, column, **chosen)
-
-
 def netem_scenarios(con, substrate: str, **filters) -> pd.DataFrame:
     """The scenarios on a substrate with their parameters as read back (distinct combinations; more than one
     row per scenario means its parameters changed between runs) and run counts per workload."""
-    where, params = _where_in(substrate, filters, NETEM_FILTERS)
+    where, params = NETEM.where(substrate, filters)
     return con.execute(f"""
         select netem_scenario, netem_mechanism, netem_delay_ms, netem_jitter_ms, netem_loss_pct, netem_rate_mbit,
                netem_scope,
@@ -71,7 +66,7 @@ def netem_metric(con, substrate: str, metric: str, **filters) -> pd.DataFrame:
     """One metric per CNI / mode, configuration (detail) and netem scenario: mean over ok + valid runs."""
     if metric not in _NETEM_METRICS:
         raise ValueError(f"unknown metric: {metric}")
-    where, params = _where_in(substrate, filters, NETEM_FILTERS)
+    where, params = NETEM.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, netem_scenario, detail, avg(value) as value,
                min(value) as min_value, max(value) as max_value, count(*) as n_runs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from edgebench.results.report.marts import has_table
+
 MART = "cmp_loaded_latency_vs_idle"
 
 PROBE_LABELS = {"dds": "DDS latency", "http": "HTTP response time"}
@@ -14,7 +16,7 @@ _CONDITION = "netem_scenario || ' / ' || tuning_profile || ' / ' || distribution
 
 def loaded_latency_available(con) -> bool:
     """Whether the warehouse has the mart (one built before the workload existed has not)."""
-    return con.execute("select count(*) from information_schema.tables where table_name = ?", [MART]).fetchone()[0] > 0
+    return has_table(con, MART)
 
 
 def loaded_latency_substrates(con) -> list[str]:

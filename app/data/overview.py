@@ -6,22 +6,15 @@ import altair as alt
 import pandas as pd
 
 from edgebench.results import ranking
+from edgebench.results.report.marts import fetcher
 
 VERDICT_COLORS = {"better": "#2e7d32", "equivalent": "#7cb342", "worse": "#c62828", "inconclusive": "#9e9e9e",
                   "n < 2": "#cfcfcf"}
 
 
-def _fetch(con):
-    def fetch(sql: str, params: list) -> list[dict]:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    return fetch
-
-
 def answer(con) -> list[dict]:
     """results.ranking.answer over the portal's connection: per substrate and headline, ranked rows + sentence."""
-    return ranking.answer(_fetch(con))
+    return ranking.answer(fetcher(con))
 
 
 def answer_table(entry: dict) -> pd.DataFrame:

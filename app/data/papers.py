@@ -6,6 +6,7 @@ import pandas as pd
 from data.common import REPO
 from edgebench.results import papers as _papers
 from edgebench.results import scorecard as _scorecard
+from edgebench.results.report.marts import fetcher
 
 PAPER_IDS = list(_papers.PAPERS)
 
@@ -20,23 +21,15 @@ def run_hint(paper: str) -> str:
     return _papers.run_hint(paper, REPO)
 
 
-def _fetcher(con):
-    def fetch(sql: str, params: list) -> list[dict]:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    return fetch
-
-
 def paper_report(con, paper: str) -> dict:
     """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/papers.py)."""
-    return _papers.paper_report(_fetcher(con), paper)
+    return _papers.paper_report(fetcher(con), paper)
 
 
 def scorecard_frame(con) -> pd.DataFrame:
     """The reproduction scorecard (results/scorecard.py): a row per paper and substrate; 'to decide' holds the
     claims we cannot tell with what would decide each."""
-    rows = _scorecard.scorecard(_fetcher(con), REPO)
+    rows = _scorecard.scorecard(fetcher(con), REPO)
     return pd.DataFrame([{
         "paper": f"seed {r['paper']}", "substrate": r["substrate"] or "nothing measured",
         "agrees": r["agrees"], "disagrees": r["disagrees"], "cannot tell": r["cannot tell"],

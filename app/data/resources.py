@@ -6,25 +6,20 @@ import pandas as pd
 
 from edgebench.plan.dimensions import OWN_CORES
 
-from .common import FILTERS, _substrates, _values_of, _where_in, baseline_color
+from edgebench.results.report.marts import Choices
+
+from .common import FILTERS, baseline_color
 
 
 # the CNI datapaths page's conditions; resources compare the machine's own cores only (cmp_resources_vs_host holds
 # the OWN_CORES dimension at its neutral value: no filter on it)
 RESOURCE_FILTERS = {"workload": "Workload", **{k: v for k, v in FILTERS.items() if k != OWN_CORES.warehouse_column}}
-
-
-def resource_substrates(con) -> list[str]:
-    return _substrates(con, "cmp_resources_vs_host")
-
-
-def resource_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_resources_vs_host", RESOURCE_FILTERS, substrate, column, **chosen)
+RESOURCES = Choices("cmp_resources_vs_host", RESOURCE_FILTERS)
 
 
 def resource_usage(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_resources_vs_host rows (every component) for one substrate and the chosen conditions."""
-    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
+    where, params = RESOURCES.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, *
         from cmp_resources_vs_host where {where}
@@ -65,7 +60,7 @@ def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Char
 def resource_efficiency(con, substrate: str, component: str, **filters) -> pd.DataFrame:
     """cmp_resources_efficiency rows (CPU per Gbit/s or per 1,000 messages/s, beside the host network's) for one
     substrate, component and the chosen conditions; empty when the warehouse predates the mart."""
-    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
+    where, params = RESOURCES.where(substrate, filters)
     try:
         return con.execute(f"""
             select cni || ' / ' || cni_mode as variant, *

@@ -4,7 +4,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .common import LAB_FILTER, _substrates, _values_of, _where_in
+from edgebench.results.report.marts import Choices
+
+from .common import LAB_FILTER
 
 
 TUNING_FILTERS = {
@@ -17,21 +19,15 @@ TUNING_FILTERS = {
     "distribution": "Distribution",
     "netem_scenario": "Netem scenario",
 }
+# the page's selection; its queries may be narrowed by the MTU too (chosen after the filters)
+TUNING = Choices("cmp_tuning_vs_host", TUNING_FILTERS, extra=("tuning_mtu",))
 TUNING_METRICS = {"throughput_efficiency_pct": "Throughput efficiency (CNI / host x 100)",
                   "latency_efficiency_pct": "Latency efficiency, DDS p50 (host / CNI x 100)"}
 
 
-def tuning_substrates(con) -> list[str]:
-    return _substrates(con, "cmp_tuning_vs_host")
-
-
-def tuning_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_tuning_vs_host", {**TUNING_FILTERS, "tuning_mtu": ""}, substrate, column, **chosen)
-
-
 def cmp_tuning_vs_host(con, substrate: str, **filters) -> pd.DataFrame:
     """cmp_tuning_vs_host rows for one substrate and the chosen conditions (tuning_mtu may be given too)."""
-    where, params = _where_in(substrate, filters, {**TUNING_FILTERS, "tuning_mtu": ""})
+    where, params = TUNING.where(substrate, filters)
     return con.execute(f"""
         select cni || ' / ' || cni_mode as variant, *
         from cmp_tuning_vs_host where {where}

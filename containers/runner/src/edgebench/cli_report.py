@@ -15,6 +15,7 @@ from edgebench.console import err, out
 from edgebench.results import changepoints, papers, scorecard
 from edgebench.results import emulation as emu
 from edgebench.results import summaries
+from edgebench.results.report import marts
 from edgebench.results import warehouse as wh
 from edgebench.results.verdict import RULE_HELP, describe
 from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
@@ -70,15 +71,15 @@ def report(
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
         if efficiency:
-            rows = summaries._query_params(EFFICIENCY_SQL, [component, component], path)
+            rows = marts.resources_efficiency(path, component)
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_efficiency(rows)
             return
         if emulation:
-            rows = summaries._query_params(EMULATION_SQL, [], path)
-            normalized = emu.overhead_rows(lambda sql, params: summaries._query_params(sql, params, path))
+            rows = marts.emulation_vs_real(path)
+            normalized = marts.emulation_overhead(marts.path_fetcher(path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
@@ -86,7 +87,7 @@ def report(
                 print_normalized(normalized)
             return
         if history:
-            entries = changepoints.history_report(lambda sql, params: summaries._query_params(sql, params, path), cni)
+            entries = changepoints.history_report(marts.path_fetcher(path), cni)
             if as_json:
                 typer.echo(json.dumps([{**e, "change_points": [
                     {"before": p.before, "after": p.after, "early": p.early, "verdict": p.comparison.verdict,
@@ -97,14 +98,14 @@ def report(
                 print_history(entries)
             return
         if paper is not None and paper.strip().lower() == "all":
-            rows = scorecard.scorecard(lambda sql, params: summaries._query_params(sql, params, path))
+            rows = scorecard.scorecard(marts.path_fetcher(path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_scorecard(rows)
             return
         if paper is not None:
-            rep = papers.paper_report(lambda sql, params: summaries._query_params(sql, params, path), paper)
+            rep = papers.paper_report(marts.path_fetcher(path), paper)
             if as_json:
                 typer.echo(json.dumps(rep, indent=2, default=_json_default))
             else:
@@ -127,15 +128,6 @@ def report(
     out.print(f"{len(cards)} card(s), {total} comparisons; {n_worse} card(s) with worse rows. verdict: new "
               "against previous by the one rule: " + RULE_HELP,
               highlight=False)
-
-
-EMULATION_SQL = """
-select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_lab, real_distributions,
-       testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict,
-       runs_to_decide
-from cmp_emulation_vs_real
-order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
-"""
 
 
 def print_emulation(rows: list[dict]) -> None:
@@ -196,18 +188,6 @@ def print_history(entries: list[dict]) -> None:
                       f"{c.text()}", highlight=False)
     out.print(f"{len(entries)} series with 3 or more versions; {n_points} change point(s). Each: the runs after it "
               "against the runs before it in its segment, by the one rule: " + RULE_HELP, highlight=False)
-
-
-EFFICIENCY_SQL = """
-select substrate, distribution, cni, cni_mode, netem_scenario, tuning_profile, workload, protocol, path, placement,
-       length_bytes, component, rate_unit, n_runs, rate, cpu_run_pct, cpu_per_unit_pct, cpu_per_unit_ci95_pct,
-       cpu_delta_per_unit_pct, host_n_runs, host_cpu_per_unit_pct, host_cpu_per_unit_ci95_pct, cpu_per_unit_vs_host,
-       verdict, verdict_margin_pct, runs_to_decide
-from cmp_resources_efficiency
-where (? is null or component = ?)
-order by substrate, distribution, netem_scenario, tuning_profile, component, workload, protocol, path, placement,
-         length_bytes, is_host_baseline desc, cni, cni_mode
-"""
 
 
 def print_efficiency(rows: list[dict]) -> None:

@@ -4,13 +4,13 @@ regression cards and the versions the warehouse measured. Every reader opens the
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from edgebench import versions
 from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
 from edgebench.results import ranking
+from edgebench.results.report import marts
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
 
 try:  # optional: the runner image carries no analytics extra (measured_versions then says None)
@@ -65,11 +65,11 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """The ranked answer per substrate and headline metric (results.ranking), for `edgebench summary answer`."""
-    return ranking.answer(lambda sql, params: _query_params(sql, params, warehouse_path))
+    return ranking.answer(marts.path_fetcher(warehouse_path))
 
 
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    return _query_params(sql, [], warehouse_path)
+    return marts.query(sql, [], warehouse_path)
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
@@ -137,7 +137,7 @@ def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: st
         name, _, mode = cni.partition(":")
         where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
         params = [name, mode] if mode else [name]
-    rows = _query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
+    rows = marts.query(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
     card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
                  "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
                  "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
@@ -176,32 +176,6 @@ def config_label(r: dict) -> str:
         if r.get(col) not in (None, default):
             parts.append(f"{col.split('_')[0]}={r[col]}")
     return " ".join(str(p) for p in parts if p)
-
-
-def _query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-    try:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    except duckdb.CatalogException as exc:
-        raise WarehouseError(f"the warehouse at {path} has no {_missing_table(str(exc))} (built by an older edgebench);"
-                             " rebuild it with `make warehouse`") from exc
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read {path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _missing_table(message: str) -> str:
-    m = re.search(r"Table with name (\w+) does not exist", message)
-    return f"table {m.group(1)}" if m else "table it needs"
 
 
 def measured_versions(warehouse_path: str | os.PathLike | None = None) -> dict[str, dict[str, list[str]]] | None:
