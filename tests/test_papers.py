@@ -280,7 +280,7 @@ def test_every_preset_is_hinted_for_one_paper():
 
 def test_preset_paths_in_the_portal_and_cli_sources_exist():
     """A preset path the app pages or the CLI print literally is a file (a pattern or a placeholder is not)."""
-    sources = [*(REPO / "app").rglob("*.py"), *(REPO / "containers" / "runner" / "src" / "edgebench").glob("cli*.py")]
+    sources = [*(REPO / "app").rglob("*.py"), *(REPO / "containers" / "runner" / "src" / "edgebench" / "cli").glob("*.py")]
     for src in sources:
         for p in HINTED.findall(src.read_text()):
             assert not set(p) & set("*?[{"), f"{src.name}: {p}"
