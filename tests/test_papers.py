@@ -1,4 +1,4 @@
-"""The seed papers beside our measurements (edgebench.results.papers, `edgebench report --paper`, the Papers page):
+"""The seed papers beside our measurements (edgebench.results.report.papers, `edgebench report --paper`, the Papers page):
 the claim evaluator on hand-made mart rows with known outcomes, and the report on the fixture warehouse with
 expectations computed here from the per-run facts."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results import papers
-from edgebench.results import verdict as V
+from edgebench.results.report import papers
+from edgebench.results.report import verdict as V
 
 # ---- pure parts ---------------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import connect
-from edgebench.results import verdict as V
+from edgebench.results.report import verdict as V
 from data.loaded_latency import (loaded_latency_available, loaded_latency_comparison, loaded_latency_conditions,
                                  loaded_latency_probes, loaded_latency_sizes, loaded_latency_substrates)
 
@@ -39,7 +39,7 @@ ROWS = [
 
 
 def test_the_rows_verdicts_are_the_rules():
-    """The hand-written rows carry what the one rule (edgebench.results.verdict) says on their numbers."""
+    """The hand-written rows carry what the one rule (edgebench.results.report.verdict) says on their numbers."""
     names = [c.strip() for c in COLUMNS.split(",")]
     for row in ROWS:
         r = dict(zip(names, row))

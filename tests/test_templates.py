@@ -378,7 +378,7 @@ def test_expand_matrix_stores_the_plan_that_status_reads(tmp_path):
     """expand-matrix writes the sweep's record to sweeps/<sweep id>/sweep.json (the `plan` artifact, key-only
     under `sweeps`): `edgebench status` reads every fanned-out cell and its runs from it."""
     from edgebench.plan.cells import from_json, runs_for
-    from edgebench.results import sweep_status
+    from edgebench.results.report import sweep_status
 
     items, sweep_id, cells, _ = _argo_cells(tmp_path)
     t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]

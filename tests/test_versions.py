@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from edgebench import versions
-from edgebench.results import summaries
+from edgebench.results.report import summaries
 from edgebench.cli import app
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, spec
@@ -260,12 +260,14 @@ def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
     import sys
 
     import edgebench.results as package
+    import edgebench.results.report as report_package
 
     monkeypatch.setitem(sys.modules, "duckdb", None)
-    for name in ("summaries", "warehouse", "raw_cache"):
-        monkeypatch.delitem(sys.modules, f"edgebench.results.{name}")
-        monkeypatch.setattr(package, name, getattr(package, name))  # restored with sys.modules by undo()
-    fresh = importlib.import_module("edgebench.results.summaries")
+    for pkg, name in ((report_package, "summaries"), (report_package, "marts"), (package, "warehouse"),
+                      (package, "raw_cache")):
+        monkeypatch.delitem(sys.modules, f"{pkg.__name__}.{name}")
+        monkeypatch.setattr(pkg, name, getattr(pkg, name))  # restored with sys.modules by undo()
+    fresh = importlib.import_module("edgebench.results.report.summaries")
     assert fresh.duckdb is None
     assert fresh.measured_versions(tmp_path / "any.duckdb") is None
     monkeypatch.undo()

@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.cni_datapaths import IPERF3, overhead, overhead_table, problem_runs, request_response, throughput_chart
 import ui

@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.dds import DDS, dds_line_chart, dds_overhead, dds_overhead_table, dds_problem_runs, dds_transport_table
 import ui

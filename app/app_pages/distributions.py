@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.distributions import (DISTRIBUTIONS, PROXIES, default_proxies, distribution_chart, distribution_comparison,
                                 distribution_references, is_one_machine, proxy_chart, proxy_comparison,

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT
 
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
                             style, verdict_counts)

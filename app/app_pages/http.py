@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.http import (HTTP, http_kpi_shares, http_kpis, http_overhead, http_overhead_table, http_problem_runs,
                        http_response_boxes, http_response_outliers, response_chart)

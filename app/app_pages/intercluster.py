@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.intercluster import (IMPLEMENTATION_TEXT, INTERCLUSTER, NONE_LABEL, intercluster_chart,
                                intercluster_comparison, intercluster_diff_table, intercluster_kpi_table,

@@ -2,7 +2,7 @@
 Reads the mart cmp_loaded_latency_vs_idle only (data/loaded_latency.py)."""
 import altair as alt
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 import ui
 from data.loaded_latency import (PROBE_LABELS, loaded_latency_available, loaded_latency_comparison,

@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.common import LAB_BANNER, LOCAL_BANNER, shared_kernel_labs
 from data.emulation import fared_lines, normalized_rows

@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.common import invalid_runs
 from data.resources import (RESOURCES, resource_chart, resource_efficiency, resource_long, resource_throughput_chart,

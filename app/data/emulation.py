@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from edgebench.plan import catalog
-from edgebench.results import emulation as emu
+from edgebench.results.report import emulation as emu
 from edgebench.results.report.marts import emulation_overhead_frame
 
 EMULATION_EMPTY = (
@@ -68,7 +68,7 @@ def normalized_rows(con) -> pd.DataFrame:
 
 
 def fared_lines(df: pd.DataFrame) -> list[str]:
-    """How the testbed fared per real lab and metric (results/emulation.py, the CLI's lines)."""
+    """How the testbed fared per real lab and metric (results/report/emulation.py, the CLI's lines)."""
     if df.empty:
         return []
     rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}

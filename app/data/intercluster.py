@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 
 from edgebench.plan.netem import display_order
-from edgebench.results.labels import NONE_LABEL, intercluster_label
+from edgebench.results.report.labels import NONE_LABEL, intercluster_label
 
 from edgebench.results.report.marts import Choices
 

@@ -1,11 +1,11 @@
 """Queries and charts of the portal's overview page (marts only): the answer (the CNI modes ranked against the host
-per headline metric, results.ranking, the same rows as `edgebench summary answer`), run counts and sweeps."""
+per headline metric, results.report.ranking, the same rows as `edgebench summary answer`), run counts and sweeps."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from edgebench.results import ranking
+from edgebench.results.report import ranking
 from edgebench.results.report.marts import fetcher
 
 VERDICT_COLORS = {"better": "#2e7d32", "equivalent": "#7cb342", "worse": "#c62828", "inconclusive": "#9e9e9e",
@@ -13,7 +13,7 @@ VERDICT_COLORS = {"better": "#2e7d32", "equivalent": "#7cb342", "worse": "#c6282
 
 
 def answer(con) -> list[dict]:
-    """results.ranking.answer over the portal's connection: per substrate and headline, ranked rows + sentence."""
+    """results.report.ranking.answer over the portal's connection: per substrate and headline, ranked rows + sentence."""
     return ranking.answer(fetcher(con))
 
 

@@ -1,11 +1,11 @@
-"""Queries of the portal's Papers page: edgebench.results.papers over the page's read-only connection."""
+"""Queries of the portal's Papers page: edgebench.results.report.papers over the page's read-only connection."""
 from __future__ import annotations
 
 import pandas as pd
 
 from data.common import REPO
-from edgebench.results import papers as _papers
-from edgebench.results import scorecard as _scorecard
+from edgebench.results.report import papers as _papers
+from edgebench.results.report import scorecard as _scorecard
 from edgebench.results.report.marts import fetcher
 
 PAPER_IDS = list(_papers.PAPERS)
@@ -22,12 +22,12 @@ def run_hint(paper: str) -> str:
 
 
 def paper_report(con, paper: str) -> dict:
-    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/papers.py)."""
+    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/report/papers.py)."""
     return _papers.paper_report(fetcher(con), paper)
 
 
 def scorecard_frame(con) -> pd.DataFrame:
-    """The reproduction scorecard (results/scorecard.py): a row per paper and substrate; 'to decide' holds the
+    """The reproduction scorecard (results/report/scorecard.py): a row per paper and substrate; 'to decide' holds the
     claims we cannot tell with what would decide each."""
     rows = _scorecard.scorecard(fetcher(con), REPO)
     return pd.DataFrame([{
@@ -55,7 +55,7 @@ def undecided_frame(card: pd.DataFrame) -> pd.DataFrame:
 
 def numbers_frame(rep: dict) -> pd.DataFrame:
     """The matched numbers as a table: the published value and ours with the half-width of its 95% interval, n and
-    the verdict of the comparison ours describes (results/counterparts.py)."""
+    the verdict of the comparison ours describes (results/report/counterparts.py)."""
     rows = [{
         "source": r["source"],
         "subject": r["label"] + (f" ({m})" if (m := ":".join(x for x in (r["cni"], r["cni_mode"]) if x)) else ""),

@@ -1,5 +1,5 @@
 """`edgebench report`: the CNI version regression cards (cmp_cni_version_regressions) for a terminal or a CI log, and
-with --paper ID one seed paper's published numbers and claims beside our measurements (edgebench.results.papers)."""
+with --paper ID one seed paper's published numbers and claims beside our measurements (edgebench.results.report.papers)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
-from edgebench.results import changepoints, papers, scorecard
-from edgebench.results import emulation as emu
-from edgebench.results import summaries
+from edgebench.results.report import changepoints, papers, scorecard
+from edgebench.results.report import emulation as emu
+from edgebench.results.report import summaries
 from edgebench.results.report import marts
 from edgebench.results import warehouse as wh
-from edgebench.results.verdict import RULE_HELP, describe
-from edgebench.results.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
+from edgebench.results.report.verdict import RULE_HELP, describe
+from edgebench.results.report.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
 
 WAREHOUSE_HELP = "Warehouse to read (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."
 EMPTY = ("No CNI mode has been measured at two versions yet. `edgebench watch` reruns a CNI's modes when upstream "
@@ -46,7 +46,7 @@ def report(
     history: bool = typer.Option(
         False, "--history",
         help="Instead of the regression cards: change points over each CNI mode's whole version history (3 or more "
-             "versions), per configuration and metric, judged by the one verdict rule (results/changepoints.py)."),
+             "versions), per configuration and metric, judged by the one verdict rule (results/report/changepoints.py)."),
     efficiency: bool = typer.Option(
         False, "--efficiency",
         help="Instead of the regression cards: CPU per Gbit/s (iperf3) and per 1,000 messages/s (DDS throughput) per "

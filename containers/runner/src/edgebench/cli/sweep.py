@@ -22,7 +22,7 @@ from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import cell_item, cell_json, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.results.store import ResultStore
-from edgebench.results.sweep_status import plan_record
+from edgebench.results.report.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench import sh
 from edgebench.substrates.clusters import inventory as inv

@@ -9,7 +9,7 @@ from pathlib import Path
 from edgebench import versions
 from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
-from edgebench.results import ranking
+from edgebench.results.report import ranking
 from edgebench.results.report import marts
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
 
@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - exercised in the runner image
 
 # the grain of cmp_iperf3_vs_host: every cell dimension, then the variant (duration and bitrate included: runs of
 # another length are another configuration, never one row)
-_SUMMARY_KEYS = (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate")
+SUMMARY_KEYS = (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate")
 
 # Run counts by status from fct_iperf3_runs, figures and the verdict from the cmp_iperf3_vs_host mart (no second
 # computation: the verdict is the warehouse's, by the one rule of macros/verdict.sql)
@@ -34,7 +34,7 @@ def _verdict(verdict: str, is_host: str, host_value: str) -> str:
 
 _SUMMARY_SQL = f"""
 with status as (
-    select {', '.join(_SUMMARY_KEYS)},
+    select {', '.join(SUMMARY_KEYS)},
            count(*) filter (where status = 'ok' and is_valid)     as n_ok,   -- the runs behind the figures
            count(*) filter (where status = 'ok' and not is_valid) as n_invalid,  -- kept out of every comparison
            count(*) filter (where status = 'ok' and is_valid and low_cpu_headroom) as n_low_headroom,
@@ -49,7 +49,7 @@ select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mb
        o.verdict_margin_pct, o.verdict_method, o.runs_to_decide,
        {_verdict("o.verdict", "status.cni = 'host'", "o.host_throughput_mbps")}
 from status left join cmp_iperf3_vs_host as o
-    on {' and '.join(f"status.{k} is not distinct from o.{k}" for k in _SUMMARY_KEYS)}
+    on {' and '.join(f"status.{k} is not distinct from o.{k}" for k in SUMMARY_KEYS)}
 order by status.substrate, status.lab, status.distribution, status.netem_scenario, status.tuning_profile,
          status.cpu_class, status.protocol, status.path, status.placement, status.length_bytes, status.duration_s,
          status.iperf3_bitrate, status.cni = 'host' desc, status.cni, status.cni_mode
@@ -64,7 +64,7 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 
 def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """The ranked answer per substrate and headline metric (results.ranking), for `edgebench summary answer`."""
+    """The ranked answer per substrate and headline metric (results.report.ranking), for `edgebench summary answer`."""
     return ranking.answer(marts.path_fetcher(warehouse_path))
 
 

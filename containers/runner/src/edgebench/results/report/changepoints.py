@@ -4,7 +4,7 @@ move, and by how much?
 
 Binary segmentation in the manner of e-divisive / Hunter (as cloud-bulldozer's Orion uses): among the splits of
 the version sequence, take the one whose two sides differ most (the largest |diff| / half-width); it is a change
-point when the one verdict rule (results/verdict.py) calls the runs after it better or worse than the runs before
+point when the one verdict rule (results/report/verdict.py) calls the runs after it better or worse than the runs before
 it (Welch, the metric family's margin); then look for more on each side. Two guards against false positives at the
 start of the window, which Orion had to add:
   - a minimum segment length (MIN_SEGMENT versions on each side) for a change point inside the history;
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from edgebench.plan.dimensions import warehouse_columns
-from edgebench.results.verdict import Comparison, compare, family_of_unit, margin_pct
+from edgebench.results.report.verdict import Comparison, compare, family_of_unit, margin_pct
 
 MIN_SEGMENT = 2
 

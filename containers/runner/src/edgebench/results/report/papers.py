@@ -8,7 +8,7 @@ Two things per paper, per substrate (results of different substrates are never p
   claims   every finding of published_claims tested on its mart (see analytics/seeds/_seeds.yml for the form):
            agrees, disagrees or cannot tell, with the comparisons behind the outcome.
 
-A comparison is judged by the project's one rule (results.verdict; see compare()): the 95% interval of left -
+A comparison is judged by the project's one rule (results.report.verdict; see compare()): the 95% interval of left -
 right (Welch's, from each row's runs and half-width) against a margin: `left > right` agrees when left is better
 (higher) beyond the margin, disagrees when lower or equivalent, and cannot tell when inconclusive or a side has no
 interval (fewer than 2 runs). `~` (within tolerance_pct, the margin) agrees when equivalent, disagrees when better
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
-from edgebench.results import counterparts
-from edgebench.results.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
+from edgebench.results.report import counterparts
+from edgebench.results.report.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
                                              substrate_limit, threshold as _threshold)
-from edgebench.results.claim_compare import norm as _norm
+from edgebench.results.report.claim_compare import norm as _norm
 from edgebench.results.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
@@ -299,7 +299,7 @@ def claims_report(fetch: Fetch, paper: str) -> list[dict]:
 
 
 def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
-    """(matched, published_only): each published number edgebench measures the same way (results/counterparts.py)
+    """(matched, published_only): each published number edgebench measures the same way (results/report/counterparts.py)
     beside our figure per substrate and condition, and the paper's other numbers with the reason they have none."""
     published = counterparts.fold_ranges(fetch(
         "select * from published_results where paper = ? order by table_ref nulls last, figure_ref nulls last, "

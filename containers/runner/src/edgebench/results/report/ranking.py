@@ -1,5 +1,5 @@
 """The answer edgebench exists for, on one screen: per substrate and headline metric, the CNI modes ranked against
-the host network, each with its verdict by the one rule (results.verdict), the difference in % with its 95% CI and
+the host network, each with its verdict by the one rule (results.report.verdict), the difference in % with its 95% CI and
 n, and one sentence ("on the local testbed, for DDS latency p90 at 64 B: flannel:host-gw is equivalent to the host;
 flannel:vxlan is 31.2 % worse ..."). The portal's Overview and `edgebench summary answer` (`make summary`) show the
 same rows.
@@ -8,7 +8,7 @@ Each headline reads one vs-host mart and its verdict column (no second computati
 substrate and headline is the one measured under the neutral conditions (every cell dimension at its default: no
 link condition, default tuning, the machine's own cores, ...) with the most CNI modes judged; ties go to the
 smaller payload, then the one with more runs. A configuration is the mart's whole grain (runs of another duration
-or bitrate are another one), so a CNI mode appears once in a ranking. Pure functions over `fetch(sql, params) -> list[dict]`, as results.papers.
+or bitrate are another one), so a CNI mode appears once in a ranking. Pure functions over `fetch(sql, params) -> list[dict]`, as results.report.papers.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.results.verdict import describe
+from edgebench.results.report.verdict import describe
 
 Fetch = Callable[[str, list], list[dict]]
 
@@ -117,7 +117,7 @@ def headline(fetch: Fetch, h: Headline) -> list[dict]:
 
 
 def answer(fetch: Fetch) -> list[dict]:
-    """Every headline on every substrate (results.ranking.headline)."""
+    """Every headline on every substrate (results.report.ranking.headline)."""
     return [entry for h in HEADLINES for entry in headline(fetch, h)]
 
 
