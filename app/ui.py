@@ -1,5 +1,5 @@
-"""Streamlit glue shared by the pages: the cached read-only connection and cached queries over the data modules
-(app/data/): a page passes the query function itself, imported from the module of its page."""
+"""Streamlit glue shared by the pages: the cached read-only connection and cached queries (the read API,
+edgebench.results.report.marts, and app/data/'s shaping of its rows): a page passes the query function itself."""
 from __future__ import annotations
 
 import datetime as dt
@@ -14,9 +14,10 @@ import streamlit as st
 from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.results.report import marts
 from edgebench.results.report.marts import Choices
+from edgebench.results.report.marts.runs import shared_kernel_labs
 
 from data.common import (LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, eta_text, follower_gone, live_status,
-                         shared_kernel_labs, warehouse_path)
+                         warehouse_path)
 
 
 @st.cache_resource(max_entries=2)

@@ -8,16 +8,17 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from data.cni_datapaths import IPERF3, overhead, problem_runs, throughput_chart
-from data.common import BASELINE_COLOR, LOCAL_BANNER, connect, invalid_runs
-from data.dds import (DDS, dds_line_chart, dds_overhead, dds_overhead_table, dds_problem_runs,
-                      dds_transport_table, overhead_cell)
-from data.http import (OUTLIERS_PER_BOX, http_kpis, http_overhead, http_overhead_table, http_response_boxes,
-                       http_response_outliers, http_vs_host_text, response_chart)
-from data.link_conditions import netem_metric, netem_scenarios
-from data.overview import run_counts, sweeps
-from data.resources import resource_long, resource_usage
-from data.tuning import cmp_tuning_vs_host, tuning_heatmap_frame
+from data.cni_datapaths import throughput_chart
+from data.common import BASELINE_COLOR, LOCAL_BANNER, connect
+from data.dds import dds_line_chart, dds_overhead_table, dds_transport_table, overhead_cell
+from data.http import http_overhead_table, http_vs_host_text, response_chart
+from data.resources import resource_long
+from data.tuning import tuning_heatmap_frame
+from edgebench.results.report.marts.dds import DDS, dds_overhead, dds_problem_runs
+from edgebench.results.report.marts.http import (OUTLIERS_PER_BOX, http_kpis, http_overhead, http_response_boxes,
+                                                 http_response_outliers)
+from edgebench.results.report.marts.iperf3 import IPERF3, cmp_tuning_vs_host, overhead, problem_runs, resource_usage
+from edgebench.results.report.marts.runs import invalid_runs, netem_metric, netem_scenarios, run_counts, sweeps
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")

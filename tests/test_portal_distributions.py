@@ -8,8 +8,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import LOCAL_BANNER, connect
-from data.distributions import (DISTRIBUTIONS, default_proxies, distribution_comparison, distribution_references,
-                                proxy_comparison, proxy_stands_for, proxy_unsupported)
+from data.distributions import default_proxies, distribution_comparison, proxy_stands_for
+from edgebench.results.report.marts.distributions import (DISTRIBUTIONS, distribution_references, proxy_comparison,
+                                                          proxy_unsupported)
 from conftest import build_distributions_tree
 from test_warehouse_distributions import manifests
 

@@ -8,10 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import BASELINE_COLOR, LOCAL_BANNER, connect
-from data.http import http_kpi_shares, http_problem_runs, http_response_boxes
-from data.intercluster import (INTERCLUSTER, intercluster_chart, intercluster_comparison, intercluster_diff_table,
+from data.intercluster import (intercluster_chart, intercluster_comparison, intercluster_diff_table,
                                intercluster_limits, intercluster_models, intercluster_netem_order,
                                intercluster_series)
+from edgebench.results.report.marts.http import INTERCLUSTER, http_kpi_shares, http_problem_runs, http_response_boxes
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")

@@ -1,7 +1,8 @@
 import streamlit as st
+from edgebench.results.report.marts.iperf3 import IPERF3, overhead, problem_runs, request_response
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.cni_datapaths import IPERF3, overhead, overhead_table, problem_runs, request_response, throughput_chart
+from data.cni_datapaths import overhead_table, throughput_chart
 import ui
 
 st.title("CNI datapaths")

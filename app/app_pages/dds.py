@@ -1,7 +1,8 @@
 import streamlit as st
+from edgebench.results.report.marts.dds import DDS, dds_overhead, dds_problem_runs
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.dds import DDS, dds_line_chart, dds_overhead, dds_overhead_table, dds_problem_runs, dds_transport_table
+from data.dds import dds_line_chart, dds_overhead_table, dds_transport_table
 import ui
 
 st.title("DDS pub/sub")

@@ -1,9 +1,10 @@
 import streamlit as st
+from edgebench.results.report.marts.distributions import (DISTRIBUTIONS, PROXIES, distribution_references,
+                                                          proxy_comparison, proxy_unsupported)
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.distributions import (DISTRIBUTIONS, PROXIES, default_proxies, distribution_chart, distribution_comparison,
-                                distribution_references, is_one_machine, proxy_chart, proxy_comparison,
-                                proxy_stands_for, proxy_unsupported)
+from data.distributions import (default_proxies, distribution_chart, distribution_comparison, is_one_machine,
+                                proxy_chart, proxy_stands_for)
 import ui
 
 st.title("Distributions")

@@ -1,8 +1,9 @@
 import streamlit as st
+from edgebench.results.report.marts.http import (HTTP, http_kpi_shares, http_kpis, http_overhead, http_problem_runs,
+                                                 http_response_boxes, http_response_outliers)
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.http import (HTTP, http_kpi_shares, http_kpis, http_overhead, http_overhead_table, http_problem_runs,
-                       http_response_boxes, http_response_outliers, response_chart)
+from data.http import http_overhead_table, response_chart
 import ui
 
 st.title("HTTP services")

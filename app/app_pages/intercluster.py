@@ -1,7 +1,8 @@
 import streamlit as st
+from edgebench.results.report.marts.http import INTERCLUSTER
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.intercluster import (IMPLEMENTATION_TEXT, INTERCLUSTER, NONE_LABEL, intercluster_chart,
+from data.intercluster import (IMPLEMENTATION_TEXT, NONE_LABEL, intercluster_chart,
                                intercluster_comparison, intercluster_diff_table, intercluster_kpi_table,
                                intercluster_limits, intercluster_models, intercluster_problem_runs, intercluster_series,
                                intercluster_style_verdicts, intercluster_values_table)

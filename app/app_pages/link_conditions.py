@@ -1,7 +1,8 @@
 import streamlit as st
 
-from data.common import invalid_runs
-from data.link_conditions import NETEM, NETEM_METRICS, netem_chart, netem_metric, netem_scenarios
+from edgebench.results.report.marts.runs import NETEM, NETEM_METRICS, invalid_runs, netem_metric, netem_scenarios
+
+from data.link_conditions import netem_chart
 import ui
 
 st.title("Link conditions")

@@ -1,9 +1,9 @@
 import streamlit as st
+from edgebench.results.report.marts.iperf3 import RESOURCES, resource_efficiency, resource_usage
+from edgebench.results.report.marts.runs import invalid_runs
 from edgebench.results.report.verdict import RULE_HELP
 
-from data.common import invalid_runs
-from data.resources import (RESOURCES, resource_chart, resource_efficiency, resource_long, resource_throughput_chart,
-                            resource_usage)
+from data.resources import resource_chart, resource_long, resource_throughput_chart
 import ui
 
 st.title("Resources")

@@ -1,7 +1,9 @@
 import streamlit as st
 
-from data.common import invalid_runs
-from data.tuning import TUNING, TUNING_METRICS, cmp_tuning_vs_host, tuning_heatmap, tuning_heatmap_frame
+from edgebench.results.report.marts.iperf3 import TUNING, cmp_tuning_vs_host
+from edgebench.results.report.marts.runs import invalid_runs
+
+from data.tuning import TUNING_METRICS, tuning_heatmap, tuning_heatmap_frame
 import ui
 
 st.title("Tuning efficiency")

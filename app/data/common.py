@@ -1,6 +1,7 @@
-"""What the pages' query modules share: the warehouse connection, banners, filters, colours. Plain Python (no
-Streamlit): every query takes a DuckDB connection (opened read-only by connect()) and returns pandas DataFrames or
-plain values; the selections (a page's substrate and conditions) are edgebench.results.report.marts.Choices."""
+"""What the pages' data modules share: the warehouse connection, banners, colours, the follower's status. Plain Python
+(no Streamlit). The queries are edgebench.results.report.marts (every one takes the DuckDB connection opened
+read-only by connect() and returns pandas DataFrames or plain values); app/data/ shapes their rows into tables and
+charts."""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,11 +12,8 @@ from pathlib import Path
 
 import altair as alt
 import duckdb
-import pandas as pd
 
-from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.results import follow
-from edgebench.results.report.marts import where_in
 from edgebench.sweep.progress import duration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,22 +25,6 @@ MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `ma
 LAB_BANNER = ("This lab's nodes share one kernel and this machine's cores (the local lab of `make lab-local`): real CNI "
               "agents, kubelets and kube-proxy, but every node a set of namespaces of one machine, linked by veth pairs, "
               "not wires. Read it as this machine, never as a Pi lab; the two are never pooled.")
-# The lab a run was measured on (staging: the testbed, kind, or a real cluster's inventory target), the first filter
-# of every page after the substrate: two labs of one substrate (a Pi lab, the local lab) are never pooled
-LAB_FILTER = {"lab": "Lab"}
-# The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
-DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
-# Conditions a comparison holds fixed (besides substrate), in display order: column -> label
-FILTERS = {
-    **LAB_FILTER,
-    "protocol": "Protocol",
-    "path": "Path",
-    "placement": "Placement",
-    "length_bytes": "Length (bytes)",
-    "distribution": "Distribution",
-    **DIMENSION_FILTERS,
-}
-
 
 # How a comparison's baseline looks on every page (the host network against CNIs, the one-cluster `none` against
 # inter-cluster tools): grey marks, listed first.
@@ -105,22 +87,3 @@ def warehouse_path() -> Path:
 
 def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), read_only=True)
-
-
-def shared_kernel_labs(con) -> list[str]:
-    """The labs whose nodes share one kernel (environment.cluster.shared_kernel: the local lab)."""
-    return [r[0] for r in con.execute("select distinct lab from fct_runs where lab_shared_kernel "
-                                      "order by lab").fetchall()]
-
-
-def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
-    """Runs whose readback did not match what was requested (is_valid = false), any workload, with the reason.
-    They stay in the fct_* marts but are kept out of every comparison. filters: distribution, netem_scenario,
-    tuning_profile, lab (None = any)."""
-    where, params = where_in(substrate, filters, {**LAB_FILTER, "distribution": "", "netem_scenario": "",
-                                                   "tuning_profile": ""})
-    return con.execute(f"""
-        select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
-               repetition, status, invalid_reason, sweep_id, run_id, started_at
-        from fct_runs where not is_valid and {where}
-        order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()

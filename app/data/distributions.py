@@ -1,57 +1,20 @@
-"""Queries of the portal's Distributions page (marts only): Kubernetes distributions against each other for the same
-CNI mode on real clusters (cmp_distributions), and, on the testbed, pod-to-service per service proxy
-(cmp_service_proxies) with the proxy each distribution runs by default (catalog/service_proxies.yaml)."""
+"""Tables and charts of the portal's Distributions page: Kubernetes distributions against each other for the same
+CNI mode on real clusters, and, on the testbed, pod-to-service per service proxy with the proxy each distribution
+runs by default (catalog/service_proxies.yaml); its queries are edgebench.results.report.marts.distributions."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
 from edgebench.plan import catalog
+from edgebench.results.report.marts.distributions import distribution_rows
 
-from edgebench.results.report.marts import Choices
+from .common import BASELINE_COLOR, SERIES_COLORS
 
-from .common import BASELINE_COLOR, LAB_FILTER, SERIES_COLORS
-
-# conditions the cluster comparison holds fixed (besides substrate); the distribution varies
-DISTRIBUTION_FILTERS = {
-    **LAB_FILTER,
-    "cni": "CNI",
-    "cni_mode": "CNI mode",
-    "protocol": "Protocol",
-    "path": "Path",
-    "placement": "Placement",
-    "length_bytes": "Length (bytes)",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-}
-# conditions the service-proxy comparison holds fixed; the proxy mode varies
-PROXY_FILTERS = {
-    **LAB_FILTER,
-    "cni": "CNI",
-    "cni_mode": "CNI mode",
-    "protocol": "Protocol",
-    "placement": "Placement",
-    "length_bytes": "Length (bytes)",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-    "tuning_profile": "Tuning profile",
-}
-# the two selections: real-cluster substrates with distributions to compare (the testbed has none), most rows first
-# (a one-machine scope, 'kind + ssh (one machine, boot ...)', where kind and the local kubeadm lab ran in one boot);
-# substrates with service-proxy comparisons
-DISTRIBUTIONS = Choices("cmp_distributions", DISTRIBUTION_FILTERS)
-PROXIES = Choices("cmp_service_proxies", PROXY_FILTERS)
 PROXY_REFERENCE = "iptables"
 METRIC_LABELS = {"throughput_mbps": "throughput (Mbit/s)", "latency_us": "latency: TCP mean RTT (us)",
                  "cpu_pct": "CPU (% of one CPU)", "rss_mb": "RAM (MB)"}
 _METRIC_ORDER = list(METRIC_LABELS)
-
-
-def distribution_references(con, substrate: str, **filters) -> list[str]:
-    where, params = DISTRIBUTIONS.where(substrate, filters)
-    rows = con.execute(f"select distinct reference_distribution from cmp_distributions where {where} "
-                       "order by reference_distribution <> 'kubeadm', reference_distribution", params).fetchall()
-    return [r[0] for r in rows]
 
 
 def is_one_machine(substrate: str) -> bool:
@@ -62,42 +25,12 @@ def is_one_machine(substrate: str) -> bool:
 def distribution_comparison(con, substrate: str, reference: str, **filters) -> pd.DataFrame:
     """Every metric of every distribution against `reference` for the chosen conditions: n, mean, 95% CI, the
     difference with its 95% interval and the verdict; the reference first."""
-    where, params = DISTRIBUTIONS.where(substrate, filters)
-    df = con.execute(f"""
-        select metric, component, phase, distribution, run_substrates, service_proxy_mode, n_runs, mean, ci95,
-               reference_n_runs,
-               reference_mean, diff, diff_ci95, diff_pct, verdict, is_higher_better
-        from cmp_distributions where {where} and reference_distribution = ?
-        order by distribution <> ?, distribution""", [*params, reference, reference]).df()
+    df = distribution_rows(con, substrate, reference, **filters)
     df["metric_label"] = df["metric"].map(METRIC_LABELS)
     df["what"] = df["metric_label"] + df.apply(
         lambda r: "" if r["component"] == "iperf3" else f", {r['component']}, {r['phase']}", axis=1)
     df["_order"] = df["metric"].map(_METRIC_ORDER.index)
     return df.sort_values(["_order", "component", "phase"], kind="stable").drop(columns="_order").reset_index(drop=True)
-
-
-def proxy_comparison(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_service_proxies rows for the chosen conditions: iptables (the reference) first, with CI bounds."""
-    where, params = PROXIES.where(substrate, filters)
-    df = con.execute(f"""
-        select service_proxy_mode, datapath, n_runs, throughput_mbps, throughput_ci95_mbps, reference_n_runs,
-               reference_throughput_mbps, diff_mbps, diff_ci95_mbps, diff_pct, verdict, is_reference,
-               duration_s, iperf3_bitrate
-        from cmp_service_proxies where {where}
-        order by not is_reference, service_proxy_mode""", params).df()
-    df["ci_low_mbps"] = df["throughput_mbps"] - df["throughput_ci95_mbps"].fillna(0)
-    df["ci_high_mbps"] = df["throughput_mbps"] + df["throughput_ci95_mbps"].fillna(0)
-    return df
-
-
-def proxy_unsupported(con, substrate: str, **filters) -> pd.DataFrame:
-    """Pod-to-service runs of a service-proxy cell that were not measured (unsupported / failed), with the reason."""
-    where, params = PROXIES.where(substrate, filters)
-    return con.execute(f"""
-        select service_proxy_mode, status, cni, cni_mode, protocol, placement, repetition, error, run_id
-        from fct_iperf3_runs
-        where path = 'pod-to-service' and status <> 'ok' and service_proxy <> 'default' and {where}
-        order by service_proxy_mode, repetition""", params).df()
 
 
 def default_proxies() -> pd.DataFrame:

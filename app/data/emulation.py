@@ -1,13 +1,13 @@
-"""Queries of the portal's Emulation vs real page (mart cmp_emulation_vs_real): for every CNI mode measured both on
-the namespace testbed and on a real cluster under the same conditions, testbed / real with its 95% interval and the
-verdict (model holds within +-10%, model differs, inconclusive)."""
+"""The portal's Emulation vs real page (mart cmp_emulation_vs_real, read by edgebench.results.report.marts.reports):
+for every CNI mode measured both on the namespace testbed and on a real cluster under the same conditions, testbed /
+real with its 95% interval and the verdict (model holds within +-10%, model differs, inconclusive)."""
 from __future__ import annotations
 
 import pandas as pd
 
 from edgebench.plan import catalog
 from edgebench.results.report import emulation as emu
-from edgebench.results.report.marts import emulation_overhead_frame
+from edgebench.results.report.marts.reports import emulation_overhead_frame, emulation_vs_real_frame
 
 EMULATION_EMPTY = (
     "No CNI mode has been measured both on the testbed and on a real cluster under the same conditions yet. "
@@ -25,9 +25,7 @@ VERDICT_STYLE = {"model differs": "background-color: #f8d0d0; color: #8b0000; fo
 def emulation_rows(con) -> pd.DataFrame:
     """One row per CNI mode x metric x configuration; `config` names the configuration in one line, `verdict_text`
     carries the size of a difference."""
-    df = con.execute("""
-        select * from cmp_emulation_vs_real
-        order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode""").df()
+    df = emulation_vs_real_frame(con)
     if df.empty:
         return df
     df["cni_label"] = df["cni"] + ":" + df["cni_mode"]

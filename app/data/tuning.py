@@ -1,38 +1,12 @@
-"""Queries and charts of the portal's tuning efficiency page (marts only)."""
+"""Tables and charts of the portal's tuning efficiency page; its queries are edgebench.results.report.marts.iperf3."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from edgebench.results.report.marts import Choices
 
-from .common import LAB_FILTER
-
-
-TUNING_FILTERS = {
-    **LAB_FILTER,
-    "workload": "Workload",
-    "protocol": "Protocol",
-    "length_bytes": "Packet size (bytes)",
-    "path": "Path",
-    "placement": "Placement",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-}
-# the page's selection; its queries may be narrowed by the MTU too (chosen after the filters)
-TUNING = Choices("cmp_tuning_vs_host", TUNING_FILTERS, extra=("tuning_mtu",))
 TUNING_METRICS = {"throughput_efficiency_pct": "Throughput efficiency (CNI / host x 100)",
                   "latency_efficiency_pct": "Latency efficiency, DDS p50 (host / CNI x 100)"}
-
-
-def cmp_tuning_vs_host(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_tuning_vs_host rows for one substrate and the chosen conditions (tuning_mtu may be given too)."""
-    where, params = TUNING.where(substrate, filters)
-    return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, *
-        from cmp_tuning_vs_host where {where}
-        order by is_host_baseline desc, variant, tuning_profile <> 'default_settings', tuning_profile,
-                 tuning_mtu""", params).df()
 
 
 def tuning_heatmap_frame(df: pd.DataFrame, metric: str, by_mtu: bool) -> pd.DataFrame:

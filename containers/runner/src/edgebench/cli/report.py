@@ -16,6 +16,7 @@ from edgebench.results.report import changepoints, papers, scorecard
 from edgebench.results.report import emulation as emu
 from edgebench.results.report import summaries
 from edgebench.results.report import marts
+from edgebench.results.report.marts import reports as report_marts
 from edgebench.results import warehouse as wh
 from edgebench.results.report.verdict import RULE_HELP, describe
 from edgebench.results.report.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
@@ -71,15 +72,15 @@ def report(
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
         if efficiency:
-            rows = marts.resources_efficiency(path, component)
+            rows = report_marts.resources_efficiency(path, component)
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:
                 print_efficiency(rows)
             return
         if emulation:
-            rows = marts.emulation_vs_real(path)
-            normalized = marts.emulation_overhead(marts.path_fetcher(path))
+            rows = report_marts.emulation_vs_real(path)
+            normalized = report_marts.emulation_overhead(marts.path_fetcher(path))
             if as_json:
                 typer.echo(json.dumps(rows, indent=2, default=_json_default))
             else:

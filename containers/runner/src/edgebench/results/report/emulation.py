@@ -1,6 +1,6 @@
 """The testbed's answer checked against a real lab, each substrate against its own host (mart
-cmp_emulation_overhead, read by report.marts.emulation_overhead): per real lab and metric how it fared (what the CLI's `report --emulation`,
-the portal's Emulation page and the Overview say). The verdicts are the vs-host marts' (the one rule); what this
+cmp_emulation_overhead, read by marts.reports.emulation_overhead): per real lab and metric how it fared (what the
+CLI's `report --emulation`, the portal's Emulation page and the Overview say). The verdicts are the vs-host marts' (the one rule); what this
 adds is their agreement, the overhead gap and the rank agreement (Kendall's tau-b) of the CNI modes."""
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ the caller holds (the portal's cached read-only one). The reading modules (ranki
 take a Fetch, fetch(sql, params) -> rows as dicts, from either.
 
 The portal's selections (Choices): a page picks one substrate, then the conditions it holds fixed, each offering only
-the values that exist given the ones chosen before it."""
+the values that exist given the ones chosen before it. The queries themselves, by the marts they read: runs.py
+(fct_runs: sweeps, labs, link conditions), iperf3.py (the iperf3 and sockperf marts, resources, tuning), dds.py,
+http.py (HTTP in one cluster and across inter-cluster tools), distributions.py (distributions and service proxies),
+reports.py (emulation vs real, CPU efficiency, version regressions, latency under load)."""
 
 from __future__ import annotations
 
@@ -43,6 +46,13 @@ def fetcher(con) -> Fetch:
 def frame(con, sql: str, params: list | tuple = ()):
     """The rows of one query on an open connection as a pandas DataFrame."""
     return con.execute(sql, list(params)).df()
+
+
+def empty_frame():
+    """An empty DataFrame (what a query of a mart the warehouse predates returns to the portal)."""
+    import pandas as pd  # noqa: PLC0415 - the portal's dependency, not the runner image's
+
+    return pd.DataFrame()
 
 
 def has_table(con, name: str) -> bool:
@@ -99,6 +109,21 @@ def where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
 
 
 BASELINE_VALUES = {"workload": "iperf3", **{d.warehouse_column: d.base for d in DIMENSIONS if d.filter_label}}
+# The lab a run was measured on (staging: the testbed, kind, or a real cluster's inventory target), the first filter
+# of every page after the substrate: two labs of one substrate (a Pi lab, the local lab) are never pooled
+LAB_FILTER = {"lab": "Lab"}
+# The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
+DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
+# Conditions a comparison holds fixed (besides substrate), in display order: column -> label
+FILTERS = {
+    **LAB_FILTER,
+    "protocol": "Protocol",
+    "path": "Path",
+    "placement": "Placement",
+    "length_bytes": "Length (bytes)",
+    "distribution": "Distribution",
+    **DIMENSION_FILTERS,
+}
 
 
 def baseline_first(column: str) -> str:
@@ -153,55 +178,3 @@ class Choices:
 
     def where(self, substrate: str, filters: dict) -> tuple[str, list]:
         return where_in(substrate, filters, self.allowed)
-
-
-# ---- the CLI's reports (edgebench report) -------------------------------------------------------------------------
-EMULATION_SQL = """
-select cni, cni_mode, workload, metric, protocol, path, placement, length_bytes, real_lab, real_distributions,
-       testbed_n, testbed_mean, real_n, real_mean, ratio, ratio_ci_low, ratio_ci_high, margin, difference_pct, verdict,
-       runs_to_decide
-from cmp_emulation_vs_real
-order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode
-"""
-EFFICIENCY_SQL = """
-select substrate, distribution, cni, cni_mode, netem_scenario, tuning_profile, workload, protocol, path, placement,
-       length_bytes, component, rate_unit, n_runs, rate, cpu_run_pct, cpu_per_unit_pct, cpu_per_unit_ci95_pct,
-       cpu_delta_per_unit_pct, host_n_runs, host_cpu_per_unit_pct, host_cpu_per_unit_ci95_pct, cpu_per_unit_vs_host,
-       verdict, verdict_margin_pct, runs_to_decide
-from cmp_resources_efficiency
-where (? is null or component = ?)
-order by substrate, distribution, netem_scenario, tuning_profile, component, workload, protocol, path, placement,
-         length_bytes, is_host_baseline desc, cni, cni_mode
-"""
-OVERHEAD_SQL = """
-select * from cmp_emulation_overhead
-order by real_lab, workload, metric, config, cni, cni_mode
-"""
-
-
-def emulation_vs_real(warehouse_path: WarehousePath = None) -> list[dict]:
-    """cmp_emulation_vs_real: testbed / real per CNI mode, metric and configuration (`report --emulation`)."""
-    return query(EMULATION_SQL, [], warehouse_path)
-
-
-def resources_efficiency(warehouse_path: WarehousePath = None, component: str | None = None) -> list[dict]:
-    """cmp_resources_efficiency, one component or all (`report --efficiency`)."""
-    return query(EFFICIENCY_SQL, [component, component], warehouse_path)
-
-
-def emulation_overhead(fetch: Fetch) -> list[dict[str, Any]]:
-    """cmp_emulation_overhead's rows, each substrate's CNI against its own host (empty when no CNI mode was measured
-    on both substrates, or the mart is not built yet)."""
-    try:
-        return fetch(OVERHEAD_SQL, [])
-    except Exception as exc:  # an older warehouse without the mart: nothing checked yet
-        if "cmp_emulation_overhead" in str(exc):
-            return []
-        raise
-
-
-def emulation_overhead_frame(con):
-    """cmp_emulation_overhead as a DataFrame on the portal's connection; empty where the warehouse has no such mart."""
-    import pandas as pd  # noqa: PLC0415 - the portal's dependency, not the runner image's
-
-    return frame(con, OVERHEAD_SQL) if has_table(con, "cmp_emulation_overhead") else pd.DataFrame()
