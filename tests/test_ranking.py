@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results.report import ranking, summaries
+from edgebench.results.report import ranking
+from edgebench.results.report.marts import summaries
 
 APP = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
 

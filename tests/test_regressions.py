@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 import fixture_manifests as fx
 from edgebench.cli import app
 from edgebench.results import warehouse
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.report import verdict as V
 from edgebench.versions import parse_version
 

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import yaml
 
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.report import verdict as V
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 
 import fixture_manifests as fx
 from edgebench.results import dbt_runner, warehouse
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 
 
 def q(path, sql, *params):

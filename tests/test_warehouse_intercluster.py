@@ -11,7 +11,7 @@ import pytest
 
 import fixture_manifests as fx
 from edgebench.results import warehouse
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.report import verdict as V
 
 # two-sided 95% Student t, t(0.975, df), from statistics tables

@@ -9,7 +9,7 @@ from minio import Minio
 
 import fixture_manifests as fx
 from edgebench.results import warehouse
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pandas as pd
 from edgebench.results.report.labels import (diff_pct_text, metric_label, version_card_caveat, version_card_title,
                                              version_source_text)
 from edgebench.results.report.marts.reports import regression_cards_frame, regression_rows_frame
-from edgebench.results.report.summaries import VERDICT_ORDER, config_label
+from edgebench.results.report.marts.summaries import VERDICT_ORDER, config_label
 
 REGRESSIONS_EMPTY = (
     "No CNI mode has been measured at two versions yet, so there is no regression card. Versions get measured by "

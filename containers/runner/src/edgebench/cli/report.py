@@ -14,7 +14,7 @@ from rich.table import Table
 from edgebench.console import err, out
 from edgebench.results.report import changepoints, papers, scorecard
 from edgebench.results.report import emulation as emu
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.report import marts
 from edgebench.results.report.marts import reports as report_marts
 from edgebench.results import warehouse as wh

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from edgebench.console import out
 from edgebench.results import follow as follow_mod
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, describe
 from edgebench.results import warehouse as wh
 from edgebench.results.report.labels import intercluster_label

@@ -16,7 +16,7 @@ from edgebench import versions
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import spec as spec_mod
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.store import ResultStore
 from edgebench.sweep import watch as watch_mod
 from edgebench.sweep.runner import run_local

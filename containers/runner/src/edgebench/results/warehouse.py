@@ -1,4 +1,4 @@
-"""Build the DuckDB warehouse from the raw results (dbt project in analytics/); results/report/summaries.py reads it.
+"""Build the DuckDB warehouse from the raw results (dbt project in analytics/); results/report/marts/summaries.py reads it.
 
 Environment (the contract with the runner; defaults in parentheses):
   EDGEBENCH_S3_ENDPOINT (http://127.0.0.1:9000), EDGEBENCH_S3_ACCESS_KEY (edgebench),

@@ -22,7 +22,7 @@ from edgebench import versions
 from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.spec import Sweep
-from edgebench.results.report import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.results.store import state_dir
 
 STATE_FILE = "cni-versions.json"

@@ -15,6 +15,7 @@ from pathlib import Path
 from edgebench.plan import spec
 from edgebench.results.report import papers, verdict
 from edgebench.results.report.claim_compare import metric_family, threshold
+from edgebench.results.report.marts.papers import published_claims
 
 
 def preset_for(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local") -> str | None:
@@ -121,8 +122,7 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
     """One row per substrate the paper has results on (one row with substrate None when it has none)."""
     paper = papers.paper_id(paper)
     rep = papers.paper_report(fetch, paper)
-    claims = {c["claim_id"]: c for c in fetch("select * from published_claims where paper = ? order by claim_id",
-                                              [paper])}
+    claims = {c["claim_id"]: c for c in published_claims(fetch, paper)}
     printed = {_number_key(n) for n in rep["numbers"]} | {_number_key(n) for n in rep["published_only"]}
     comparable = {_number_key(n) for n in rep["numbers"]}
     out = []

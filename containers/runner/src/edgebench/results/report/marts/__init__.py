@@ -8,7 +8,9 @@ The portal's selections (Choices): a page picks one substrate, then the conditio
 the values that exist given the ones chosen before it. The queries themselves, by the marts they read: runs.py
 (fct_runs: sweeps, labs, link conditions), iperf3.py (the iperf3 and sockperf marts, resources, tuning), dds.py,
 http.py (HTTP in one cluster and across inter-cluster tools), distributions.py (distributions and service proxies),
-reports.py (emulation vs real, CPU efficiency, version regressions, latency under load)."""
+reports.py (emulation vs real, CPU efficiency, version regressions and history, latency under load), answer.py (the
+headlines the answer ranks), papers.py (the seed papers' tables), summaries.py (`edgebench summary`'s tables, the
+regression cards, the versions measured)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ Fetch = Callable[[str, list], list[dict]]
 WarehousePath = str | os.PathLike | None
 
 
-# ---- running SQL --------------------------------------------------------------------------------------------------
+# ---- running SQL -----------------------------------------------------------------------------------------------------
 def rows(con, sql: str, params: list | tuple = ()) -> list[dict]:
     """The rows of one query on an open connection, as dicts."""
     cur = con.execute(sql, list(params))
@@ -93,7 +95,7 @@ def missing_table(message: str) -> str:
     return f"table {m.group(1)}" if m else "table it needs"
 
 
-# ---- the portal's selections --------------------------------------------------------------------------------------
+# ---- the portal's selections -----------------------------------------------------------------------------------------
 def where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
     """`substrate = ? and col = ? ...` with its parameters, for the filters given (None = any); a filter not in
     `allowed` is an error (the column names go into the SQL text)."""

@@ -117,7 +117,7 @@ def http_problem_runs(con, substrate: str, **filters):
         order by status, cni, cni_mode, length_bytes, repetition""", params)
 
 
-# ---- across inter-cluster tools ------------------------------------------------------------------------------------
+# ---- across inter-cluster tools --------------------------------------------------------------------------------------
 # Conditions the page holds fixed (besides substrate); netem scenario (x axis), payload (selector) and the tool
 # (series) vary
 INTERCLUSTER_FILTERS = {

@@ -28,7 +28,7 @@ TUNING_FILTERS = {
 TUNING = Choices("cmp_tuning_vs_host", TUNING_FILTERS, extra=("tuning_mtu",))
 
 
-# ---- CNI datapaths -------------------------------------------------------------------------------------------------
+# ---- CNI datapaths ---------------------------------------------------------------------------------------------------
 def overhead(con, substrate: str, **filters):
     """cmp_iperf3_vs_host rows for one substrate and fixed conditions, host first, with a `variant` label and
     CI bounds for error bars."""
@@ -67,7 +67,7 @@ def request_response(con, substrate: str, **filters):
         order by protocol, path, placement, length_bytes, is_host_baseline desc, latency_p50_us""", params)
 
 
-# ---- resources ----------------------------------------------------------------------------------------------------
+# ---- resources -------------------------------------------------------------------------------------------------------
 def resource_usage(con, substrate: str, **filters):
     """cmp_resources_vs_host rows (every component) for one substrate and the chosen conditions."""
     where, params = RESOURCES.where(substrate, filters)
@@ -92,7 +92,7 @@ def resource_efficiency(con, substrate: str, component: str, **filters):
         raise
 
 
-# ---- tuning -------------------------------------------------------------------------------------------------------
+# ---- tuning ----------------------------------------------------------------------------------------------------------
 def cmp_tuning_vs_host(con, substrate: str, **filters):
     """cmp_tuning_vs_host rows for one substrate and the chosen conditions (tuning_mtu may be given too)."""
     where, params = TUNING.where(substrate, filters)

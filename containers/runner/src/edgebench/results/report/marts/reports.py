@@ -1,11 +1,13 @@
 """The report marts: emulation against real clusters (cmp_emulation_vs_real, cmp_emulation_overhead), CPU efficiency
-(cmp_resources_efficiency), the CNI version regression cards (cmp_cni_version_regressions) and latency under load
+(cmp_resources_efficiency), the CNI version regression cards (cmp_cni_version_regressions), each CNI mode's version
+history (int_cni_versions__run_metrics, for results.report.changepoints) and latency under load
 (cmp_loaded_latency_vs_idle), for `edgebench report` and the portal's pages."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from edgebench.plan.dimensions import warehouse_columns
 from edgebench.results.report.marts import Fetch, WarehousePath, empty_frame, frame, has_table, query
 
 EMULATION_SQL = """
@@ -31,7 +33,7 @@ order by real_lab, workload, metric, config, cni, cni_mode
 """
 
 
-# ---- emulation vs real --------------------------------------------------------------------------------------------
+# ---- emulation vs real -----------------------------------------------------------------------------------------------
 def emulation_vs_real(warehouse_path: WarehousePath = None) -> list[dict]:
     """cmp_emulation_vs_real: testbed / real per CNI mode, metric and configuration (`report --emulation`)."""
     return query(EMULATION_SQL, [], warehouse_path)
@@ -60,13 +62,13 @@ def emulation_overhead_frame(con):
     return frame(con, OVERHEAD_SQL) if has_table(con, "cmp_emulation_overhead") else empty_frame()
 
 
-# ---- CPU efficiency -----------------------------------------------------------------------------------------------
+# ---- CPU efficiency --------------------------------------------------------------------------------------------------
 def resources_efficiency(warehouse_path: WarehousePath = None, component: str | None = None) -> list[dict]:
     """cmp_resources_efficiency, one component or all (`report --efficiency`)."""
     return query(EFFICIENCY_SQL, [component, component], warehouse_path)
 
 
-# ---- CNI version regressions --------------------------------------------------------------------------------------
+# ---- CNI version regressions -----------------------------------------------------------------------------------------
 CARD_COLUMNS = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
@@ -98,7 +100,30 @@ def regression_rows_frame(con, substrate: str, cni: str, cni_mode: str):
         where substrate = ? and cni = ? and cni_mode = ?""", [substrate, cni, cni_mode])
 
 
-# ---- latency under load -------------------------------------------------------------------------------------------
+# ---- version history -------------------------------------------------------------------------------------------------
+# the configuration of a version series: every cell dimension (the card is substrate, cni, cni_mode) and the
+# workload's own
+SERIES_CONFIG = (*warehouse_columns(), "intercluster", "workload", "protocol", "path", "placement", "length_bytes",
+                 "variant", "metric")
+_VERSION_ORDER = "version_major, version_minor, version_patch, version_prerelease nulls last"
+
+
+def version_history(fetch: Fetch, cni: str | None = None) -> list[dict]:
+    """Per configuration (SERIES_CONFIG) and CNI version, oldest first: unit, direction and the runs' values (`vals`,
+    by run id), from int_cni_versions__run_metrics; of one CNI ("calico") or mode ("calico:vxlan") if given."""
+    where, params = "", []
+    if cni:
+        name, _, mode = cni.partition(":")
+        where = "and cni = ?" + (" and cni_mode = ?" if mode else "")
+        params = [name, mode] if mode else [name]
+    cols = ", ".join(SERIES_CONFIG)
+    return fetch(f"select {cols}, unit, is_higher_better, cni_version as version, version_major, version_minor, "
+                 f"version_patch, version_prerelease, list(value order by run_id) as vals "
+                 f"from int_cni_versions__run_metrics where version_major is not null {where} "
+                 f"group by all order by {cols}, {_VERSION_ORDER}", params)
+
+
+# ---- latency under load ----------------------------------------------------------------------------------------------
 LOADED_LATENCY = "cmp_loaded_latency_vs_idle"
 # the conditions a comparison holds fixed besides substrate, probe and payload, shown as one choice
 _CONDITION = "netem_scenario || ' / ' || tuning_profile || ' / ' || distribution"

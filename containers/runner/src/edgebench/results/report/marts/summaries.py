@@ -1,5 +1,6 @@
-"""Read the warehouse: the per-mart summaries printed after a sweep (`edgebench summary`), the CNI version
-regression cards and the versions the warehouse measured. Every reader opens the DuckDB file read-only."""
+"""The summaries printed after a sweep (`edgebench summary`: one table per vs-host mart, and the ranked answer), the
+CNI version regression cards (`edgebench report`) and the versions the warehouse measured (`edgebench versions`,
+`watch`). Every reader opens the DuckDB file read-only (marts.query)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from edgebench import versions
 from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
 from edgebench.results.report import ranking
-from edgebench.results.report import marts
+from edgebench.results.report.marts import path_fetcher, query
+from edgebench.results.report.marts.reports import CARD_COLUMNS, regressions
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
 
 try:  # optional: the runner image carries no analytics extra (measured_versions then says None)
@@ -65,11 +67,11 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
     """The ranked answer per substrate and headline metric (results.report.ranking), for `edgebench summary answer`."""
-    return ranking.answer(marts.path_fetcher(warehouse_path))
+    return ranking.answer(path_fetcher(warehouse_path))
 
 
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    return marts.query(sql, [], warehouse_path)
+    return query(sql, [], warehouse_path)
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
@@ -132,17 +134,8 @@ def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: st
     "rows" (one per configuration x metric: n, means, diff with its 95% interval, diff_pct, verdict), worse rows
     first. Cards with worse rows come first. `cni` keeps the cards of one CNI ("calico") or mode ("calico:vxlan").
     Raises WarehouseError when there is no warehouse or it predates the mart."""
-    where, params = "", []
-    if cni:
-        name, _, mode = cni.partition(":")
-        where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
-        params = [name, mode] if mode else [name]
-    rows = marts.query(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
-    card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
-                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
-                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_equivalent", "card_n_inconclusive", "card_n_too_few_runs",
-                 "card_expected_false_alarms")
+    rows = regressions(warehouse_path, cni)
+    card_keys = CARD_COLUMNS
     cards: dict[tuple, dict] = {}
     for r in rows:
         card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),
