@@ -21,7 +21,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9
 APT_PACKAGES  := iproute2 iputils-ping nftables iptables ethtool iperf3 sockperf cyclonedds-tools procps \
                  cyclonedds-dev gcc libc6-dev wireguard-tools openssl curl ca-certificates python3-venv sysbench ipvsadm kmod runc jq
-# the lab's node test (tests/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
+# the lab's node test (tests/host/test_lab_local.py: sshd in namespaces); only `make test` and `make lab-local` install
 # them, so `make sweep` does not bring an SSH server to a machine that had none
 TEST_PACKAGES := openssh-server openssh-client sudo
 # `make test` runs the suite in this many processes (pytest-xdist): the tests that use the machine itself stay in one
@@ -46,7 +46,7 @@ export EDGEBENCH_TOOLS := $(TOOLS)
 export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
-.PHONY: help setup apt tools venv minio minio-stop sweep warehouse summary portal test bench clean \
+.PHONY: help setup apt tools venv minio minio-stop sweep papers warehouse summary portal test bench clean \
         up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64
 
 help: ## list the targets
@@ -71,7 +71,7 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  echo "apt: installing $$missing (the portal's browser test)"; \
 	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null 2>&1; } || \
-	    echo "note: $$missing not installable here (Ubuntu: chromium is a snap); tests/test_browser.py will skip"; \
+	    echo "note: $$missing not installable here (Ubuntu: chromium is a snap); tests/host/test_browser.py will skip"; \
 	fi
 	@command -v go >/dev/null || { echo "apt: installing golang-go (MinIO is built from source)"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
@@ -126,7 +126,7 @@ $(TOOLS)/edgebench-ddsrr: containers/ddsrr/main.c containers/ddsrr/ddsrr.idl
 # Opt-in (not part of setup: ~10 min of compiling once on 2 cores, 2.6x what `tools` takes): the upstream Argo Events
 # CLI for `argo-events lint`, and edgebench-events-render, which runs the rerun Sensor's filters and parameter mapping
 # with Argo Events' own code. Both from containers/events-check (its go.mod/go.sum pin argo-events v1.9.11; the
-# module proxy's version list is not needed). tests/test_events.py uses them when present and skips those checks
+# module proxy's version list is not needed). tests/host/test_events.py uses them when present and skips those checks
 # with a reason otherwise.
 events-tools: $(TOOLS)/argo-events-$(ARGO_EVENTS_VERSION) $(TOOLS)/edgebench-events-render ## build `argo-events lint` and the Sensor renderer (Go, pinned v1.9.11; ~10 min once)
 
@@ -162,6 +162,12 @@ sweep: setup minio ## run the default sweep on the local testbed, build the ware
 	 $(EDGEBENCH) warehouse || exit $$?; \
 	 echo; echo "Portal: make portal, then open http://127.0.0.1:8501"; exit $$rc
 
+# the seed papers' undecided claims: their testbed presets within BUDGET (seconds, 90m, 2h), most claims first,
+# then the scorecard; run again, it measures nothing already stored (docs/papers.md)
+BUDGET ?= 2h
+papers: setup minio ## run the testbed presets the papers' undecided claims need, within BUDGET (2h), then the scorecard
+	@$(EDGEBENCH) papers run --budget $(BUDGET) $(ARGS)
+
 warehouse: setup minio ## rebuild the warehouse (.edgebench/warehouse.duckdb) from what is in MinIO
 	@$(EDGEBENCH) warehouse
 
@@ -181,7 +187,7 @@ test: setup argo-schemas ## install everything, then run the whole test suite
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then echo "apt: installing $$missing (the lab's node test)"; \
 	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing >/dev/null; } || \
-	  echo "note: $$missing not installable; tests/test_lab_local.py's node test will skip"; fi
+	  echo "note: $$missing not installable; tests/host/test_lab_local.py's node test will skip"; fi
 	@$(PY) -m pytest -q -rs --durations=20 -n $(TEST_WORKERS) --dist loadgroup tests
 
 # the Argo Workflows v3.7.9 / Argo Events v1.9.11 Go modules into the Go module cache, checksums checked: their JSON

@@ -9,7 +9,7 @@ testbed, alternating which side goes first. Rows: sweep mean / by-hand mean per 
   ddsperf latency      host and flannel:vxlan                          p50 and p99 (RTT/2)     target 0.95-1.05
   HTTP (fortio)        host and flannel:vxlan                          response p50            target 0.95-1.05
 
-The sweep's DDS latency is the count-weighted mean of ddsperf's per-second percentiles (ddsperf_parse.summarize);
+The sweep's DDS latency is the count-weighted mean of ddsperf's per-second percentiles (ddsperf's summarize);
 the by-hand side computes the same from the ping's lines. HTTP p50 is the linearly interpolated median of fortio's
 per-request times on both sides.
 

@@ -1,6 +1,6 @@
 """The portal in a real browser: start `streamlit run` against a warehouse, drive headless Chromium at it.
 
-Shared by tests/test_browser.py and bench/bench_portal.py (the bench puts tests/ on sys.path). Not imported by the
+Shared by tests/host/test_browser.py and bench/bench_portal.py (the bench puts tests/ on sys.path). Not imported by the
 portal or the package: nothing here is on their runtime path.
 
     with portal(warehouse) as url, browser() as driver:

@@ -1,12 +1,17 @@
 """Shared fixtures: fixture raw data, a warehouse built from it (once per session), a throwaway MinIO server.
 
+Tests live in a folder per kind:
+  unit/       pure code: parsers, plans, the catalog, the rule, the docs;
+  warehouse/  a warehouse built from fixture data through dbt, and what reads its marts;
+  portal/     the portal's pages under streamlit's AppTest;
+  host/       what uses the machine itself: network namespaces, the testbed, cgroups, nftables, processes, ports,
+              kustomize and the Go tools (and anything not yet shown to touch nothing of the machine);
+  live/       opt-in live runs (a kind or kubeadm cluster, Argo): they skip naming what is missing.
 `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`): each test file is one group, kept
-in one process (its module fixtures are built once), and every file that uses the machine itself (network
-namespaces, the testbed, cgroups, nftables, live sweeps, a browser, timed processes) is in the one group "host",
-run one test after another in one process. Only the files named in PARALLEL_SAFE run beside it: they touch
-nothing but their own temporary files (warehouse builds, the portal under AppTest, parsers, docs). A new test file
-is in "host" until it is listed there. The session warehouses below are built once for both processes
-(`_built_once`).
+in one process (its module fixtures are built once), and every file in host/ and live/ is in the one group "host",
+run one test after another in one process; the other folders touch nothing but their own temporary files and run
+beside it. A new test file that uses the machine goes to host/. The session warehouses below are built once for
+both processes (`_built_once`).
 """
 from __future__ import annotations
 
@@ -25,31 +30,23 @@ REPO = Path(__file__).resolve().parents[1]
 for extra in (REPO / "containers" / "runner" / "src", REPO / "app"):  # in case the package is not installed
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+# Folders whose files use the machine (see the module's docstring): one group, one test at a time.
+ONE_AT_A_TIME = frozenset({"host", "live"})
+KINDS = ("unit", "warehouse", "portal", "host", "live")
+for kind in KINDS:  # a test may reuse another file's fakes (`from test_clusters import FakeKubectl`), in any folder
+    if str(REPO / "tests" / kind) not in sys.path:
+        sys.path.append(str(REPO / "tests" / kind))
 
 import fixture_manifests  # noqa: E402  (tests/ is on sys.path via rootdir conftest)
 from edgebench.substrates.local.testbed import Endpoint  # noqa: E402
 
 
-# Test files that may run beside the "host" group (see the module's docstring): nothing of the machine is theirs.
-PARALLEL_SAFE = frozenset(f"test_{name}.py" for name in """
-    argo_schemas bench_engine bench_stats changepoints clusters counterparts dds_parser_properties docs
-    driver_numbers follow holds intercluster_clusters inventory iperf3_parser iperf3_properties layers live_store
-    runc_capdrop
-    duet multicluster node_steps pinning
-    papers parse_import perftest portal portal_distributions portal_emulation portal_intercluster
-    portal_loaded_latency portal_regressions portal_tables provenance published ranking regressions relay replay
-    resources_efficiency scorecard status verdict warehouse warehouse_conditions warehouse_dds_http
-    warehouse_distributions warehouse_headroom warehouse_http_requests warehouse_incremental warehouse_intercluster
-    warehouse_s3 workloads
-    """.split())
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    """One xdist group per PARALLEL_SAFE file, "host" for every other (inert without -n / --dist loadgroup)."""
+    """One xdist group per file, "host" for every file in host/ or live/ (inert without -n / --dist loadgroup)."""
     for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(name if name in PARALLEL_SAFE else "host"))
+        one_at_a_time = item.path.parent.name in ONE_AT_A_TIME
+        item.add_marker(pytest.mark.xdist_group("host" if one_at_a_time else item.path.name))
 
 
 @contextlib.contextmanager

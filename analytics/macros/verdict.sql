@@ -1,5 +1,5 @@
 {#- The verdict: the one definition of how a configuration (a) is judged against its baseline (b), the same rule
-    as containers/runner/src/edgebench/results/report/verdict.py (its docstring explains it; tests/test_verdict.py proves
+    as containers/runner/src/edgebench/results/report/verdict.py (its docstring explains it; tests/warehouse/test_verdict.py proves
     that the two agree on every comparison row of the fixture warehouse).
 
     verdict_margin_pct(family)   the family's practical margin in % of the baseline (var verdict_margins_pct); a

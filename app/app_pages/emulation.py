@@ -3,7 +3,7 @@ import streamlit as st
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT
 
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
-                            style, verdict_counts)
+                            style, traced_causes, verdict_counts)
 import ui
 
 st.title("Emulation vs real")
@@ -53,6 +53,13 @@ else:
                             "testbed_text": "testbed vs its host", "real_text": "real vs its host",
                             "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
                             "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})
+
+    causes = traced_causes(norm)
+    if causes:
+        st.markdown("**Disagreements traced to a cause** (measured; the catalog's testbed_disagreements):")
+        for c in causes:
+            st.markdown(f"- **{c['cause']}** ({len(c['rows'])} comparison(s): {'; '.join(c['rows'])}). "
+                        f"{c['explanation']}")
 
 st.subheader("What the testbed still leaves out")
 st.caption("Per CNI mode on this page: the parts of a real cluster running it that the testbed does not build "

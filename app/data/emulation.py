@@ -65,13 +65,23 @@ def normalized_rows(con) -> pd.DataFrame:
     return df
 
 
+def records(df: pd.DataFrame) -> list[dict]:
+    """The frame's rows as the reading modules take them: dicts, a missing value None (not NaN)."""
+    return [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
+            for r in df.to_dict("records")]
+
+
 def fared_lines(df: pd.DataFrame) -> list[str]:
     """How the testbed fared per real lab and metric (results/report/emulation.py, the CLI's lines)."""
     if df.empty:
         return []
-    rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
-            for r in df.to_dict("records")]
-    return [emu.sentence(f) for f in emu.fared(rows)]
+    return [emu.sentence(f) for f in emu.fared(records(df))]
+
+
+def traced_causes(df: pd.DataFrame) -> list[dict]:
+    """The traced causes of the disagreements among cmp_emulation_overhead's rows (emulation.traced: the catalog's
+    testbed_disagreements), each with the comparisons it explains."""
+    return emu.traced(records(df))
 
 
 def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:

@@ -1,5 +1,5 @@
 // edgebench-events-render: what an Argo Events Sensor does with one event, computed by Argo Events' own code
-// (github.com/argoproj/argo-events v1.9.11), offline. tests/test_events.py runs it on sample payloads.
+// (github.com/argoproj/argo-events v1.9.11), offline. tests/host/test_events.py runs it on sample payloads.
 //
 //	edgebench-events-render --sensor SENSOR.yaml --dependency NAME --data EVENT-DATA.json
 //

@@ -54,6 +54,7 @@ lock() {
     die "another mgmt.sh up/down runs (pid $(cat "$LOCK.pid" 2>/dev/null || echo '?')): wait for it, or stop it first"
   fi
   echo $$ >"$LOCK.pid"
+  trap 'rm -f "$LOCK.pid"' EXIT   # the lock itself goes with fd 9; its pid note with this shell
 }
 
 kind_bin() {
@@ -156,11 +157,9 @@ up() {
 down() {
   [[ $(id -u) == 0 ]] || die "needs root"
   lock
-  if [[ -x $KIND ]] && engine_answers; then
-    if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-      log "deleting kind cluster $CLUSTER"
-      "$KIND" delete cluster --name "$CLUSTER"
-    fi
+  if running; then
+    log "deleting kind cluster $CLUSTER"
+    "$KIND" delete cluster --name "$CLUSTER"
   fi
   if [[ -e $STATE/started-engine ]]; then
     "$HERE/dockerd.sh" down

@@ -244,8 +244,7 @@ build() {
 }
 
 index() {
-  "$PY" -c 'import sys; from edgebench.substrates.clusters.artifacts import _main; sys.exit(_main(sys.argv[1:]))' \
-    index "$MIRROR" >/dev/null
+  "$PY" -m edgebench.substrates.clusters.install.artifacts index "$MIRROR" >/dev/null
   say "index: $MIRROR/index.yaml"
 }
 

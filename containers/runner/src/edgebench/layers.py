@@ -1,10 +1,10 @@
 """The package's layers, lowest first: a module may import its own layer's modules and any lower layer's, never a
-higher one's, and the imports form no cycle (tests/test_layers.py parses every module and checks both, plus that
+higher one's, and the imports form no cycle (tests/unit/test_layers.py parses every module and checks both, plus that
 no edgebench import sits inside a function). Pure data: this module imports nothing."""
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench", "edgebench.errors", "edgebench.console", "edgebench.sh", "edgebench.layers"),  # base utilities
-    ("edgebench.plan", "edgebench.versions"),  # what to run: catalog, parameters, cells, runs (pure, no side effect)
+    ("edgebench.plan",),  # what to run: catalog, parameters, cells, runs (pure, no side effect)
     ("edgebench.substrates",),  # where cells run: the local testbed, kind and ssh clusters
     ("edgebench.drivers", "edgebench.workloads"),  # how a run is measured: tool drivers and the workloads
     ("edgebench.results",),  # manifests, the result store, parsing, the warehouse

@@ -1,5 +1,5 @@
 """`edgebench`: the command line of the step runner. The Typer app and the entry point; each sub-command module
-(sweep, phases, testbed, lab, status, results, summary, versions, report) registers its commands on the app, in
+(sweep, phases, testbed, lab, status, results, summary, versions, report, papers) registers its commands on the app, in
 the order `edgebench --help` lists them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from edgebench.cli import lab, phases, report, results, status, summary, sweep, testbed, versions
+from edgebench.cli import lab, papers, phases, report, results, status, summary, sweep, testbed, versions
 from edgebench.console import err
 from edgebench.errors import EdgebenchError
 
@@ -21,7 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (sweep, phases, testbed, lab, status, results, summary, versions, report):
+for module in (sweep, phases, testbed, lab, status, results, summary, versions, report, papers):
     module.register(app)
 
 

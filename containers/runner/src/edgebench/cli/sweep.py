@@ -26,8 +26,8 @@ from edgebench.results.report.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench import sh
 from edgebench.substrates.clusters import inventory as inv
-from edgebench.substrates.clusters import kind as kind_mod
-from edgebench.substrates.clusters.artifacts import ENV_SOURCE
+from edgebench.substrates.clusters.install import kind as kind_mod
+from edgebench.substrates.clusters.install.artifacts import ENV_SOURCE
 from edgebench.plan.matrix import compatibility, distributions
 from edgebench.sweep import holding
 from edgebench.sweep.runner import run_local
@@ -220,7 +220,7 @@ def matrix(
 def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write analytics/macros/cell_dimensions.sql "
                                                 "instead of printing it.")):
     """The dbt macros of the cell configuration columns (analytics/macros/cell_dimensions.sql), generated from the
-    table of cell dimensions (plan/dimensions.py); tests/test_dimensions.py checks the committed file."""
+    table of cell dimensions (plan/dimensions.py); tests/host/test_dimensions.py checks the committed file."""
     text = dimensions_dbt.dbt_macro()
     if not write:
         sys.stdout.write(text)

@@ -12,7 +12,8 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from edgebench import versions
+from edgebench.plan import versions
+from edgebench.sweep.release_sources import http_fetch
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import spec as spec_mod
@@ -104,7 +105,7 @@ def check(
     measured (warehouse) and those already recorded. Prints which CNI modes have a newer version. A source that is
     down or answers garbage: one message naming it, nothing written."""
     entries = _entries(cnis)
-    sts = versions.check(entries, versions.sources(sources), measured=_measured(warehouse), known=_known(known))
+    sts = versions.check(entries, versions.sources(sources), http_fetch, measured=_measured(warehouse), known=_known(known))
     at = versions.now()
     doc = [s.to_json() for s in sts]
     records = [versions.configmap_record(s, s.trigger(at)) for s in sts if s.newer]

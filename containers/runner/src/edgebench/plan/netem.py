@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from edgebench.plan.catalog import _load
+from edgebench.plan.catalog import load
 from edgebench.errors import SpecError
 
 SCOPES = ("all", "inter-group")
@@ -66,7 +66,7 @@ class Scenario:
 
 # catalog -------------------------------------------------------------------------------------------------
 def catalog() -> dict[str, Any]:
-    return _load("netem.yaml")
+    return load("netem.yaml")
 
 
 def scenario_names() -> list[str]:
@@ -151,7 +151,7 @@ def resolve(name: str, custom: Mapping[str, Any] | None = None, scope: str | Non
 
 
 # rendering (pure) ----------------------------------------------------------------------------------------
-def _fmt(x: float) -> str:
+def fmt_number(x: float) -> str:
     """5.0 -> '5', 1.25 -> '1.25', 0.08 -> '0.08'."""
     return f"{x:.6f}".rstrip("0").rstrip(".")
 
@@ -167,17 +167,17 @@ def netem_params(sc: Scenario) -> list[str]:
     """The arguments after `netem`: delay D [J distribution normal] [loss P%] limit L."""
     args: list[str] = []
     if sc.delay_ms > 0 or sc.jitter_ms > 0:
-        args += ["delay", f"{_fmt(sc.delay_ms)}ms"]
+        args += ["delay", f"{fmt_number(sc.delay_ms)}ms"]
         if sc.jitter_ms > 0:
-            args += [f"{_fmt(sc.jitter_ms)}ms", "distribution", "normal"]
+            args += [f"{fmt_number(sc.jitter_ms)}ms", "distribution", "normal"]
     if sc.loss_pct > 0:
-        args += ["loss", f"{_fmt(sc.loss_pct)}%"]
+        args += ["loss", f"{fmt_number(sc.loss_pct)}%"]
     return args + ["limit", str(limit_for(sc))]
 
 
 def _htb_class(dev: str, rate_mbit: float) -> list[str]:
     burst = max(32768, int(rate_mbit * 1e6 / 8 / 1000))  # at least 1 ms worth of bytes
-    rate = f"{_fmt(rate_mbit)}mbit"
+    rate = f"{fmt_number(rate_mbit)}mbit"
     return ["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
             "burst", str(burst), "cburst", str(burst)]
 

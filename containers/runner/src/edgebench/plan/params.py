@@ -2,7 +2,7 @@
 
 Every parameter is declared once: the core ones in spec.py, each workload's in its module under workloads/. The
 spec parser, `edgebench sweep --help`/`edgebench params`, and the Argo parameter lists in workflows/ and templates/
-(checked by tests/test_templates.py) all come from these declarations. Parsers take (name, raw string) and return
+(checked by tests/host/test_templates.py) all come from these declarations. Parsers take (name, raw string) and return
 the parsed value or raise SpecError with one clear message.
 """
 

@@ -16,9 +16,8 @@ from typing import Any
 
 import yaml
 
-from edgebench import versions
 from edgebench.errors import SpecError
-from edgebench.plan import catalog, netem
+from edgebench.plan import catalog, netem, versions
 from edgebench.plan.dimensions import CNIS, dimension_params, neutral_params, substrate_problems
 from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, time_budget
 from edgebench.plan.workload_plans import PLANS, params as workload_params

@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 from typing import Any, Mapping
 
-from edgebench.plan.catalog import _load
+from edgebench.plan.catalog import load
 from edgebench.errors import SpecError
 
 ETHTOOL_FEATURES = {  # short name -> `ethtool -k` long name
@@ -39,7 +39,7 @@ _NOT_SUPPORTED = re.compile(r"operation not supported|not supported|cannot chang
 
 
 def catalog() -> dict[str, Any]:
-    return _load("tuning.yaml")["profiles"]
+    return load("tuning.yaml")["profiles"]
 
 
 def profile_names() -> list[str]:
@@ -78,18 +78,18 @@ def lan_mtu_for(profile_name: str) -> int | None:
     return None if mtu is None else int(mtu)
 
 
-def _str(v: Any) -> str:
+def as_text(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def requested(profile_name: str) -> dict[str, str]:
     """Flat {setting: value}: sysctl keys, `ethtool.<feature>`, `ethtool.ring.<rx|tx>`, host settings, `mtu`."""
     p = profile(profile_name)
-    out = {k: _str(v) for k, v in p["sysctl"].items()}
+    out = {k: as_text(v) for k, v in p["sysctl"].items()}
     for feat, val in (p["ethtool"].get("features") or {}).items():
-        out[f"ethtool.{feat}"] = _str(val)
+        out[f"ethtool.{feat}"] = as_text(val)
     for ring, val in (p["ethtool"].get("ring") or {}).items():
-        out[f"ethtool.ring.{ring}"] = _str(val)
+        out[f"ethtool.ring.{ring}"] = as_text(val)
     for k, v in p["host"].items():
         out[k] = v
     if p["mtu"] is not None:
@@ -98,7 +98,7 @@ def requested(profile_name: str) -> dict[str, str]:
 
 
 # values --------------------------------------------------------------------------------------------------
-def _norm(v: Any) -> str:
+def norm_value(v: Any) -> str:
     return " ".join(str(v).split())
 
 
@@ -107,7 +107,7 @@ def target_value(want: str, current: str | None) -> str:
     if want.startswith(">="):
         n = int(want[2:])
         try:
-            return str(max(n, int(_norm(current or "0"))))
+            return str(max(n, int(norm_value(current or "0"))))
         except ValueError:
             return str(n)
     return want
@@ -118,10 +118,10 @@ def matches(want: str, got: str | None) -> bool:
         return False
     if want.startswith(">="):
         try:
-            return int(_norm(got)) >= int(want[2:])
+            return int(norm_value(got)) >= int(want[2:])
         except ValueError:
             return False
-    return _norm(want) == _norm(got)
+    return norm_value(want) == norm_value(got)
 
 
 # rendering for real nodes (pure) --------------------------------------------------------------------------
@@ -154,13 +154,13 @@ def render_apply(profile_name: str, dev: str, current: Mapping[str, str] | None 
     p = profile(profile_name)
     if p["tuned"]:
         return [["tuned-adm", "profile", p["tuned"]]]
-    cmds = [["sysctl", "-w", f"{k}={target_value(_str(v), (current or {}).get(k))}"] for k, v in p["sysctl"].items()]
+    cmds = [["sysctl", "-w", f"{k}={target_value(as_text(v), (current or {}).get(k))}"] for k, v in p["sysctl"].items()]
     feats = p["ethtool"].get("features") or {}
     if feats:
-        cmds.append(["ethtool", "-K", dev, *[x for f, v in feats.items() for x in (f, _str(v))]])
+        cmds.append(["ethtool", "-K", dev, *[x for f, v in feats.items() for x in (f, as_text(v))]])
     ring = p["ethtool"].get("ring") or {}
     if ring:
-        cmds.append(["ethtool", "-G", dev, *[x for r, v in ring.items() for x in (r, _str(v))]])
+        cmds.append(["ethtool", "-G", dev, *[x for r, v in ring.items() for x in (r, as_text(v))]])
     if p["mtu"] is not None:
         cmds.append(["ip", "link", "set", "dev", dev, "mtu", str(p["mtu"])])
     return cmds

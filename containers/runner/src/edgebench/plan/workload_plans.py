@@ -1,9 +1,10 @@
 """What each workload contributes to a plan: its name, its position among the run-* phases, its variants, its sweep
 parameters, the runs of one variant in one repetition of a cell, and the extra words of a run's progress label.
 
-The measuring side (tools, drivers, the manifest's tool versions, the mart and page) is workloads/<name>.py, which
-names its plan here; workloads/__init__.py checks that every plan has a workload module and the reverse. Pure: the
-spec parser and the matrix expansion read this without importing anything that measures."""
+The workload's declaration is workloads/<name>.py: it holds its plan (one of the instances below, whose `name` is
+the workload's name), its drivers and tool formats, the manifest's tool versions, its mart and page;
+workloads/__init__.py checks that every plan has a workload module and the reverse. Pure: the spec parser and the
+matrix expansion read this without importing anything that measures."""
 
 from __future__ import annotations
 
@@ -204,8 +205,9 @@ class LoadedLatencyPlan(WorkloadPlan):
 
 
 # every workload's plan, in the order of their run-* phases (and of their parameters in the Argo files)
+IPERF3, SOCKPERF, DDS, HTTP, LOADED_LATENCY = Iperf3Plan(), SockperfPlan(), DdsPlan(), HttpPlan(), LoadedLatencyPlan()
 PLANS: dict[str, WorkloadPlan] = {p.name: p for p in sorted(
-    (Iperf3Plan(), SockperfPlan(), DdsPlan(), HttpPlan(), LoadedLatencyPlan()), key=lambda p: (p.order, p.name))}
+    (IPERF3, SOCKPERF, DDS, HTTP, LOADED_LATENCY), key=lambda p: (p.order, p.name))}
 DESCRIBE.update({name: plan.describe for name, plan in PLANS.items()})
 
 

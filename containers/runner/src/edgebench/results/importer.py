@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from edgebench import workloads
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
 from edgebench.results import parsing
@@ -40,13 +41,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "security": ("none", "auth-encrypt"),
     "service": tuple(catalog.workloads()["http"]["services"]),
 }
-# labels a workload's runs need for the warehouse's comparisons, when the tool output does not state them
-REQUIRED = {
-    "iperf3": ("path", "placement"),
-    "dds": ("placement", "reliability", "transport", "discovery", "length_bytes"),
-    "http": ("path", "placement", "service", "length_bytes"),
-}
-PARAM_LABELS = {"dds": ("reliability", "transport", "discovery", "security", "subscribers"), "http": ("service",)}
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _SWEEP_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -77,8 +71,10 @@ def parse_labels(items: list[str]) -> dict[str, str]:
 
 
 def check_required(tool: str, labels: dict[str, str]) -> None:
-    workload = parsing.tool_format(tool).workload
-    missing = [k for k in REQUIRED[workload] if k not in labels]
+    """The labels a workload's runs need for the warehouse's comparisons (its import_labels), when the tool output
+    does not state them."""
+    workload = workloads.for_tool(tool).name
+    missing = [k for k in workloads.for_tool(tool).import_labels if k not in labels]
     if missing:
         raise SpecError(f"importing {tool} output needs " + ", ".join(
             f"--label {k}=" + ("|".join(CHOICES[k]) if k in CHOICES else "N") for k in missing)
@@ -89,26 +85,12 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def _stated(tool: str, text: str, record: dict[str, Any]) -> dict[str, Any]:
-    """Run fields the output itself states."""
-    if tool == "iperf3":
-        start = (json.loads(text).get("start") or {}).get("test_start") or {}
-        return {"protocol": record["metrics"].get("protocol"),
-                "length_bytes": start.get("blksize") if isinstance(start.get("blksize"), int) else None,
-                "duration_s": start.get("duration") if isinstance(start.get("duration"), int) else None}
-    if parsing.tool_format(tool).workload == "dds":
-        m = record["metrics"]
-        return {"protocol": "udp", "path": "pod-to-pod",
-                "mode": "latency" if m.get("latency_p50_us") is not None else "throughput"}
-    return {"protocol": "tcp"}
-
-
 def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, str]
               ) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     """(key prefix, manifest, raw files) for one parsed file."""
-    fmt = parsing.tool_format(tool)
+    fmt, workload = workloads.tool_format(tool), workloads.for_tool(tool)
     metrics = record["metrics"]
-    stated = _stated(tool, data.decode("utf-8"), record)
+    stated = workload.stated(data.decode("utf-8"), record)
     cell = {k: labels.get(k) for k in CELL_LABELS}
     cell.update(substrate=cell["substrate"] or "imported", cni=cell["cni"] or "unknown",
                 cni_mode=cell["cni_mode"] or "unknown", datapath=cell["datapath"] or "unknown",
@@ -123,14 +105,9 @@ def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, 
         if key in run and isinstance(run[key], str):
             run[key] = int(run[key])
     run["repetition"] = run["repetition"] or 1
-    params: dict[str, Any] = {k: labels[k] for k in PARAM_LABELS.get(fmt.workload, ()) if k in labels}
-    if fmt.workload == "dds":
-        params = {"mode": stated["mode"], "security": "none", "subscribers": 1, "rate": "unknown", **params}
-        params["subscribers"] = int(params["subscribers"])
-    elif fmt.workload == "http":
-        params.update(requests=metrics.get("requests"), connections=1)
+    params = workload.imported_params({k: labels[k] for k in workload.import_params if k in labels}, stated, metrics)
     extra = {k: v for k, v in labels.items()
-             if k not in CELL_LABELS + RUN_LABELS + PARAM_LABELS.get(fmt.workload, ()) + ("sweep-id",)}
+             if k not in CELL_LABELS + RUN_LABELS + workload.import_params + ("sweep-id",)}
     if extra:
         params["labels"] = extra
     version = metrics.get(f"{fmt.tool}_version") or metrics.get("tool_version")
@@ -140,7 +117,7 @@ def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, 
     stamp = now()
     manifest = {
         "schema_version": 1, "sweep_id": sweep_id, "cell_id": cell_id, "run_id": run_id,
-        **cell, "workload": fmt.workload, **run, "params": params,
+        **cell, "workload": workload.name, **run, "params": params,
         "status": "ok", "error": None, "attempt": 1, "started_at": stamp, "finished_at": stamp,
         "raw_files": sorted(raw), "metrics": metrics,
         "netem": None, "tuning": None, "is_valid": True, "invalid_reason": None,

@@ -1,58 +1,29 @@
-"""Tool outputs -> normalized records, for `edgebench parse` and `edgebench import`.
+"""Tool outputs -> records, for `edgebench parse` and `edgebench import`.
 
-Every driver has a pure `normalize(text) -> {"tool", "metrics", "samples"}`: `metrics` is the run manifest's
-`metrics` object and `samples` the per-sample rows of the workload's raw JSON file (dds-samples.json,
-http-requests.json), in the warehouse's field names and units (docs/results-layout.md). A driver raises its own
-EdgebenchError for anything it cannot read; this module turns that into one line naming the file.
+Every tool format (workloads.TOOLS) has a driver's pure `parse(text) -> {"tool", "metrics", "samples"}`
+(drivers/protocol.py Record): `metrics` is the run manifest's `metrics` object and `samples` the per-sample rows of
+the workload's raw JSON file (dds-samples.json, http-requests.json), in the warehouse's field names and units
+(docs/results-layout.md). A driver raises its own EdgebenchError for anything it cannot read; this module turns that
+into one line naming the file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from edgebench.drivers import ddsperf_parse, http, iperf3, perftest
+from edgebench import workloads
 from edgebench.errors import EdgebenchError, SpecError
 
 MAX_BYTES = 256 * 1024 * 1024  # a tool output bigger than this is not one run's output
 
-
-@dataclass(frozen=True)
-class ToolFormat:
-    tool: str
-    workload: str  # the workload whose warehouse tables the records feed
-    normalize: Callable[[str], dict[str, Any]]
-    raw_name: str  # the raw file name an imported output is stored under
-    samples_name: str | None  # the raw JSON file of per-sample rows, if the workload has one
-    what: str  # one line for --help
-
-
-TOOLS: dict[str, ToolFormat] = {
-    f.tool: f
-    for f in [
-        ToolFormat("iperf3", "iperf3", iperf3.normalize, "iperf3-client.json", None,
-                   "iperf3 client JSON (-J / --json), TCP or UDP, 3.x"),
-        ToolFormat("ddsperf", "dds", ddsperf_parse.normalize, "ddsperf.log", "dds-samples.json",
-                   "Cyclone DDS ddsperf output of one process (ping, pong, pub or sub)"),
-        ToolFormat("perftest", "dds", perftest.normalize, "perftest.txt", "dds-samples.json",
-                   "RTI Perftest output (legacy text, CSV, -noPrint CSV or JSON)"),
-        ToolFormat("fortio", "http", lambda text: http.normalize(text, "fortio"), "fortio-access.jsonl",
-                   "http-requests.json", "fortio load access log (-access-log-format json, one line per request)"),
-        ToolFormat("hey", "http", lambda text: http.normalize(text, "hey"), "hey.csv", "http-requests.json",
-                   "hey -o csv output"),
-    ]
-}
+# the one tool registry, workloads.TOOLS (each workload declares the tool formats it reads), as `edgebench parse
+# --help` lists it
+TOOLS = workloads.TOOLS
 
 
 class ParseFailure(SpecError):
     """One input file could not be read as the tool's output (exit 2; the message names the file)."""
-
-
-def tool_format(tool: str) -> ToolFormat:
-    if tool not in TOOLS:
-        raise SpecError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
-    return TOOLS[tool]
 
 
 def read_text(path: Path) -> str:
@@ -75,14 +46,14 @@ def read_text(path: Path) -> str:
 
 def parse_text(tool: str, text: str, source: str, **options: Any) -> dict[str, Any]:
     """{"file", "tool", "workload", "metrics", "samples"} or ParseFailure naming `source`."""
-    fmt = tool_format(tool)
+    fmt = workloads.tool_format(tool)
     try:
-        record = fmt.normalize(text, **options)
+        record = fmt.parse(text, **options)
     except EdgebenchError as exc:
         raise ParseFailure(f"{source}: not a valid {tool} output: {_one_line(exc)}") from None
     except RecursionError:
         raise ParseFailure(f"{source}: not a valid {tool} output: nested too deeply") from None
-    return {"file": source, "tool": record.get("tool", tool), "workload": fmt.workload,
+    return {"file": source, "tool": record.get("tool", tool), "workload": workloads.for_tool(tool).name,
             "metrics": record["metrics"], "samples": record.get("samples") or []}
 
 
@@ -92,7 +63,7 @@ def parse_file(tool: str, path: Path, **options: Any) -> dict[str, Any]:
 
 def parse_files(tool: str, paths: list[Path], **options: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """(records of the files that parsed, one message per file that did not)."""
-    tool_format(tool)
+    workloads.tool_format(tool)
     records, problems = [], []
     for path in paths:
         try:

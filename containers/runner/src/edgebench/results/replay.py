@@ -18,8 +18,8 @@ again (Plan.replay) instead of dbt:
   runs through dbt (warehouse.build).
 
 What a replay builds is checked like any refresh: the follower runs dbt with the data tests once runs stop landing,
-and tests/test_warehouse_incremental.py checks that a replayed refresh gives exactly the tables of a full dbt
-build (tests/test_replay.py: which statements make a plan, and the rollback).
+and tests/warehouse/test_warehouse_incremental.py checks that a replayed refresh gives exactly the tables of a full dbt
+build (tests/unit/test_replay.py: which statements make a plan, and the rollback).
 """
 from __future__ import annotations
 

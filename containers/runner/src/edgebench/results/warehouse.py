@@ -15,7 +15,7 @@ http-requests.json and resources.json as text, with the object's size and last-m
 a copy of the previous warehouse, lists the raw root (names, sizes, times only), drops cached objects that are gone
 or changed, reads only the new or changed ones (listed in edgebench_raw_cache.changed), and runs dbt on the cache:
 the staging models and the per-sample models redo only the changed objects or their runs (analytics/macros/
-raw_incremental.sql), every other model is rebuilt; tests/test_warehouse_incremental.py checks that the result equals
+raw_incremental.sql), every other model is rebuilt; tests/warehouse/test_warehouse_incremental.py checks that the result equals
 a full build. The unit tests (which test the SQL on
 fixed inputs, not the data) are skipped when the analytics project is the one of the previous build, whose unit tests
 passed, or one whose unit tests passed in any build on this machine (a record per project hash in
@@ -42,6 +42,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import yaml
+
 try:  # optional: the runner image carries no analytics extra (reading or building a warehouse then fails)
     import duckdb
 except ImportError:  # pragma: no cover - exercised in the runner image
@@ -51,6 +53,7 @@ from edgebench.results.dbt_runner import Dbt, DbtWorker
 from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
                                          list_raw, sync_raw_cache)
 from edgebench.results.replay import Plan, ReplayError, read_record
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
 
 __all__ = ["NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
            "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash", "sync_raw_cache"]
@@ -224,6 +227,18 @@ class DbtSlot:
             self.worker = None
 
 
+def check_rule(project: Path) -> None:
+    """The one verdict rule's numbers are defined once, in results/report/verdict.py (MARGINS_PCT,
+    CPU_HEADROOM_FLOOR_PCT); the dbt project's vars must hold the same before a build, else one WarehouseError naming
+    both (nothing is built). Checked on every build, so a warehouse is never judged by other margins than the CLI's."""
+    vars_ = (yaml.safe_load((project / "dbt_project.yml").read_text()) or {}).get("vars") or {}
+    want = {"verdict_margins_pct": MARGINS_PCT, "cpu_headroom_floor_pct": CPU_HEADROOM_FLOOR_PCT}
+    got = {k: vars_.get(k) for k in want}
+    if got != want:
+        raise WarehouseError(f"{project / 'dbt_project.yml'} vars {got} differ from the one verdict rule's "
+                             f"(results/report/verdict.py): {want}; make them equal (nothing was built)")
+
+
 def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,
           quiet: bool = False, full_refresh: bool = False, checked: bool = True,
           dbt_slot: DbtSlot | None = None) -> dict:
@@ -244,6 +259,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
     """
     ensure_httpfs()
     project = analytics_dir()
+    check_rule(project)
     target = Path(warehouse_path).resolve() if warehouse_path else default_warehouse_path()
     root = raw_root or default_raw_root()
     if "://" not in root:  # a local directory laid out like the bucket

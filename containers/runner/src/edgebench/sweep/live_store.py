@@ -23,7 +23,7 @@ from edgebench.plan.cells import Run
 from edgebench.results.store import ResultStore, S3Config, StoreError
 
 # where cell-phase.yaml and collect-results.yaml mount ConfigMap artifact-repositories, and the key they read: the
-# ConfigMap's default (its annotation; tests/test_templates.py checks that they agree)
+# ConfigMap's default (its annotation; tests/host/test_templates.py checks that they agree)
 REPOSITORY_MOUNT = Path("/etc/edgebench/artifact-repositories")
 REPOSITORY_KEY = "default-v1"
 ENV_MOUNT, ENV_KEY = "EDGEBENCH_ARTIFACT_REPOSITORIES", "EDGEBENCH_ARTIFACT_REPOSITORY_KEY"  # other mounts and keys

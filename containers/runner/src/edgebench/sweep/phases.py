@@ -23,7 +23,7 @@ from edgebench.plan.spec import Sweep
 from edgebench.results.provenance import environment
 from edgebench.results.runstore import manifest, now, with_trigger, write_run
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.clusters import node_steps
+from edgebench.substrates.clusters.install import node_steps
 from edgebench.sweep.sampling import sampler as _sampler
 
 

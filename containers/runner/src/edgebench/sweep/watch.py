@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from edgebench import versions
+from edgebench.plan import versions
+from edgebench.sweep.release_sources import http_fetch
 from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.spec import Sweep
@@ -119,7 +120,7 @@ class Round:
     reports: dict[str, Any] = field(default_factory=dict)  # cni -> the runner's report
 
 
-def watch_once(base: Sweep, run: Callable[[Sweep], Any] | None, *, fetch: versions.Fetch = versions.http_fetch,
+def watch_once(base: Sweep, run: Callable[[Sweep], Any] | None, *, fetch: versions.Fetch = http_fetch,
                srcs: dict[str, versions.Source] | None = None, state_file: Path | None = None,
                warehouse_path: str | None = None, log: Log = print, paired: bool = False) -> Round:
     """One round. `run` runs one rerun sweep (the local runner); None = plan only (dry run, nothing written).

@@ -1,20 +1,22 @@
 """The workload protocol: what one workload (iperf3, dds, http, ...) gives the rest of edgebench.
 
-A workload module defines one `Workload` subclass instance named WORKLOAD; workloads/__init__.py finds the
-modules. Its plan (order, variants, parameters, runs, label words) is its entry in plan/workload_plans.py, which the
-spec parser and cells.py read; from the Workload phases.py takes the `run-<name>` phase, the CLI its progress lines
-and tool checks, the manifest its tool versions, and the warehouse/portal the model and page names (tests check that
-those files exist). A workload reads the cell through CellContext (a Protocol: sweep/phases.py's context is one).
-See the README's "Adding a workload".
+A workload module defines one `Workload` subclass instance named WORKLOAD, its one declaration: its plan (an instance
+from plan/workload_plans.py, which the spec parser and cells.py read: name, order, variants, parameters, runs,
+label words), the drivers it measures with, the tool formats `edgebench parse` / `import` read for it (workloads.TOOLS
+collects them), and the names of its warehouse model, mart and portal page (tests check that those files exist).
+workloads/__init__.py finds the modules; phases.py takes the `run-<name>` phase from them, the CLI its progress lines
+and tool checks, the manifest its tool versions. A workload reads the cell through CellContext (a Protocol:
+sweep/phases.py's context is one). See docs/workloads.md "Adding a workload".
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from edgebench.drivers.protocol import Record, ToolFormat
 from edgebench.plan.dimensions import Cell, Run
 from edgebench.plan.params import Param
-from edgebench.plan.workload_plans import PLANS, WorkloadPlan
+from edgebench.plan.workload_plans import WorkloadPlan
 from edgebench.substrates.base import Provider
 
 
@@ -32,10 +34,10 @@ SERVICE_IP = "10.96.0.10"  # the ClusterIP the local testbed gives pod-to-servic
 
 
 class Workload:
-    """The measuring side of a workload. Its plan (order, variants, parameters, the runs of a cell, the words of a
-    run's label) is plan/workload_plans.py's entry of the same name."""
+    """A workload's declaration: its plan (order, variants, parameters, the runs of a cell, the words of a run's
+    label; its name is the plan's), how a run is measured, the tool formats it imports, its tables and page."""
 
-    name: str = ""
+    plan: WorkloadPlan  # its entry of plan/workload_plans.py
     tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
     # the local testbed pins this workload's client and server to CPUs of their own (substrates/local/endpoints.py)
     pin_cpus: bool = False
@@ -44,10 +46,14 @@ class Workload:
     page: str = ""  # portal page (app/app_pages/<name>.py), also its URL path
     page_title: str = ""
     page_icon: str = ":material/monitoring:"
+    # the tool outputs `edgebench parse` and `edgebench import` read as this workload's runs (drivers' FORMAT(S))
+    formats: tuple[ToolFormat, ...] = ()
+    import_labels: tuple[str, ...] = ()  # labels an import needs: what the warehouse compares on, unless stated
+    import_params: tuple[str, ...] = ()  # labels an import keeps as the run's params
 
     @property
-    def plan(self) -> WorkloadPlan:
-        return PLANS[self.name]
+    def name(self) -> str:
+        return self.plan.name
 
     @property
     def order(self) -> int:
@@ -88,6 +94,15 @@ class Workload:
     def describe(self, run: Run) -> str:
         """Extra words for the run's progress label (after the variant)."""
         return self.plan.describe(run)
+
+    def stated(self, text: str, record: Record) -> dict[str, Any]:
+        """The run fields (protocol, path, length_bytes, ...) an imported output states itself."""
+        return {"protocol": "tcp"}
+
+    def imported_params(self, params: dict[str, Any], stated: dict[str, Any],
+                        metrics: dict[str, Any]) -> dict[str, Any]:
+        """An imported run's params, from those its labels give (import_params)."""
+        return params
 
 
 def endpoints(ctx: CellContext, run: Run, port: int, pin: bool = False):

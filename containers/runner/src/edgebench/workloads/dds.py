@@ -1,26 +1,31 @@
 """DDS pub/sub with Cyclone DDS ddsperf (seeds 000 and 002): latency = ping/pong (RTT/2), throughput = pub/sub;
-latency with several subscribers = edgebench-ddsrr's round robin (drivers/ddsrr.py)."""
+latency with several subscribers = edgebench-ddsrr's round robin (drivers/ddsrr/). RTI Perftest outputs made
+elsewhere are imported as its runs too (drivers/perftest/)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from edgebench.drivers import ddsperf as driver
+from edgebench.drivers import ddsrr, perftest
+from edgebench.drivers.protocol import Record
+from edgebench.plan import workload_plans
 from edgebench.plan.dimensions import Run
 from edgebench.plan.workload_plans import DDSPERF_PING_TIMEOUT_MS
-from edgebench.drivers import dds_security
-from edgebench.drivers import ddsperf as driver
-from edgebench.drivers import ddsrr
 from edgebench.workloads.base import Measurement, Workload
 
 
 class Dds(Workload):
-    name = "dds"
+    plan = workload_plans.DDS
     tools = ("ddsperf",)
     staging_model = "stg_edgebench__dds_samples"
     mart = "cmp_dds_vs_host"
     page = "dds"
     page_title = "DDS pub/sub"
     page_icon = ":material/podcasts:"
+    formats = (driver.FORMAT, perftest.FORMAT)
+    import_labels = ("placement", "reliability", "transport", "discovery", "length_bytes")
+    import_params = ("reliability", "transport", "discovery", "security", "subscribers")
 
     def measure(self, ctx, run: Run) -> Measurement:
         """Where the datapath carries no multicast, discovery uses static unicast peers and multicast transport
@@ -38,7 +43,7 @@ class Dds(Workload):
         # turn (ddsperf's ping is answered by all), or a ping timeout other than ddsperf's fixed 1000 ms
         own_pinger = p["mode"] == "latency" and (p["subscribers"] > 1 or timeout_ms != DDSPERF_PING_TIMEOUT_MS)
         if p["security"] != "none":
-            why = dds_security.security_support()
+            why = driver.security_support()
             if why:
                 return {}, None, f"unsupported: DDS Security: {why}", params
         if own_pinger:
@@ -73,6 +78,17 @@ class Dds(Workload):
         value = metrics.get("throughput_mbps")
         return None if value is None else ("throughput", value, True)
 
+    def stated(self, text: str, record: Record) -> dict[str, Any]:
+        """UDP, pod to pod; the mode from the metrics (latency when they have a p50)."""
+        m = record["metrics"]
+        return {"protocol": "udp", "path": "pod-to-pod",
+                "mode": "latency" if m.get("latency_p50_us") is not None else "throughput"}
+
+    def imported_params(self, params: dict[str, Any], stated: dict[str, Any],
+                        metrics: dict[str, Any]) -> dict[str, Any]:
+        params = {"mode": stated["mode"], "security": "none", "subscribers": 1, "rate": "unknown", **params}
+        params["subscribers"] = int(params["subscribers"])
+        return params
 
 
 WORKLOAD = Dds()

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgebench.plan.dimensions import Run
 from edgebench.drivers import http as driver
+from edgebench.plan import workload_plans
+from edgebench.plan.dimensions import Run
 from edgebench.workloads.base import Measurement, Workload, endpoints
 
 PORT = 8080
 
 
 class Http(Workload):
-    name = "http"
+    plan = workload_plans.HTTP
     tools = ("fortio",)
     pin_cpus = True  # p50 spread 15-21 % between runs unpinned, 7.5-9 % pinned (substrates/local/endpoints.py)
     staging_model = "stg_edgebench__http_requests"
@@ -21,6 +22,9 @@ class Http(Workload):
     page = "http"
     page_title = "HTTP services"
     page_icon = ":material/http:"
+    formats = driver.FORMATS
+    import_labels = ("path", "placement", "service", "length_bytes")
+    import_params = ("service",)
 
     def measure(self, ctx, run: Run) -> Measurement:
         client, server, target = endpoints(ctx, run, PORT, pin=self.pin_cpus)
@@ -36,6 +40,10 @@ class Http(Workload):
     def judged(self, metrics: dict[str, Any]) -> tuple[str, float, bool] | None:
         value = metrics.get("response_p50_ms")
         return None if value is None else ("latency", value, False)
+
+    def imported_params(self, params: dict[str, Any], stated: dict[str, Any],
+                        metrics: dict[str, Any]) -> dict[str, Any]:
+        return {**params, "requests": metrics.get("requests"), "connections": 1}
 
 
 WORKLOAD = Http()

@@ -18,8 +18,9 @@ import time
 from typing import Any
 
 from edgebench import sh
-from edgebench.plan.dimensions import Run
 from edgebench.drivers import ddsperf, http, iperf3
+from edgebench.plan import workload_plans
+from edgebench.plan.dimensions import Run
 from edgebench.workloads.base import Measurement, Workload
 
 BULK_PORT = 5202
@@ -30,7 +31,7 @@ PLACEMENT = "cross-node"
 
 
 class LoadedLatency(Workload):
-    name = "loaded-latency"
+    plan = workload_plans.LOADED_LATENCY
     tools = ("iperf3", "ddsperf", "fortio")
     staging_model = "stg_edgebench__loaded_latency"
     mart = "cmp_loaded_latency_vs_idle"

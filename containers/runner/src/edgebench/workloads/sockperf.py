@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgebench.drivers import sockperf as driver
+from edgebench.plan import workload_plans
 from edgebench.plan.dimensions import Run
 from edgebench.workloads.base import Measurement, Workload, endpoints
 
@@ -13,7 +14,7 @@ PORT = 11111  # sockperf's own default port
 
 
 class Sockperf(Workload):
-    name = "sockperf"
+    plan = workload_plans.SOCKPERF
     tools = ("sockperf",)
     staging_model = "stg_edgebench__runs"
     mart = "cmp_sockperf_vs_host"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -108,6 +109,15 @@ def leaves_out(entry: str) -> list[str]:
     info = cnis()[cm.cni]
     return [*_load("cnis.yaml").get("testbed_leaves_out", []), *(info.get("testbed_leaves_out") or []),
             *(info["modes"][cm.mode].get("testbed_leaves_out") or [])]
+
+
+def disagreement(workload: str, config: str) -> dict[str, str] | None:
+    """The traced cause of a testbed / real-lab disagreement on this comparison (cnis.yaml
+    `testbed_disagreements`: workload, config pattern, cause, explanation), or None when none is known."""
+    for entry in _load("cnis.yaml").get("testbed_disagreements") or []:
+        if entry["workload"] == workload and re.search(entry["config"], config):
+            return entry
+    return None
 
 
 def rows() -> list[dict[str, Any]]:
@@ -224,7 +234,8 @@ def service_proxies() -> dict[str, Any]:
 
 def replaces_kube_proxy(cni: str, mode: str, distribution: str | None = None) -> bool:
     """Whether the CNI mode replaces kube-proxy with its own service load balancer (cni_installs.yaml
-    kube_proxy_replacement; MicroK8s keeps kube-proxy whatever the CNI, as substrates/clusters/cni.py renders it)."""
+    kube_proxy_replacement; MicroK8s keeps kube-proxy whatever the CNI, as substrates/clusters/install/cni.py
+    renders it)."""
     info = _load("cni_installs.yaml")["cnis"].get(cni) or {}
     minfo = (info.get("modes") or {}).get(mode) or {}
     if distribution == "microk8s":

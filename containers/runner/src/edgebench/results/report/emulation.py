@@ -8,15 +8,39 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from edgebench.plan import catalog
+
 DECIDED = ("equivalent", "better", "worse")
 AGREE_GOAL, DECIDED_GOAL, GAP_GOAL_PTS, TAU_GOAL = 0.90, 0.60, 10.0, 0.8  # issue 43's bar for "the testbed holds"
 
 
+def explained(row: dict[str, Any]) -> dict[str, str] | None:
+    """The traced cause of this row's disagreement (catalog.disagreement), when its verdicts were decided on both
+    substrates and differ; None otherwise."""
+    if not row.get("decided_both") or row.get("verdicts_agree"):
+        return None
+    return catalog.disagreement(row["workload"], row["config"])
+
+
+def traced(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The traced causes behind these rows' disagreements, each once: its cause, explanation and the comparisons it
+    explains ("real lab, CNI mode, configuration"), in the catalog's order of first appearance."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        entry = explained(r)
+        if entry:
+            what = f"{r['real_lab']}, {r['cni']}:{r.get('cni_mode') or ''}".rstrip(":") + f", {r['config']}"
+            out.setdefault(entry["config"], {"cause": entry["cause"], "explanation": entry["explanation"],
+                                             "rows": []})["rows"].append(what)
+    return list(out.values())
+
+
 def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree, the median and the
-    largest overhead gap (points), the rank agreement (mean tau over configurations with 2+ modes) and a one-word
-    outcome: `holds` (agreement, decided share, gap and tau all meet the bar), `differs` (some decided verdicts
-    disagree or the order flips) or `not yet` (too few decided to say)."""
+    """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree (and of those that
+    do not, how many have a traced cause: `explained`), the median and the largest overhead gap (points), the rank
+    agreement (mean tau over configurations with 2+ modes) and a one-word outcome: `holds` (agreement, decided
+    share, gap and tau all meet the bar), `differs` (some decided verdicts disagree or the order flips) or `not
+    yet` (too few decided to say). An explained disagreement still counts as one: it is what a user must know."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["real_lab"], r["workload"], r["metric"]), []).append(r)
@@ -37,6 +61,7 @@ def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             outcome = "not yet"
         out.append({"real_lab": lab, "workload": workload, "metric": metric, "comparisons": len(rs),
                     "decided_both": len(decided), "agree": len(agree),
+                    "explained": sum(1 for r in decided if explained(r)),
                     "median_gap_pts": statistics.median(gaps) if gaps else None,
                     "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "configs_ranked": len(taus),
                     "outcome": outcome})
@@ -47,8 +72,10 @@ def sentence(f: dict[str, Any]) -> str:
     """One line of how the testbed fared for a metric against a lab."""
     tau = f"; CNI order tau {f['kendall_tau']:+.2f} over {f['configs_ranked']} configuration(s)" \
         if f["kendall_tau"] is not None else ""
+    why = f" ({f['explained']} of the {f['decided_both'] - f['agree']} that differ traced: see the Emulation page)" \
+        if f.get("explained") else ""
     gap = f"; overhead gap median {f['median_gap_pts']:.1f} points (largest {f['max_gap_pts']:.1f})" \
         if f["median_gap_pts"] is not None else ""
     return (f"{f['workload']} {f['metric']} against {f['real_lab']}: {f['outcome']} - decided on both substrates in "
             f"{f['decided_both']} of {f['comparisons']}, the same verdict in {f['agree']} of {f['decided_both']}"
-            f"{gap}{tau}")
+            f"{why}{gap}{tau}")

@@ -66,7 +66,7 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
     if reason == "side missing":
         preset = preset_for(claim, paper, root, row.get("substrate"))
         return (f"measure both sides ({_sides(claim)}) under the same conditions: {run}{_widen(claim, preset, root)}"
-                f"{_elsewhere(claim, paper, root)}")
+                f"{_elsewhere(claim, paper, root, preset)}")
     if reason == "few runs":
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
     if reason == "not evaluated":
@@ -106,11 +106,13 @@ def _widen(claim: dict, preset: str | None, root: Path | None) -> str:
     return (" with" + "".join(extra)) if extra else ""
 
 
-def _elsewhere(claim: dict, paper: str, root: Path | None) -> str:
-    """Where the testbed preset's grid may lack the claim's conditions: the paper's full grid on a cluster."""
+def _elsewhere(claim: dict, paper: str, root: Path | None, named: str | None = None) -> str:
+    """Where the testbed preset's grid may lack the claim's conditions: the paper's full grid on a cluster (unless
+    that is the preset already `named`)."""
     cluster = preset_for(claim, paper, root, "ssh")
-    return "" if cluster is None or cluster.endswith(".testbed.yaml") else f" (or the paper's full grid: `argo " \
-                                                                           f"submit {cluster}`)"
+    if cluster is None or cluster.endswith(".testbed.yaml") or cluster == named:
+        return ""
+    return f" (or the paper's full grid: `argo submit {cluster}`)"
 
 
 def _number_key(n: dict) -> tuple:

@@ -2,7 +2,7 @@
 
 Every comparison a user sees (the CLI summary, `edgebench report`, the portal, the regression cards, the Papers
 claims, the bench rows) is judged by this rule. The warehouse applies it in SQL (analytics/macros/verdict.sql); this
-module is the same rule in Python, for what is judged outside the warehouse, and tests/test_verdict.py proves the
+module is the same rule in Python, for what is judged outside the warehouse, and tests/warehouse/test_verdict.py proves the
 two agree on every comparison row of the fixture warehouse.
 
 The interval. diff = mean(a) - mean(b) with its 95% interval diff +- ci95:
@@ -39,7 +39,7 @@ _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 # metric family -> practical margin in % of the baseline mean; the dbt var verdict_margins_pct holds the same
-# (analytics/dbt_project.yml; tests/test_verdict.py checks that they agree)
+# (analytics/dbt_project.yml; tests/warehouse/test_verdict.py checks that they agree)
 MARGINS_PCT: dict[str, float] = {
     "throughput": 5.0,   # iperf3 / DDS Mbit/s, samples/s
     "latency": 5.0,      # DDS latency percentiles, HTTP response times, ping RTT
@@ -49,7 +49,7 @@ MARGINS_PCT: dict[str, float] = {
 }
 DEFAULT_MARGIN_PCT = 5.0
 # a run is flagged low_cpu_headroom when in some second less than this share of the machine's CPU was idle; the dbt var
-# cpu_headroom_floor_pct holds the same (int_runs__cpu_headroom; tests/test_warehouse_headroom.py checks they agree)
+# cpu_headroom_floor_pct holds the same (int_runs__cpu_headroom; tests/warehouse/test_warehouse_headroom.py checks they agree)
 CPU_HEADROOM_FLOOR_PCT = 10.0
 MAX_RUNS_TO_DECIDE = 1000  # beyond this the estimate is reported as "more than 1000"
 

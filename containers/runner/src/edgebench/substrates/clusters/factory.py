@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from edgebench.substrates.base import Provider
 from edgebench.substrates.clusters import inventory as inv_mod
-from edgebench.substrates.clusters.artifacts import ENV_SOURCE, open_source
-from edgebench.substrates.clusters.multicluster import MultiCluster
+from edgebench.substrates.clusters.install.artifacts import ENV_SOURCE, open_source
+from edgebench.substrates.clusters.intercluster.multicluster import MultiCluster
 from edgebench.substrates.clusters.provider import ClusterProvider
 from edgebench.substrates.clusters.transport import SSHTransport
 

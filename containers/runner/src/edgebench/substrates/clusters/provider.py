@@ -23,13 +23,11 @@ from edgebench import sh
 from edgebench.errors import EdgebenchError
 from edgebench.substrates.clusters.inventory import Inventory, Node
 from edgebench.substrates.base import Provider, Unsupported
-from edgebench.substrates.clusters import cni as cni_mod
-from edgebench.substrates.clusters import distributions as dist_mod
-from edgebench.substrates.clusters import kind as kind_mod
-from edgebench.substrates.clusters import artifacts as artifacts_mod
-from edgebench.substrates.clusters import node_steps, preflight
+from edgebench.substrates.clusters.install import (artifacts as artifacts_mod, cni as cni_mod, distributions as dist_mod,
+                                                   kind as kind_mod, node_steps, preflight)
+from edgebench.substrates.clusters.install.artifacts import Source, mirror_images
+from edgebench.substrates.clusters.install.cni_manifests import apply_patches
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
-from edgebench.substrates.clusters.artifacts import Source, mirror_images
 from edgebench.plan.matrix import cni_installs, compatibility, distributions
 from edgebench.substrates.clusters.transport import Transport
 
@@ -277,10 +275,10 @@ class ClusterProvider(WorkloadPods, Provider):
             if plan.manifest_url and self.artifacts is not None:  # the mirror's copy, its images as imported
                 upstream, art = self.artifacts.manifest("flannel" if self.cni == "host" else self.cni, self.fetch,
                                                         None if self.cni == "host" else plan.version_requested)
-                text = cni_mod.apply_patches(upstream, self._fill_psk(mirror_images(plan.patches, self.artifacts)))
+                text = apply_patches(upstream, self._fill_psk(mirror_images(plan.patches, self.artifacts)))
                 plan.version = art["version"]
             elif plan.manifest_url:
-                text = cni_mod.apply_patches(self.fetch(plan.manifest_url), self._fill_psk(plan.patches))
+                text = apply_patches(self.fetch(plan.manifest_url), self._fill_psk(plan.patches))
             if plan.manifest_url:
                 (self.workdir / "cni-manifest.yaml").write_text(text)
             if self.name == "kind" and self.artifacts is not None:

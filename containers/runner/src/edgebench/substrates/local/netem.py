@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from edgebench import sh
 from edgebench.errors import EdgebenchError
-from edgebench.plan.netem import (EMULATOR, IPT_CHAIN, NFT_TABLE, QUEUE_NUM, Scenario, _fmt, limit_for, manifest_object,
+from edgebench.plan.netem import (EMULATOR, IPT_CHAIN, NFT_TABLE, QUEUE_NUM, Scenario, fmt_number, limit_for, manifest_object,
                     render_apply, render_readback, render_revert, resolve)
 
 Runner = Callable[..., str]
@@ -78,8 +78,8 @@ def _emulator_path() -> str:
 
 
 def _start_emulator(ns: str, sc: Scenario, report: Path, queue: int, seed: int | None) -> subprocess.Popen:
-    argv = _nsx(ns, [_emulator_path(), "-queue", str(queue), "-delay-ms", _fmt(sc.delay_ms),
-                     "-jitter-ms", _fmt(sc.jitter_ms), "-loss-pct", _fmt(sc.loss_pct),
+    argv = _nsx(ns, [_emulator_path(), "-queue", str(queue), "-delay-ms", fmt_number(sc.delay_ms),
+                     "-jitter-ms", fmt_number(sc.jitter_ms), "-loss-pct", fmt_number(sc.loss_pct),
                      "-limit", str(limit_for(sc)), "-report", str(report)])
     if seed is not None:
         argv[-2:-2] = ["-seed", str(seed)]

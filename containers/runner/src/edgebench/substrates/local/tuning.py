@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from edgebench import sh
-from edgebench.plan.tuning import (_norm, _str, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
+from edgebench.plan.tuning import (norm_value, as_text, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
                      profile, requested, target_value)
 
 Runner = Callable[..., str]
@@ -24,7 +24,7 @@ def _nsx(ns: str, argv: Sequence[str]) -> list[str]:
 
 def _host_sysctl(key: str) -> str | None:
     try:
-        return _norm(Path("/proc/sys", *key.split(".")).read_text())
+        return norm_value(Path("/proc/sys", *key.split(".")).read_text())
     except OSError:
         return None
 
@@ -45,7 +45,7 @@ def _ns_sysctls(ns: str, keys: Sequence[str]) -> dict[str, str | None]:
     for line in out.splitlines():
         path, _, value = line.partition("\t")
         if path in paths and value.strip():
-            got[paths[path]] = _norm(value)
+            got[paths[path]] = norm_value(value)
     return got
 
 
@@ -175,7 +175,7 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
     unsupported: dict[str, str] = {k: f"host setting: {why}; not applied on the local testbed"
                                    for k, why in p["host"].items()}
     for key, value in p["sysctl"].items():
-        reason = namespace_support(key, _str(value))
+        reason = namespace_support(key, as_text(value))
         if reason:
             unsupported[key] = reason
     snapshot: dict[str, dict[str, str]] = {}
@@ -193,7 +193,7 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
 
     for ns in namespaces:
         d = dev if ns in node_namespaces else pod_dev
-        writes = {key: target_value(_str(value), snapshot[ns].get(key))
+        writes = {key: target_value(as_text(value), snapshot[ns].get(key))
                   for key, value in p["sysctl"].items() if key not in unsupported}
         for key, err in _ns_write(ns, writes).items():
             unsupported[key] = f"write failed in {ns}: {err}"
@@ -202,9 +202,9 @@ def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], p
             key = f"ethtool.{f}"
             if key in unsupported:
                 continue
-            good, err = sh.ok(_nsx(ns, ["ethtool", "-K", d, f, _str(v)]))
+            good, err = sh.ok(_nsx(ns, ["ethtool", "-K", d, f, as_text(v)]))
             cur = _read_features(ns, d).get(f, "")
-            if not good and ethtool_unsupported(err) or "[fixed]" in cur and not matches(_str(v), cur.split()[0]):
+            if not good and ethtool_unsupported(err) or "[fixed]" in cur and not matches(as_text(v), cur.split()[0]):
                 unsupported[key] = f"{d} ({ns}): {err or cur}"
         ring = p["ethtool"].get("ring") or {}
         if ring:
@@ -269,5 +269,5 @@ def revert_and_verify(node_namespaces: Sequence[str], pod_namespaces: Sequence[s
     for ns, snap in snapshot.items():
         now = _current(ns, state["dev"] if ns in state["node_namespaces"] else state["pod_dev"], list(snap))
         problems += [f"{ns} {k}: now {now.get(k)}, was {v}" for k, v in snap.items()
-                     if _norm(str(now.get(k))) != _norm(v)]
+                     if norm_value(str(now.get(k))) != norm_value(v)]
     return problems

@@ -12,6 +12,11 @@ def published_claims(fetch: Fetch, paper: str) -> list[dict]:
     return fetch("select * from published_claims where paper = ? order by claim_id", [paper])
 
 
+def all_claims(fetch: Fetch) -> list[dict]:
+    """Every seed paper's claims (`edgebench papers run` plans the presets their undecided ones need)."""
+    return fetch("select * from published_claims", [])
+
+
 def published_results(fetch: Fetch, paper: str) -> list[dict]:
     """The numbers the paper prints, by table, figure, label and payload."""
     return fetch("select * from published_results where paper = ? "

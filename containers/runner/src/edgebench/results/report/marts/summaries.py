@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from edgebench import versions
+from edgebench.plan import versions
 from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
 from edgebench.results.report import ranking

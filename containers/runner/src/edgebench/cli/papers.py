@@ -1,0 +1,108 @@
+"""`edgebench papers run` (`make papers`): the testbed presets the seed papers' undecided claims need, within one
+wall-time budget, then the scorecard (sweep/papers_run.py)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from edgebench.cli.options import on_sigterm
+from edgebench.cli.report_tables import print_scorecard
+from edgebench.console import err, out
+from edgebench.errors import SpecError
+from edgebench.plan import spec as spec_mod
+from edgebench.plan.cells import expand_checked, runs_for
+from edgebench.plan.params import time_budget
+from edgebench.results import warehouse
+from edgebench.results.report import marts, papers, scorecard
+from edgebench.results.report.marts import papers as paper_marts
+from edgebench.results.store import ResultStore, repo_root
+from edgebench.sweep import holding, papers_run
+from edgebench.sweep.runner import run_local
+
+papers_app = typer.Typer(help="The seed papers' claims: run what decides them, then the scorecard.",
+                         no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(papers_app, name="papers", rich_help_panel="Results")
+
+
+def _read(path: Path) -> tuple[list[dict], dict[tuple[str, str], dict]]:
+    fetch = marts.path_fetcher(path)
+    rows = scorecard.scorecard(fetch)
+    claims = {(c["paper"], c["claim_id"]): c for c in paper_marts.all_claims(fetch)}
+    return rows, claims
+
+
+def _planned_runs(root: Path, preset: str) -> int:
+    s = spec_mod.load(root / preset, {}, substrate="local")
+    cells, _ = expand_checked(s)
+    return sum(len(runs_for(s, c)) for c in cells)
+
+
+@papers_app.command("run")
+def run_cmd(
+    budget: str = typer.Option("2h", "--budget", help="Wall time for all the presets: seconds, 90m or 2h. Each "
+                               "preset gets its share of what is left, in proportion to its planned runs."),
+    paper: List[str] = typer.Option([], "--paper", metavar="ID", help="Only these seed papers (000 ... 004); "
+                                    "repeatable. Default: all."),
+    max_repetitions: int = typer.Option(6, "--max-repetitions", min=3, max=30, help="At most this many rounds per "
+                                        "variant (repetitions=auto stops a variant earlier once it is decided)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say which presets would run, for which claims; run "
+                                 "nothing."),
+    warehouse_path: Optional[Path] = typer.Option(None, "--warehouse", help="Warehouse to read and rebuild "
+                                                  "(default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."),
+):
+    """Run every testbed preset that the seed papers' undecided claims need, most claims first, within --budget;
+    after each preset rebuild the warehouse and skip presets whose claims are decided by then; end with the
+    scorecard (`edgebench report --paper all`). Each preset is a sweep of its own (`papers-<preset>`), so a second
+    run measures nothing already stored and runs nothing already decided."""
+    seconds = time_budget("--budget", budget)
+    if seconds is None:
+        raise SpecError("--budget must be a time such as 7200, 90m or 2h")
+    ids = [papers.paper_id(p) for p in paper]
+    root = repo_root()
+    path = Path(warehouse_path) if warehouse_path else warehouse.default_warehouse_path()
+    if not path.exists():
+        raise SpecError(f"no warehouse at {path}: run `make sweep` (or `edgebench warehouse`) first; the plan reads "
+                        "the papers' claims from it")
+    rows, claims = _read(path)
+    tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
+    for t in tasks:
+        out.print(f"  {t.preset}: {len(t.claims)} undecided claim(s) of seed {', '.join(t.papers)} "
+                  f"({_planned_runs(root, t.preset)} runs as the preset plans them; sweep {t.sweep_id})",
+                  highlight=False)
+    if orphans:
+        out.print(f"  {len(orphans)} undecided claim(s) no testbed preset measures (`edgebench report --paper all` "
+                  f"says what would): {', '.join(c for _, c in orphans)}", highlight=False)
+    if dry_run or not tasks:
+        if not tasks:
+            out.print("papers: nothing to run: every claim the testbed presets measure is decided")
+        return
+
+    def run_sweep(task: papers_run.PresetTask, params: dict[str, str]) -> None:
+        s = spec_mod.load(root / task.preset, params, substrate="local")
+        with holding.sweep_hold("local", s.sweep_id, None, None):
+            report = run_local(s, ResultStore(), log=out.print, live=sys.stdout if sys.stdout.isatty() else None)
+        c = report.counts
+        out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
+                  f"{c['skipped']} already stored", highlight=False)
+
+    def still_open(task: papers_run.PresetTask) -> list[tuple[str, str]]:
+        now = set(papers_run.undecided(_read(path)[0], ids or None))
+        return [k for k in task.claims if k in now]
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        papers_run.run(tasks, seconds, planned_runs=lambda p: _planned_runs(root, p), run_sweep=run_sweep,
+                       rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
+                       log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions)
+    except KeyboardInterrupt:
+        err.print("interrupted: runs already measured are stored; run the same command again to resume")
+        raise typer.Exit(130)
+    print_scorecard(_read(path)[0])

@@ -1,0 +1,114 @@
+"""`make papers` / `edgebench papers run`: every testbed preset that a seed paper's undecided claims need, run one
+after another within one wall-time budget, then the scorecard (issue 46).
+
+The plan comes from the reproduction scorecard (results/report/scorecard.py): for each claim the testbed cannot tell yet,
+the testbed preset that measures it (scorecard.preset_for); a preset serves every undecided claim that names it.
+Presets run in the order of how many undecided claims they serve. Each runs as a sweep with adaptive repetitions
+(`repetitions=auto`: a variant stops once its comparison with the host is decided, or cannot be) and its share of
+the budget left, in proportion to its planned runs (`time-budget`), under a sweep id of its own
+(`papers-<preset>`): run again, stored runs are never measured twice, and a preset whose claims are all decided by
+then is not run at all. After each preset the warehouse is rebuilt and the scorecard read again.
+
+What it does not do yet: stop a variant when the claims that use it are decided (the adaptive rule judges a variant
+against its host, which most claims' sides are not), and run the cluster presets (`argo submit` on a lab).
+Everything that touches the machine is injected (run_sweep, rebuild, read_rows), so the plan and the loop are
+tested offline.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgebench.results.report import scorecard
+
+MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
+
+
+@dataclass
+class PresetTask:
+    """A testbed preset and the undecided claims (paper, claim id) it measures."""
+
+    preset: str
+    claims: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def papers(self) -> list[str]:
+        return sorted({p for p, _ in self.claims})
+
+    @property
+    def sweep_id(self) -> str:
+        stem = re.sub(r"[^a-z0-9-]+", "-", Path(self.preset).name.removesuffix(".yaml").lower()).strip("-")
+        return f"papers-{stem}"[:63].rstrip("-")
+
+
+def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[str, str]]:
+    """(paper, claim id) of every claim the testbed cannot tell yet: the scorecard's `local` row of each paper, or
+    its row without a substrate when the testbed measured nothing of it."""
+    out = []
+    for paper in dict.fromkeys(r["paper"] for r in rows):
+        if papers and paper not in papers:
+            continue
+        mine = [r for r in rows if r["paper"] == paper]
+        row = next((r for r in mine if r["substrate"] == "local"), None) or \
+            next((r for r in mine if r["substrate"] is None), None)
+        if row is not None:
+            out += [(paper, u["claim_id"]) for u in row["cannot_tell"]]
+    return out
+
+
+def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | None = None,
+         papers: list[str] | None = None) -> tuple[list[PresetTask], list[tuple[str, str]]]:
+    """The presets to run, most undecided claims first, and the undecided claims no testbed preset measures.
+    `claims`: (paper, claim id) -> the published_claims row."""
+    tasks: dict[str, PresetTask] = {}
+    orphans = []
+    for key in undecided(rows, papers):
+        preset = scorecard.preset_for(claims.get(key, {}), key[0], root, "local")
+        if preset is None or not preset.endswith(".testbed.yaml"):
+            orphans.append(key)
+            continue
+        tasks.setdefault(preset, PresetTask(preset)).claims.append(key)
+    return sorted(tasks.values(), key=lambda t: (-len(t.claims), t.preset)), orphans
+
+
+def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
+        run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
+        still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
+        max_repetitions: int = 6, clock: Callable[[], float] = time.monotonic) -> list[dict]:
+    """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
+    nothing left to decide, `no budget`) and its time budget and wall time in seconds."""
+    t0 = clock()
+    weights = {t.preset: max(1, planned_runs(t.preset)) for t in tasks}
+    done: list[dict] = []
+    for i, task in enumerate(tasks):
+        elapsed = clock() - t0
+        left = budget_s - elapsed
+        open_now = still_open(task) if i else task.claims
+        if not open_now:
+            log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: its claims are decided; not run")
+            done.append({"preset": task.preset, "outcome": "decided", "budget_s": 0.0, "wall_s": 0.0})
+            continue
+        if left < MIN_SLICE_S:
+            log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: the budget is spent ({elapsed:.0f} s of "
+                f"{budget_s:.0f} s); not run. Run again with a larger --budget: stored runs are kept")
+            done.append({"preset": task.preset, "outcome": "no budget", "budget_s": 0.0, "wall_s": 0.0})
+            continue
+        rest = sum(weights[t.preset] for t in tasks[i:])
+        share = max(MIN_SLICE_S, left * weights[task.preset] / rest)
+        log(f"papers: [{i + 1}/{len(tasks)}] seed {', '.join(task.papers)}: {task.preset} for {len(open_now)} "
+            f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left; ETA the whole run "
+            f"{(elapsed + left) / 60:.0f} min at the latest (sweep {task.sweep_id})")
+        start = clock()
+        run_sweep(task, {"repetitions": "auto", "max-repetitions": str(max_repetitions),
+                         "time-budget": str(int(share)), "sweep-id": task.sweep_id})
+        rebuild()
+        wall = clock() - start
+        left_open = still_open(task)
+        log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: {wall / 60:.1f} min; "
+            f"{len(open_now) - len(left_open)} of its {len(open_now)} claim(s) decided")
+        done.append({"preset": task.preset, "outcome": "run", "budget_s": share, "wall_s": wall})
+    return done

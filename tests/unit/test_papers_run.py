@@ -1,0 +1,71 @@
+"""`edgebench papers run` offline (sweep/papers_run.py): the plan from the scorecard's undecided claims, and the loop
+within one budget with the machine faked out."""
+from __future__ import annotations
+
+from edgebench.sweep import papers_run
+from edgebench.sweep.papers_run import PresetTask
+
+MULTICAST = "workflows/presets/seed-000-dds-multicast.testbed.yaml"
+CNI = "workflows/presets/seed-000-dds-cni.testbed.yaml"
+
+
+def _row(paper, substrate, claim_ids):
+    return {"paper": paper, "substrate": substrate, "cannot_tell": [{"claim_id": c} for c in claim_ids]}
+
+
+def test_undecided_reads_the_testbed_row_or_the_row_of_a_paper_with_nothing_measured():
+    rows = [_row("000", "ssh", ["000-01"]), _row("000", "local", ["000-02", "000-03"]), _row("001", None, ["001-01"])]
+    assert papers_run.undecided(rows) == [("000", "000-02"), ("000", "000-03"), ("001", "001-01")]
+    assert papers_run.undecided(rows, ["001"]) == [("001", "001-01")]
+
+
+def test_the_plan_groups_claims_by_the_testbed_preset_that_measures_them_most_claims_first():
+    rows = [_row("000", "local", ["000-13", "000-14", "000-01"])]
+    claims = {("000", "000-13"): {"left_subject": "transport=multicast", "right_subject": "transport=unicast",
+                                  "claim": "multicast beats unicast"},
+              ("000", "000-14"): {"left_subject": "transport=multicast", "right_subject": "transport=unicast",
+                                  "claim": "multicast with 8 subscribers"},
+              ("000", "000-01"): {"left_subject": "cni=flannel", "right_subject": "cni=weave", "claim": "flannel"}}
+    tasks, orphans = papers_run.plan(rows, claims)
+    assert [(t.preset, t.claims) for t in tasks] == [(MULTICAST, [("000", "000-13"), ("000", "000-14")]),
+                                                     (CNI, [("000", "000-01")])]
+    assert orphans == [] and tasks[0].papers == ["000"]
+
+
+def test_sweep_ids_are_stable_and_valid():
+    assert PresetTask(MULTICAST).sweep_id == "papers-seed-000-dds-multicast-testbed"
+    assert len(PresetTask("workflows/presets/" + "x" * 90 + ".testbed.yaml").sweep_id) <= 63
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_the_loop_shares_the_budget_skips_what_got_decided_and_stops_when_it_is_spent():
+    clock, ran, lines = Clock(), [], []
+    a = PresetTask("a.testbed.yaml", [("000", "1"), ("000", "2")])
+    b = PresetTask("b.testbed.yaml", [("000", "3")])
+    c = PresetTask("c.testbed.yaml", [("002", "4")])
+    d = PresetTask("d.testbed.yaml", [("003", "5")])
+    decided_by_a = {("000", "3")}  # running a also decides b's one claim
+
+    def run_sweep(task, params):
+        ran.append((task.preset, params))
+        clock.t += {"a.testbed.yaml": 600, "c.testbed.yaml": 1700}[task.preset]
+
+    out = papers_run.run([a, b, c, d], 2400, planned_runs={"a.testbed.yaml": 100, "b.testbed.yaml": 100,
+                                                           "c.testbed.yaml": 200, "d.testbed.yaml": 100}.get,
+                         run_sweep=run_sweep, rebuild=lambda: None,
+                         still_open=lambda t: [k for k in t.claims if k not in decided_by_a],
+                         log=lines.append, clock=clock)
+    assert [r["outcome"] for r in out] == ["run", "decided", "run", "no budget"]
+    # a's share: 2400 s x 100 / 500 planned runs; c's: the 1800 s left x 200 / 300
+    assert [(p, params["time-budget"]) for p, params in ran] == [("a.testbed.yaml", "480"), ("c.testbed.yaml", "1200")]
+    assert ran[0][1] == {"repetitions": "auto", "max-repetitions": "6", "time-budget": "480",
+                         "sweep-id": "papers-a-testbed"}
+    assert any("its claims are decided; not run" in x for x in lines)
+    assert any("the budget is spent" in x and "stored runs are kept" in x for x in lines)
