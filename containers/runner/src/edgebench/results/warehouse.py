@@ -50,8 +50,8 @@ except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
 from edgebench.results.dbt_runner import Dbt, DbtWorker
-from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
-                                         list_raw, sync_raw_cache)
+from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, list_raw,
+                                         sql_string, sync_raw_cache)
 from edgebench.results.replay import Plan, ReplayError, read_record
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
 
@@ -107,7 +107,7 @@ def ensure_httpfs() -> None:
                 target.parent.mkdir(parents=True)
                 shutil.copyfile(files[0], target)
                 # INSTALL takes no prepared parameter: the repository is a quoted SQL string literal
-                con.execute(f"INSTALL httpfs FROM {_sql_string(repo)}")
+                con.execute(f"INSTALL httpfs FROM {sql_string(repo)}")
         con.execute("LOAD httpfs")
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
