@@ -41,7 +41,7 @@ def scorecard_frame(con) -> pd.DataFrame:
 
 
 def scorecard_totals(card: pd.DataFrame) -> list[dict]:
-    """Per substrate over every paper: testable claims decided (results/scorecard.totals over the frame's rows)."""
+    """Per substrate over every paper: testable claims decided (results/report/scorecard.totals over its rows)."""
     return _scorecard.totals([{"substrate": None if r["substrate"] == "nothing measured" else r["substrate"],
                                "decided": r["decided_n"], "testable": r["testable_n"]} for _, r in card.iterrows()])
 
