@@ -1,5 +1,5 @@
-"""Streamlit glue shared by the pages: the cached read-only connection and cached queries over the data modules
-(app/data/): a page passes the query function itself, imported from the module of its page."""
+"""Streamlit glue shared by the pages: the cached read-only connection and cached queries (the read API,
+edgebench.results.report.marts, and app/data/'s shaping of its rows): a page passes the query function itself."""
 from __future__ import annotations
 
 import datetime as dt
@@ -12,9 +12,12 @@ import pandas as pd
 import streamlit as st
 
 from edgebench.plan.dimensions import DIMENSIONS
+from edgebench.results.report import marts
+from edgebench.results.report.marts import Choices
+from edgebench.results.report.marts.runs import shared_kernel_labs
 
 from data.common import (LAB_BANNER, LOCAL_BANNER, MISSING_WAREHOUSE, connect, eta_text, follower_gone, live_status,
-                         shared_kernel_labs, warehouse_path)
+                         warehouse_path)
 
 
 @st.cache_resource(max_entries=2)
@@ -50,24 +53,35 @@ def query(fn: Callable, **kwargs):
         st.stop()
 
 
-def choose(prefix: str, substrates_fn: Callable, values_fn: Callable, filters: dict[str, str], empty: str
-           ) -> tuple[str, dict]:
+def substrates(choices: Choices) -> list[str]:
+    """The substrates a page's selection offers (marts.substrates, cached)."""
+    return query(marts.substrates, relation=choices.relation)
+
+
+def values(choices: Choices, substrate: str, column: str, **chosen) -> list:
+    """The values of one condition given the ones chosen before it (marts.filter_values, cached)."""
+    return query(marts.filter_values, relation=choices.relation, allowed=choices.allowed, substrate=substrate,
+                 column=column, chosen=chosen, order=choices.order)
+
+
+def choose(prefix: str, choices: Choices, empty: str) -> tuple[str, dict]:
     """The selection every comparison page starts with: one substrate (never mixed), then the conditions it holds
-    fixed, each offering only values that exist given the ones to its left. Stops the page with `empty` when the
-    warehouse has nothing for it. Widget keys: <prefix>_substrate, <prefix>_<column> (no prefix: bare names)."""
+    fixed (choices.filters), each offering only values that exist given the ones to its left. Stops the page with
+    `empty` when the warehouse has nothing for it. Widget keys: <prefix>_substrate, <prefix>_<column> (no prefix:
+    bare names)."""
     require_warehouse()
-    substrates = query(substrates_fn)
-    if not substrates:
+    found = substrates(choices)
+    if not found:
         st.info(empty)
         st.stop()
     key = (lambda name: f"{prefix}_{name}") if prefix else (lambda name: name)
-    substrate = st.selectbox("Substrate", substrates, key=key("substrate"),
+    substrate = st.selectbox("Substrate", found, key=key("substrate"),
                              help="Results of different substrates are never compared with each other.")
     local_banner(substrate)
     chosen: dict = {}
-    for col, (name, label) in zip(st.columns(len(filters)), filters.items()):
-        values = query(values_fn, substrate=substrate, column=name, **chosen)
-        chosen[name] = col.selectbox(label, values, key=key(name)) if values else None
+    for col, (name, label) in zip(st.columns(len(choices.filters)), choices.filters.items()):
+        offered = values(choices, substrate, name, **chosen)
+        chosen[name] = col.selectbox(label, offered, key=key(name)) if offered else None
     lab_banner(chosen.get("lab"))
     dimension_notes(chosen)
     return substrate, chosen

@@ -14,7 +14,7 @@ the by-hand side computes the same from the ping's lines. HTTP p50 is the linear
 per-request times on both sides.
 
 Each row's ratio is the geometric mean of the n paired ratios (sweep run / the by-hand run beside it) with its 95%
-confidence interval; the verdict is the project's one rule (results/verdict.py, paired by pair, margin = the band): meets,
+confidence interval; the verdict is the project's one rule (results/report/verdict.py, paired by pair, margin = the band): meets,
 MISSES,
 or inconclusive when the interval straddles a band edge (the machine's noise at this n cannot tell; the detail says
 about how many pairs would). `python bench/bench_fidelity.py [--quick] [--reps N]` runs it alone, with N pairs.
@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import Row, band_verdict, paired_ratio  # noqa: E402
-from edgebench.results.verdict import compare  # noqa: E402
+from edgebench.results.report.verdict import compare  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"
@@ -204,7 +204,7 @@ def _pairs(quick: bool, reps: int | None = None) -> list[Row]:
         for (what, metric, unit), (s, h) in got.items():
             tol = 0.02 if what.startswith("iperf3") else 0.05
             ratio, lo, hi, sd_log = paired_ratio(s, h)
-            # the project's one rule (results/verdict.py): the sweep against by hand, paired by pair, margin +-tol
+            # the project's one rule (results/report/verdict.py): the sweep against by hand, paired by pair, margin +-tol
             judged = compare(s, h, higher_is_better=True, pct=tol * 100, rounds_a=list(range(len(s))),
                              rounds_b=list(range(len(h))))
             ok, verdict = band_verdict(judged.verdict)

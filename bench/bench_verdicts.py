@@ -2,7 +2,7 @@
 machine with the old default plan and with `make sweep`'s, side by side.
 
 Runs the same small sweep twice back to back through runner.run_local (a throwaway MinIO, a testbed prefix of its
-own), each comparison of a CNI cell with its host (every workload variant, paired by round; results/verdict.py)
+own), each comparison of a CNI cell with its host (every workload variant, paired by round; results/report/verdict.py)
 judged from that sweep's runs alone:
   - before: the sweep file's plan as it was the default until 2026-11-28: 3 fixed rounds of 3 s runs, the cells of a
     round one after another (--no-duet), tools not pinned to CPUs (EDGEBENCH_PIN_CPUS=0);
@@ -30,7 +30,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 from common import Row, scoped_env  # noqa: E402
 from servers import throwaway_minio  # noqa: E402
 
-from edgebench.results.verdict import DECISIVE, compare  # noqa: E402
+from edgebench.results.report.verdict import DECISIVE, compare  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = Path.home() / ".local/share/edgebench/tools"

@@ -65,7 +65,7 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float, f
 
 
 def band_verdict(rule_verdict: str) -> tuple[bool | None, str]:
-    """A bench row's outcome from the one rule's verdict (results/verdict.py) of the measured side against its
+    """A bench row's outcome from the one rule's verdict (results/report/verdict.py) of the measured side against its
     reference with the target band as the margin: meets (equivalent: the CI lies inside the band), MISSES (better /
     worse: the CI excludes no difference and reaches beyond the band), else inconclusive (at this n the noise of the
     machine cannot tell). Returns (ok, verdict) with ok None and verdict "inconclusive" for the last."""

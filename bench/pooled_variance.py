@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "containers" / "runner" / "src"))
-from edgebench.results import verdict as V  # noqa: E402
+from edgebench.results.report import verdict as V  # noqa: E402
 from edgebench.results.store import S3Config  # noqa: E402
 
 # workload -> (the summary's metric, higher is better, unit)

@@ -488,7 +488,7 @@ def write_tree(root: Path, manifests: list[dict] | None = None) -> Path:
 VERDICT_SERVICE = "payload-echo"
 VERDICT_GROUPS = {
     # fortio (1 us): host p50 0.101 ms, sd 0.001; the latency margin is max(5 % of 0.101, the coarser resolution)
-    # = 0.00505 ms between fortio runs, 0.1 ms against hey (macros/verdict.sql, results/verdict.py)
+    # = 0.00505 ms between fortio runs, 0.1 ms against hey (macros/verdict.sql, results/report/verdict.py)
     "fortio": (60, {
         "host": ("fortio", [0.100, 0.101, 0.102]),
         # +0.020 ms +- 0.0023 (Welch, df 4: 2.776 x sqrt(2 x 0.001^2 / 3)): beyond +-0.00505, excludes 0: worse

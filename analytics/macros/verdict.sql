@@ -1,5 +1,5 @@
 {#- The verdict: the one definition of how a configuration (a) is judged against its baseline (b), the same rule
-    as containers/runner/src/edgebench/results/verdict.py (its docstring explains it; tests/warehouse/test_verdict.py proves
+    as containers/runner/src/edgebench/results/report/verdict.py (its docstring explains it; tests/warehouse/test_verdict.py proves
     that the two agree on every comparison row of the fixture warehouse).
 
     verdict_margin_pct(family)   the family's practical margin in % of the baseline (var verdict_margins_pct); a
@@ -29,7 +29,7 @@
 
 {#- The margin of a metric by its name (cmp_distributions: throughput_mbps, latency_us, cpu_pct, rss_mb), as a family
     argument: *_mbps -> throughput, *_us / *_ms -> latency, cpu* -> cpu, rss* / *_mb -> memory
-    (results.papers.metric_family). -#}
+    (results.report.papers.metric_family). -#}
 {% macro metric_family(metric_col) -%}
     {%- set m = var('verdict_margins_pct') -%}
     sql:case when {{ metric_col }} like 'cpu%' then {{ m['cpu'] }}

@@ -1,16 +1,15 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.iperf3 import IPERF3, overhead, problem_runs, request_response
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.cni_datapaths import (filter_values, overhead, overhead_table, problem_runs, request_response, substrates,
-                                throughput_chart)
-from data.common import FILTERS
+from data.cni_datapaths import overhead_table, throughput_chart
 import ui
 
 st.title("CNI datapaths")
 st.caption("iperf3 throughput of each CNI / mode against the host-network baseline measured under the same "
            "conditions. overhead % = (host - CNI) / host x 100: positive means slower than host.")
 
-substrate, filters = ui.choose("", substrates, filter_values, FILTERS,
+substrate, filters = ui.choose("", IPERF3,
                                "The warehouse holds no iperf3 runs yet. Run `make sweep`.")
 
 df = ui.query(overhead, substrate=substrate, **filters)

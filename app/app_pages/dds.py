@@ -1,8 +1,8 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.dds import DDS, dds_overhead, dds_problem_runs
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.dds import (DDS_FILTERS, dds_filter_values, dds_line_chart, dds_overhead, dds_overhead_table,
-                      dds_problem_runs, dds_substrates, dds_transport_table)
+from data.dds import dds_line_chart, dds_overhead_table, dds_transport_table
 import ui
 
 st.title("DDS pub/sub")
@@ -15,7 +15,7 @@ OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval
                     "difference over the host mean), the verdict against the host and the run counts CNI/host. "
                     + RULE_HELP)
 
-substrate, filters = ui.choose("dds", dds_substrates, dds_filter_values, DDS_FILTERS,
+substrate, filters = ui.choose("dds", DDS,
                                "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")
 
 df = ui.query(dds_overhead, substrate=substrate, **filters)

@@ -1,10 +1,10 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.distributions import (DISTRIBUTIONS, PROXIES, distribution_references,
+                                                          proxy_comparison, proxy_unsupported)
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.distributions import (DISTRIBUTION_FILTERS, PROXY_FILTERS, default_proxies, distribution_chart,
-                                distribution_comparison, distribution_filter_values, distribution_references,
-                                distribution_substrates, is_one_machine, proxy_chart, proxy_comparison, proxy_filter_values,
-                                proxy_stands_for, proxy_substrates, proxy_unsupported)
+from data.distributions import (default_proxies, distribution_chart, distribution_comparison, is_one_machine,
+                                proxy_chart, proxy_stands_for)
 import ui
 
 st.title("Distributions")
@@ -18,14 +18,13 @@ VERDICT_HELP = "better / worse: the 95% interval of the difference excludes 0; n
 
 # ---- real clusters ----------------------------------------------------------------------------------------------
 st.header("Real clusters")
-if not ui.query(distribution_substrates):
+if not ui.substrates(DISTRIBUTIONS):
     st.info("The warehouse holds no real-cluster runs (substrate kind or ssh), so no distributions can be compared. "
             "The local testbed runs no Kubernetes distribution (its runs carry distribution `none`). Run a sweep on "
             "clusters, e.g. `argo submit workflows/presets/seed-004-k3s.yaml` and the other seed-004 presets. Below: "
             "the one part of a distribution the testbed models, its service proxy.", icon=":material/info:")
 else:
-    substrate, filters = ui.choose("dist", distribution_substrates, distribution_filter_values,
-                                   DISTRIBUTION_FILTERS, "No real-cluster runs.")
+    substrate, filters = ui.choose("dist", DISTRIBUTIONS, "No real-cluster runs.")
     if is_one_machine(substrate):
         st.caption("kind beside the local kubeadm lab, measured on this one machine in one boot (the same kernel boot "
                    "id): kind's nodes are containers and the lab's nodes network namespaces of that kernel, so a "
@@ -69,7 +68,7 @@ st.markdown("What a distribution changes in the datapath is the **service proxy*
             "distribution the testbed models**: it runs no control plane, so its runs keep distribution `none`; a "
             "proxy mode stands for the distributions that run it by default (table below).")
 ui.table(default_proxies())
-substrate, filters = ui.choose("proxy", proxy_substrates, proxy_filter_values, PROXY_FILTERS,
+substrate, filters = ui.choose("proxy", PROXIES,
                                "The warehouse holds no pod-to-service iperf3 runs yet. Run a sweep with "
                                "`-p service-proxy='[\"iptables\",\"nftables\",\"ipvs\"]'` and a pod-to-service path, "
                                "e.g. `edgebench sweep workflows/presets/seed-004.testbed.yaml --local`.")

@@ -1,10 +1,9 @@
 import streamlit as st
 
-from edgebench.results.emulation import traced
-from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT
 
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
-                            style, verdict_counts)
+                            style, traced_causes, verdict_counts)
 import ui
 
 st.title("Emulation vs real")
@@ -55,7 +54,7 @@ else:
                             "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
                             "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})
 
-    causes = traced([{k: (None if v != v else v) for k, v in r.items()} for r in norm.to_dict("records")])
+    causes = traced_causes(norm)
     if causes:
         st.markdown("**Disagreements traced to a cause** (measured; the catalog's testbed_disagreements):")
         for c in causes:

@@ -1,8 +1,9 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.http import (HTTP, http_kpi_shares, http_kpis, http_overhead, http_problem_runs,
+                                                 http_response_boxes, http_response_outliers)
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.http import (HTTP_FILTERS, http_filter_values, http_kpi_shares, http_kpis, http_overhead, http_overhead_table,
-                       http_problem_runs, http_response_boxes, http_response_outliers, http_substrates, response_chart)
+from data.http import http_overhead_table, response_chart
 import ui
 
 st.title("HTTP services")
@@ -11,7 +12,7 @@ st.caption("Sequential HTTP requests over one kept-alive connection to three ser
            "(params.kpis_ms); an error response counts as beyond every KPI. Both ends in one cluster; runs across "
            "two clusters joined by an inter-cluster tool are on the Inter-cluster tools page.")
 
-substrate, filters = ui.choose("http", http_substrates, http_filter_values, HTTP_FILTERS,
+substrate, filters = ui.choose("http", HTTP,
                                "The warehouse holds no HTTP runs yet. Add the http workload to a sweep and run `make sweep`.")
 
 boxes = ui.query(http_response_boxes, substrate=substrate, **filters)

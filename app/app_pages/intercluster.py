@@ -1,11 +1,11 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.http import INTERCLUSTER
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.intercluster import (IMPLEMENTATION_TEXT, INTERCLUSTER_FILTERS, NONE_LABEL, intercluster_chart,
-                               intercluster_comparison, intercluster_diff_table, intercluster_filter_values,
-                               intercluster_kpi_table, intercluster_limits, intercluster_models,
-                               intercluster_problem_runs, intercluster_series, intercluster_style_verdicts,
-                               intercluster_substrates, intercluster_values_table)
+from data.intercluster import (IMPLEMENTATION_TEXT, NONE_LABEL, intercluster_chart,
+                               intercluster_comparison, intercluster_diff_table, intercluster_kpi_table,
+                               intercluster_limits, intercluster_models, intercluster_problem_runs, intercluster_series,
+                               intercluster_style_verdicts, intercluster_values_table)
 import ui
 
 st.title("Inter-cluster tools")
@@ -14,8 +14,7 @@ st.caption("HTTP requests from a client in cluster 2 to a service exported from 
            "one cluster (none, the baseline, in grey). Per netem scenario and payload: the mean over runs of each "
            "run's median response time with its 95% CI, n runs, and the two response-time limits.")
 
-substrate, filters = ui.choose("ic", intercluster_substrates, intercluster_filter_values,
-                               INTERCLUSTER_FILTERS,
+substrate, filters = ui.choose("ic", INTERCLUSTER,
                                "The warehouse holds no HTTP runs across an inter-cluster tool yet. Add `intercluster` "
                                "entries (e.g. [\"none\", \"submariner:vxlan\", \"skupper\"]) to an HTTP sweep and run "
                                "`make sweep`.")

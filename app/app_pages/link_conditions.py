@@ -1,8 +1,8 @@
 import streamlit as st
 
-from data.common import invalid_runs
-from data.link_conditions import (NETEM_FILTERS, NETEM_METRICS, netem_chart, netem_filter_values, netem_metric,
-                                  netem_scenarios, netem_substrates)
+from edgebench.results.report.marts.runs import NETEM, NETEM_METRICS, invalid_runs, netem_metric, netem_scenarios
+
+from data.link_conditions import netem_chart
 import ui
 
 st.title("Link conditions")
@@ -11,7 +11,7 @@ st.caption("Any metric against the emulated link condition (netem scenario) in f
            "valid runs in one cluster (runs across an inter-cluster tool: Inter-cluster tools page); the scenario "
            "parameters are the ones read back from the system.")
 
-substrate, filters = ui.choose("netem", netem_substrates, netem_filter_values, NETEM_FILTERS,
+substrate, filters = ui.choose("netem", NETEM,
                                "The warehouse holds no runs yet. Run `make sweep`.")
 
 scenarios = ui.query(netem_scenarios, substrate=substrate, **filters)

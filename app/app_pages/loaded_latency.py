@@ -1,13 +1,15 @@
 """Latency under load: the probe's latency with a bulk TCP flow sharing the path, against the same probe idle.
-Reads the mart cmp_loaded_latency_vs_idle only (data/loaded_latency.py)."""
+Reads the mart cmp_loaded_latency_vs_idle only (edgebench.results.report.marts.reports)."""
 import altair as alt
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.reports import (loaded_latency_available, loaded_latency_comparison,
+                                                    loaded_latency_conditions, loaded_latency_probes,
+                                                    loaded_latency_sizes, loaded_latency_substrates)
+from edgebench.results.report.verdict import RULE_HELP
 
 import ui
-from data.loaded_latency import (PROBE_LABELS, loaded_latency_available, loaded_latency_comparison,
-                                 loaded_latency_conditions, loaded_latency_probes, loaded_latency_sizes,
-                                 loaded_latency_substrates)
+
+PROBE_LABELS = {"dds": "DDS latency", "http": "HTTP response time"}
 
 st.title("Latency under load")
 st.caption("What a control loop on a busy edge link feels: DDS latency (ddsperf ping/pong, RTT/2) or HTTP response "

@@ -1,9 +1,11 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.common import LAB_BANNER, LOCAL_BANNER, shared_kernel_labs
+from edgebench.results.report.marts.runs import run_counts, shared_kernel_labs, sweeps
+
+from data.common import LAB_BANNER, LOCAL_BANNER
 from data.emulation import fared_lines, normalized_rows
-from data.overview import answer, answer_chart, answer_table, run_counts, sweeps
+from data.overview import answer, answer_chart, answer_table
 import ui
 
 st.title("edgebench")

@@ -1,6 +1,6 @@
 import altair as alt
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.papers import (PAPER_IDS, claims_frame, numbers_frame, other_numbers_frame, paper_report, paper_title,
                          published_only_frame, run_hint, scorecard_frame, scorecard_totals,

@@ -1,5 +1,5 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.verdict import RULE_HELP
 
 from data.regressions import (CARDS_SHOWN_ALL, REGRESSIONS_EMPTY, regression_cards, regression_rows, regression_style,
                               regression_summary, regression_table)

@@ -1,9 +1,9 @@
 import streamlit as st
-from edgebench.results.verdict import RULE_HELP
+from edgebench.results.report.marts.iperf3 import RESOURCES, resource_efficiency, resource_usage
+from edgebench.results.report.marts.runs import invalid_runs
+from edgebench.results.report.verdict import RULE_HELP
 
-from data.common import invalid_runs
-from data.resources import (RESOURCE_FILTERS, resource_chart, resource_efficiency, resource_filter_values,
-                            resource_long, resource_substrates, resource_throughput_chart, resource_usage)
+from data.resources import resource_chart, resource_long, resource_throughput_chart
 import ui
 
 st.title("Resources")
@@ -11,7 +11,7 @@ st.caption("CPU and RAM per CNI / mode while idle (before the workload starts) a
            "throughput of the same runs (after Fig. 1-2 of the knb-based CNI study). A component's figure is the sum "
            "over its processes per run, averaged over successful, valid runs. CPU in percent of one CPU.")
 
-substrate, filters = ui.choose("res", resource_substrates, resource_filter_values, RESOURCE_FILTERS,
+substrate, filters = ui.choose("res", RESOURCES,
                                "The warehouse holds no resource samples yet (resources.json is written by newer "
                                "runs). Run `make sweep`.")
 

@@ -1,8 +1,9 @@
 import streamlit as st
 
-from data.common import invalid_runs
-from data.tuning import (TUNING_FILTERS, TUNING_METRICS, cmp_tuning_vs_host, tuning_filter_values, tuning_heatmap,
-                         tuning_heatmap_frame, tuning_substrates)
+from edgebench.results.report.marts.iperf3 import TUNING, cmp_tuning_vs_host
+from edgebench.results.report.marts.runs import invalid_runs
+
+from data.tuning import TUNING_METRICS, tuning_heatmap, tuning_heatmap_frame
 import ui
 
 st.title("Tuning efficiency")
@@ -10,11 +11,11 @@ st.caption("Each CNI / mode as a percentage of the host (physical) baseline meas
            "MTU and packet size: throughput efficiency = CNI / host x 100, DDS latency efficiency = host p50 / CNI "
            "p50 x 100. 100 % = as good as the host. Successful, valid runs only.")
 
-substrate, filters = ui.choose("tuning", tuning_substrates, tuning_filter_values, TUNING_FILTERS,
+substrate, filters = ui.choose("tuning", TUNING,
                                "The warehouse holds no successful iperf3 or DDS runs yet. Run `make sweep`.")
 
 c1, c2 = st.columns(2)
-mtus = ui.query(tuning_filter_values, substrate=substrate, column="tuning_mtu", **filters)
+mtus = ui.values(TUNING, substrate, "tuning_mtu", **filters)
 mtu = c1.selectbox("Pod MTU", ["all"] + mtus, key="tuning_mtu",
                    help="The pod MTU in force; 'all' shows each profile with its MTU. The host baseline is the "
                         "host configuration with the smallest MTU >= the CNI's (1450 -> 1500, 8950 -> 9000).")

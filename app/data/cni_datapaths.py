@@ -1,44 +1,10 @@
-"""Queries and charts of the portal's CNI datapaths page (marts only)."""
+"""Tables and charts of the portal's CNI datapaths page; its queries are edgebench.results.report.marts.iperf3."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from .common import FILTERS, _baseline_first, _where, baseline_color
-
-
-def substrates(con) -> list[str]:
-    """Substrates with iperf3 runs, the one with most runs first (the page's default)."""
-    rows = con.execute("""select substrate from fct_iperf3_runs group by substrate
-                          order by count(*) desc, substrate""").fetchall()
-    return [r[0] for r in rows]
-
-
-def filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one filter column present on a substrate, given the filters chosen before it (so every
-    combination offered exists). All statuses count, so setups that only failed can still be selected."""
-    if column not in FILTERS:
-        raise ValueError(f"unknown filter: {column}")
-    where, params = _where(substrate, chosen)
-    rows = con.execute(f"select distinct {column} from fct_iperf3_runs where {where} and {column} is not null "
-                       f"order by {_baseline_first(column)}{column}", params).fetchall()
-    return [r[0] for r in rows]
-
-
-# the untouched condition first (the page's default), the others in name order
-
-
-def overhead(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_iperf3_vs_host rows for one substrate and fixed conditions, host first, with a `variant` label and
-    CI bounds for error bars."""
-    where, params = _where(substrate, filters)
-    df = con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, *
-        from cmp_iperf3_vs_host where {where}
-        order by is_host_baseline desc, throughput_mbps desc""", params).df()
-    df["ci_low_mbps"] = df["throughput_mbps"] - df["throughput_ci95_mbps"].fillna(0)
-    df["ci_high_mbps"] = df["throughput_mbps"] + df["throughput_ci95_mbps"].fillna(0)
-    return df
+from .common import baseline_color
 
 
 def overhead_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -46,16 +12,6 @@ def overhead_table(df: pd.DataFrame) -> pd.DataFrame:
     cols = ["variant", "datapath", "n_runs", "throughput_mbps", "throughput_ci95_mbps", "host_throughput_mbps",
             "host_n_runs", "overhead_pct", "verdict"]
     return df[cols].reset_index(drop=True)
-
-
-def problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
-    """Failed and unsupported iperf3 runs with their reasons, same substrate and conditions."""
-    where, params = _where(substrate, filters)
-    return con.execute(f"""
-        select status, cni, cni_mode, datapath, protocol, path, placement, length_bytes, repetition, error,
-               attempt, sweep_id, run_id, started_at
-        from fct_iperf3_runs where status <> 'ok' and {where}
-        order by status, cni, cni_mode, repetition""", params).df()
 
 
 def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
@@ -79,18 +35,3 @@ def throughput_chart(df: pd.DataFrame) -> alt.LayerChart:
         layers.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color="#d62728")
                       .encode(y="host_throughput_mbps:Q", tooltip=["label:N", "host_throughput_mbps:Q"]))
     return alt.layer(*layers).properties(height=380, title="iperf3 throughput (mean, 95% CI), host baseline dashed")
-
-
-_WORKLOAD_COLUMNS = ("protocol", "path", "placement", "length_bytes")
-
-
-def request_response(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_sockperf_vs_host rows (request/response latency, half round trips) for one substrate and the page's cell
-    conditions (its iperf3 protocol, path, placement and length do not apply), host first per configuration."""
-    where, params = _where(substrate, {k: v for k, v in filters.items() if k not in _WORKLOAD_COLUMNS})
-    return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, protocol, path, placement, length_bytes, n_runs,
-               latency_p50_us, latency_p50_ci95_us, latency_p99_us, host_latency_p50_us, host_n_runs,
-               latency_p50_overhead_pct, latency_p50_overhead_ci95_pct, verdict
-        from cmp_sockperf_vs_host where {where}
-        order by protocol, path, placement, length_bytes, is_host_baseline desc, latency_p50_us""", params).df()

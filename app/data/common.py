@@ -1,5 +1,7 @@
-"""What the pages' query modules share: the warehouse connection, banners, filter helpers. Plain Python (no Streamlit): every function takes a DuckDB connection
-(opened read-only by connect()) and returns pandas DataFrames or plain values."""
+"""What the pages' data modules share: the warehouse connection, banners, colours, the follower's status. Plain Python
+(no Streamlit). The queries are edgebench.results.report.marts (every one takes the DuckDB connection opened
+read-only by connect() and returns pandas DataFrames or plain values); app/data/ shapes their rows into tables and
+charts."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,9 +12,7 @@ from pathlib import Path
 
 import altair as alt
 import duckdb
-import pandas as pd
 
-from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.results import follow
 from edgebench.sweep.progress import duration
 
@@ -25,29 +25,13 @@ MISSING_WAREHOUSE = "No warehouse yet at `{path}`: no results exist yet. Run `ma
 LAB_BANNER = ("This lab's nodes share one kernel and this machine's cores (the local lab of `make lab-local`): real CNI "
               "agents, kubelets and kube-proxy, but every node a set of namespaces of one machine, linked by veth pairs, "
               "not wires. Read it as this machine, never as a Pi lab; the two are never pooled.")
-# The lab a run was measured on (staging: the testbed, kind, or a real cluster's inventory target), the first filter
-# of every page after the substrate: two labs of one substrate (a Pi lab, the local lab) are never pooled
-LAB_FILTER = {"lab": "Lab"}
-# The cell dimensions the pages filter on (edgebench/plan/dimensions.py, `filter_label`): column -> label
-DIMENSION_FILTERS = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
-# Conditions a comparison holds fixed (besides substrate), in display order: column -> label
-FILTERS = {
-    **LAB_FILTER,
-    "protocol": "Protocol",
-    "path": "Path",
-    "placement": "Placement",
-    "length_bytes": "Length (bytes)",
-    "distribution": "Distribution",
-    **DIMENSION_FILTERS,
-}
-
 
 # How a comparison's baseline looks on every page (the host network against CNIs, the one-cluster `none` against
 # inter-cluster tools): grey marks, listed first.
 BASELINE_COLOR = "#7f7f7f"
 # Vega's default categorical palette (tableau10) without its grey (the baseline's) and its red (limits and KPI
 # boundaries are drawn in red), for the series compared against the baseline
-_SERIES_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#ff9da6"]
+SERIES_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#ff9da6"]
 
 
 def baseline_color(flag_field: str, other: str) -> alt.condition:
@@ -57,7 +41,7 @@ def baseline_color(flag_field: str, other: str) -> alt.condition:
 
 def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
     """Color scale for several series: the baseline's label in BASELINE_COLOR, the others in palette order."""
-    others = iter(_SERIES_COLORS * (len(labels) // len(_SERIES_COLORS) + 1))
+    others = iter(SERIES_COLORS * (len(labels) // len(SERIES_COLORS) + 1))
     return alt.Scale(domain=labels, range=[BASELINE_COLOR if label == baseline_label else next(others)
                                            for label in labels])
 
@@ -103,75 +87,3 @@ def warehouse_path() -> Path:
 
 def connect(path: str | Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(path), read_only=True)
-
-
-def _where(substrate: str, filters: dict) -> tuple[str, list]:
-    return _where_in(substrate, filters, FILTERS)
-
-
-_BASELINE_VALUES = {"workload": "iperf3", **{d.warehouse_column: d.base for d in DIMENSIONS if d.filter_label}}
-
-
-def _baseline_first(column: str) -> str:
-    value = _BASELINE_VALUES.get(column)
-    return f"{column} <> '{value}', " if value else ""
-
-
-def _where_in(substrate: str, filters: dict, allowed: dict) -> tuple[str, list]:
-    unknown = set(filters) - set(allowed)
-    if unknown:
-        raise ValueError(f"unknown filter(s): {sorted(unknown)}")
-    clauses, params = ["substrate = ?"], [substrate]
-    for col, value in filters.items():
-        if value is not None:
-            clauses.append(f"{col} = ?")
-            params.append(value)
-    return " and ".join(clauses), params
-
-
-def shared_kernel_labs(con) -> list[str]:
-    """The labs whose nodes share one kernel (environment.cluster.shared_kernel: the local lab)."""
-    return [r[0] for r in con.execute("select distinct lab from fct_runs where lab_shared_kernel "
-                                      "order by lab").fetchall()]
-
-
-def _substrates(con, table: str) -> list[str]:
-    """Substrates present in `table` (any status), most runs first."""
-    rows = con.execute(f"select substrate from {table} group by substrate "
-                       "order by count(*) desc, substrate").fetchall()
-    return [r[0] for r in rows]
-
-
-def _filter_values(con, table: str, allowed, substrate: str, column: str, chosen: dict) -> list:
-    """Values of one filter column of `table` on a substrate, given the filters chosen before it (all statuses);
-    the value with most successful runs first (the default), so a page opens on data, not on a corner case."""
-    if column not in allowed:
-        raise ValueError(f"unknown filter: {column}")
-    where, params = _where_in(substrate, chosen, allowed)
-    rows = con.execute(f"select {column} from {table} where {where} and {column} is not null "
-                       f"group by {column} order by count(*) filter (where status = 'ok') desc, {column}",
-                       params).fetchall()
-    return [r[0] for r in rows]
-
-
-def _values_of(con, table: str, allowed: dict, substrate: str, column: str, **chosen) -> list:
-    """Distinct values of a filter column given the filters chosen before it; the untouched condition first."""
-    if column not in allowed:
-        raise ValueError(f"unknown filter: {column}")
-    where, params = _where_in(substrate, chosen, allowed)
-    rows = con.execute(f"select distinct {column} from {table} where {where} and {column} is not null "
-                       f"order by {_baseline_first(column)}{column}", params).fetchall()
-    return [r[0] for r in rows]
-
-
-def invalid_runs(con, substrate: str, **filters) -> pd.DataFrame:
-    """Runs whose readback did not match what was requested (is_valid = false), any workload, with the reason.
-    They stay in the fct_* marts but are kept out of every comparison. filters: distribution, netem_scenario,
-    tuning_profile, lab (None = any)."""
-    where, params = _where_in(substrate, filters, {**LAB_FILTER, "distribution": "", "netem_scenario": "",
-                                                   "tuning_profile": ""})
-    return con.execute(f"""
-        select workload, cni, cni_mode, netem_scenario, tuning_profile, protocol, path, placement, length_bytes,
-               repetition, status, invalid_reason, sweep_id, run_id, started_at
-        from fct_runs where not is_valid and {where}
-        order by workload, cni, cni_mode, netem_scenario, tuning_profile, repetition""", params).df()

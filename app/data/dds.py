@@ -1,49 +1,12 @@
-"""Queries and charts of the portal's DDS page (marts only)."""
+"""Tables and charts of the portal's DDS page; its queries are edgebench.results.report.marts.dds."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from edgebench.plan.dimensions import warehouse_columns
-
-from .common import DIMENSION_FILTERS, LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
+from .common import baseline_scale
 
 HOST_VARIANT = "host / host"  # the variant label of the host-network baseline rows
-
-
-# Conditions the DDS page holds fixed (besides substrate): column -> label
-DDS_FILTERS = {
-    **LAB_FILTER,
-    "placement": "Placement",
-    "security": "Security",
-    "batching": "Batching",
-    "distribution": "Distribution",
-    **DIMENSION_FILTERS,
-}
-# every DDS run: the cell configuration columns (edgebench/plan/dimensions.py), then the DDS ones
-_DDS_COLUMNS = (f"{', '.join(warehouse_columns())}, placement, security, batching, length_bytes, reliability, transport, "
-                "subscribers, discovery, repetition, status, error, attempt, sweep_id, run_id, started_at")
-_DDS_RUNS = (f"(select {_DDS_COLUMNS}, 'latency' as dds_mode from fct_dds_latency union all "
-             f"select {_DDS_COLUMNS}, 'throughput' from fct_dds_throughput)")
-
-
-def dds_substrates(con) -> list[str]:
-    """Substrates with DDS runs (any status), most runs first."""
-    return _substrates(con, _DDS_RUNS)
-
-
-def dds_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one DDS filter column on a substrate given the filters chosen before it (all statuses)."""
-    return _filter_values(con, _DDS_RUNS, DDS_FILTERS, substrate, column, chosen)
-
-
-def dds_overhead(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_dds_vs_host rows for one substrate and fixed conditions, with a `variant` label."""
-    where, params = _where_in(substrate, filters, DDS_FILTERS)
-    return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, *
-        from cmp_dds_vs_host where {where}
-        order by dds_mode, is_host_baseline desc, cni, cni_mode, length_bytes, subscribers""", params).df()
 
 
 def dds_overhead_table(df: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -80,16 +43,6 @@ def dds_transport_table(df: pd.DataFrame) -> pd.DataFrame:
                                   "multicast": "multicast Mbit/s"})
     return table.sort_values(["variant", "payload (B)"], key=lambda c: c.map(
         lambda v: (v != HOST_VARIANT, v) if isinstance(v, str) else (False, v))).reset_index(drop=True)
-
-
-def dds_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
-    """Failed and unsupported DDS runs with their reasons."""
-    where, params = _where_in(substrate, filters, DDS_FILTERS)
-    return con.execute(f"""
-        select status, dds_mode, cni, cni_mode, datapath, length_bytes, reliability, transport, subscribers,
-               security, repetition, error, attempt, sweep_id, run_id, started_at
-        from {_DDS_RUNS} where status <> 'ok' and {where}
-        order by status, cni, cni_mode, dds_mode, length_bytes, repetition""", params).df()
 
 
 def dds_line_chart(df: pd.DataFrame, x: str, y: str, dash: str, title: str, y_title: str,

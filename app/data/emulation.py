@@ -1,9 +1,13 @@
-"""Queries of the portal's Emulation vs real page (mart cmp_emulation_vs_real): for every CNI mode measured both on
-the namespace testbed and on a real cluster under the same conditions, testbed / real with its 95% interval and the
-verdict (model holds within +-10%, model differs, inconclusive)."""
+"""The portal's Emulation vs real page (mart cmp_emulation_vs_real, read by edgebench.results.report.marts.reports):
+for every CNI mode measured both on the namespace testbed and on a real cluster under the same conditions, testbed /
+real with its 95% interval and the verdict (model holds within +-10%, model differs, inconclusive)."""
 from __future__ import annotations
 
 import pandas as pd
+
+from edgebench.plan import catalog
+from edgebench.results.report import emulation as emu
+from edgebench.results.report.marts.reports import emulation_overhead_frame, emulation_vs_real_frame
 
 EMULATION_EMPTY = (
     "No CNI mode has been measured both on the testbed and on a real cluster under the same conditions yet. "
@@ -21,9 +25,7 @@ VERDICT_STYLE = {"model differs": "background-color: #f8d0d0; color: #8b0000; fo
 def emulation_rows(con) -> pd.DataFrame:
     """One row per CNI mode x metric x configuration; `config` names the configuration in one line, `verdict_text`
     carries the size of a difference."""
-    df = con.execute("""
-        select * from cmp_emulation_vs_real
-        order by real_lab, workload, metric, protocol, path, placement, length_bytes, cni, cni_mode""").df()
+    df = emulation_vs_real_frame(con)
     if df.empty:
         return df
     df["cni_label"] = df["cni"] + ":" + df["cni_mode"]
@@ -49,11 +51,7 @@ def style(df: pd.DataFrame):
 def normalized_rows(con) -> pd.DataFrame:
     """cmp_emulation_overhead (each substrate's CNI against its own host, side by side); empty where the warehouse
     has no such mart yet."""
-    from edgebench.results.emulation import OVERHEAD_SQL
-
-    have = con.execute("select count(*) from information_schema.tables where table_name = 'cmp_emulation_overhead'"
-                       ).fetchone()[0]
-    df = con.execute(OVERHEAD_SQL).df() if have else pd.DataFrame()
+    df = emulation_overhead_frame(con)
     if df.empty:
         return df
     df["cni_label"] = df["cni"] + ":" + df["cni_mode"]
@@ -67,21 +65,27 @@ def normalized_rows(con) -> pd.DataFrame:
     return df
 
 
-def fared_lines(df: pd.DataFrame) -> list[str]:
-    """How the testbed fared per real lab and metric (results/emulation.py, the CLI's lines)."""
-    from edgebench.results import emulation as emu
+def records(df: pd.DataFrame) -> list[dict]:
+    """The frame's rows as the reading modules take them: dicts, a missing value None (not NaN)."""
+    return [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
+            for r in df.to_dict("records")]
 
+
+def fared_lines(df: pd.DataFrame) -> list[str]:
+    """How the testbed fared per real lab and metric (results/report/emulation.py, the CLI's lines)."""
     if df.empty:
         return []
-    rows = [{k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in r.items()}
-            for r in df.to_dict("records")]
-    return [emu.sentence(f) for f in emu.fared(rows)]
+    return [emu.sentence(f) for f in emu.fared(records(df))]
+
+
+def traced_causes(df: pd.DataFrame) -> list[dict]:
+    """The traced causes of the disagreements among cmp_emulation_overhead's rows (emulation.traced: the catalog's
+    testbed_disagreements), each with the comparisons it explains."""
+    return emu.traced(records(df))
 
 
 def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:
     """Per CNI mode on the page: what the testbed does not build of a real cluster running it (the catalog's
     testbed_leaves_out, catalog.leaves_out), so that a disagreement can be read against it."""
-    from edgebench.plan import catalog
-
     parts = {label: catalog.leaves_out(label) for label in sorted(set(df["cni_label"]))}
     return {label: p for label, p in parts.items() if p}

@@ -1,29 +1,16 @@
-"""Queries and charts of the portal's inter-cluster tools page (marts only): HTTP across two clusters joined by an
-inter-cluster tool against the same runs in one cluster (`none`), from cmp_intercluster_vs_none."""
+"""Tables and charts of the portal's inter-cluster tools page: HTTP across two clusters joined by an inter-cluster
+tool against the same runs in one cluster (`none`); its queries are edgebench.results.report.marts.http."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
 from edgebench.plan.netem import display_order
-from edgebench.results.labels import NONE_LABEL, intercluster_label
+from edgebench.results.report.labels import NONE_LABEL, intercluster_label
+from edgebench.results.report.marts.http import intercluster_problem_rows, intercluster_rows
 
-from .common import LAB_FILTER, _filter_values, _substrates, _where_in, baseline_scale
+from .common import baseline_scale
 
-# Conditions the page holds fixed (besides substrate); netem scenario (x axis), payload (selector) and the tool
-# (series) vary
-INTERCLUSTER_FILTERS = {
-    **LAB_FILTER,
-    "cni": "CNI",
-    "cni_mode": "CNI mode",
-    "service": "Service",
-    "path": "Path",
-    "placement": "Placement",
-    "distribution": "Distribution",
-    "tuning_profile": "Tuning profile",
-}
-# where the page's choices come from: runs across a tool, any status (a tool that only failed can be selected)
-_TOOL_RUNS = "(select * from fct_http_runs where intercluster <> 'none')"
 LIMIT_COLOR = "#d62728"  # as the KPI boundaries on the HTTP page
 IMPLEMENTATION_TEXT = {
     "kernel": "the tool's data path built as kernel state on the testbed (the devices, routes and SAs it configures), "
@@ -31,16 +18,6 @@ IMPLEMENTATION_TEXT = {
     "emulated": "a model of the tool's data plane on the testbed, not the tool",
     "installed": "the tool itself, installed on real clusters",
 }
-
-
-def intercluster_substrates(con) -> list[str]:
-    """Substrates with HTTP runs across an inter-cluster tool (any status), most runs first."""
-    return _substrates(con, _TOOL_RUNS)
-
-
-def intercluster_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    """Values of one filter column among the runs across a tool, given the filters chosen before it."""
-    return _filter_values(con, _TOOL_RUNS, INTERCLUSTER_FILTERS, substrate, column, chosen)
 
 
 def intercluster_netem_order(names) -> list[str]:
@@ -53,10 +30,7 @@ def intercluster_comparison(con, substrate: str, **filters) -> pd.DataFrame:
     the tools and the `none` baseline of the conditions they were measured under (baseline rows without a tool are
     left out). Adds `label` (none (one cluster) / tool:mode (emulated|kernel)), CI bounds for error bars and
     `n_text`; ordered by payload, netem scenario (netem_order), baseline first."""
-    where, params = _where_in(substrate, filters, INTERCLUSTER_FILTERS)
-    df = con.execute(f"""
-        select * from cmp_intercluster_vs_none
-        where (n_tools > 0 or not is_baseline) and {where}""", params).df()
+    df = intercluster_rows(con, substrate, **filters)
     if df.empty:
         return df.assign(label=pd.Series(dtype=str))
     df["label"] = [intercluster_label(e, i) for e, i in zip(df["intercluster"], df["intercluster_implementation"])]
@@ -181,12 +155,7 @@ def intercluster_kpi_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def intercluster_problem_runs(con, substrate: str, **filters) -> pd.DataFrame:
     """Runs across a tool that failed, could not be carried (unsupported) or had error responses."""
-    where, params = _where_in(substrate, filters, INTERCLUSTER_FILTERS)
-    df = con.execute(f"""
-        select status, intercluster, intercluster_implementation, netem_scenario, length_bytes, repetition,
-               n_requests, n_errors, error, attempt, sweep_id, run_id, started_at
-        from fct_http_runs where intercluster <> 'none' and (status <> 'ok' or n_errors > 0) and {where}
-        order by status, intercluster, netem_scenario, length_bytes, repetition""", params).df()
+    df = intercluster_problem_rows(con, substrate, **filters)
     df.insert(1, "label", [intercluster_label(e, i) for e, i in zip(df["intercluster"],
                                                                    df["intercluster_implementation"])])
     return df.drop(columns=["intercluster", "intercluster_implementation"])

@@ -1,27 +1,21 @@
-"""Queries and charts of the portal's overview page (marts only): the answer (the CNI modes ranked against the host
-per headline metric, results.ranking, the same rows as `edgebench summary answer`), run counts and sweeps."""
+"""The portal's overview page: the answer (the CNI modes ranked against the host per headline metric,
+results.report.ranking, the same rows as `edgebench summary answer`) as a table and a chart; run counts and sweeps
+are edgebench.results.report.marts.runs."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from edgebench.results import ranking
+from edgebench.results.report import ranking
+from edgebench.results.report.marts import fetcher
 
 VERDICT_COLORS = {"better": "#2e7d32", "equivalent": "#7cb342", "worse": "#c62828", "inconclusive": "#9e9e9e",
                   "n < 2": "#cfcfcf"}
 
 
-def _fetch(con):
-    def fetch(sql: str, params: list) -> list[dict]:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    return fetch
-
-
 def answer(con) -> list[dict]:
-    """results.ranking.answer over the portal's connection: per substrate and headline, ranked rows + sentence."""
-    return ranking.answer(_fetch(con))
+    """results.report.ranking.answer over the portal's connection: per substrate and headline, ranked rows + sentence."""
+    return ranking.answer(fetcher(con))
 
 
 def answer_table(entry: dict) -> pd.DataFrame:
@@ -54,24 +48,3 @@ def answer_chart(entry: dict) -> alt.Chart:
                  alt.Tooltip("ci_pct:Q", format=".1f"), "n_runs:Q", "host_n_runs:Q"])
     whiskers = base.mark_rule(color="black").encode(x="lo:Q", x2="hi:Q")
     return (band + bars + whiskers).properties(height=28 * len(df) + 20)
-
-
-def run_counts(con) -> pd.DataFrame:
-    """Runs per substrate and status (all workloads)."""
-    return con.execute("""
-        select substrate, workload, status, count(*) as runs
-        from fct_runs group by all order by substrate, workload, status""").df()
-
-
-def sweeps(con) -> pd.DataFrame:
-    """One row per sweep: substrates, time span, run counts by status."""
-    return con.execute("""
-        select sweep_id,
-               string_agg(distinct substrate, ', ' order by substrate) as substrates,
-               string_agg(distinct workload, ', ' order by workload)   as workloads,
-               min(started_at) as started_at, max(finished_at) as finished_at,
-               count(*) as runs,
-               count(*) filter (where status = 'ok')          as ok,
-               count(*) filter (where status = 'failed')      as failed,
-               count(*) filter (where status = 'unsupported') as unsupported
-        from fct_runs group by sweep_id order by max(finished_at) desc""").df()

@@ -1,11 +1,12 @@
-"""Queries of the portal's Papers page: edgebench.results.papers over the page's read-only connection."""
+"""Queries of the portal's Papers page: edgebench.results.report.papers over the page's read-only connection."""
 from __future__ import annotations
 
 import pandas as pd
 
 from data.common import REPO
-from edgebench.results import papers as _papers
-from edgebench.results import scorecard as _scorecard
+from edgebench.results.report import papers as _papers
+from edgebench.results.report import scorecard as _scorecard
+from edgebench.results.report.marts import fetcher
 
 PAPER_IDS = list(_papers.PAPERS)
 
@@ -20,23 +21,15 @@ def run_hint(paper: str) -> str:
     return _papers.run_hint(paper, REPO)
 
 
-def _fetcher(con):
-    def fetch(sql: str, params: list) -> list[dict]:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    return fetch
-
-
 def paper_report(con, paper: str) -> dict:
-    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/papers.py)."""
-    return _papers.paper_report(_fetcher(con), paper)
+    """The paper's published numbers beside ours and its claims' outcomes, per substrate (see results/report/papers.py)."""
+    return _papers.paper_report(fetcher(con), paper)
 
 
 def scorecard_frame(con) -> pd.DataFrame:
-    """The reproduction scorecard (results/scorecard.py): a row per paper and substrate; 'to decide' holds the
+    """The reproduction scorecard (results/report/scorecard.py): a row per paper and substrate; 'to decide' holds the
     claims we cannot tell with what would decide each."""
-    rows = _scorecard.scorecard(_fetcher(con), REPO)
+    rows = _scorecard.scorecard(fetcher(con), REPO)
     return pd.DataFrame([{
         "paper": f"seed {r['paper']}", "substrate": r["substrate"] or "nothing measured",
         "agrees": r["agrees"], "disagrees": r["disagrees"], "cannot tell": r["cannot tell"],
@@ -48,7 +41,7 @@ def scorecard_frame(con) -> pd.DataFrame:
 
 
 def scorecard_totals(card: pd.DataFrame) -> list[dict]:
-    """Per substrate over every paper: testable claims decided (results/scorecard.totals over the frame's rows)."""
+    """Per substrate over every paper: testable claims decided (results/report/scorecard.totals over its rows)."""
     return _scorecard.totals([{"substrate": None if r["substrate"] == "nothing measured" else r["substrate"],
                                "decided": r["decided_n"], "testable": r["testable_n"]} for _, r in card.iterrows()])
 
@@ -62,7 +55,7 @@ def undecided_frame(card: pd.DataFrame) -> pd.DataFrame:
 
 def numbers_frame(rep: dict) -> pd.DataFrame:
     """The matched numbers as a table: the published value and ours with the half-width of its 95% interval, n and
-    the verdict of the comparison ours describes (results/counterparts.py)."""
+    the verdict of the comparison ours describes (results/report/counterparts.py)."""
     rows = [{
         "source": r["source"],
         "subject": r["label"] + (f" ({m})" if (m := ":".join(x for x in (r["cni"], r["cni_mode"]) if x)) else ""),

@@ -1,14 +1,16 @@
-"""Queries of the portal's CNI versions page (marts only): the regression cards of cmp_cni_version_regressions, one
-per CNI mode measured at two or more versions on a substrate, newest version against the previous one."""
+"""The portal's CNI versions page: the regression cards of cmp_cni_version_regressions (read by
+edgebench.results.report.marts.reports), one per CNI mode measured at two or more versions on a substrate, newest
+version against the previous one, with their titles, configurations and styles."""
 from __future__ import annotations
 
 import math
 
 import pandas as pd
 
-from edgebench.results.labels import (diff_pct_text, metric_label, version_card_caveat, version_card_title,
-                                      version_source_text)
-from edgebench.results.summaries import VERDICT_ORDER, config_label
+from edgebench.results.report.labels import (diff_pct_text, metric_label, version_card_caveat, version_card_title,
+                                             version_source_text)
+from edgebench.results.report.marts.reports import regression_cards_frame, regression_rows_frame
+from edgebench.results.report.marts.summaries import VERDICT_ORDER, config_label
 
 REGRESSIONS_EMPTY = (
     "No CNI mode has been measured at two versions yet, so there is no regression card. Versions get measured by "
@@ -24,20 +26,13 @@ REGRESSION_VERDICT_STYLE = {
     "better": "background-color: #d4efd4",
     "n < 2": "color: #7f7f7f",
 }
-_CARD_COLUMNS = ["substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
-                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
-                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_equivalent", "card_n_inconclusive", "card_n_too_few_runs",
-                 "card_expected_false_alarms"]
 
 
 def regression_cards(con) -> pd.DataFrame:
     """One row per card, cards with worse rows first: the CNI mode, the two versions, how they are known, the
     trigger of the newest one's rerun, the comparison counts; `label` is the card's title and `caveat` what it
     cannot show (None when nothing)."""
-    df = con.execute(f"""
-        select distinct {', '.join(_CARD_COLUMNS)} from cmp_cni_version_regressions
-        order by card_n_worse desc, substrate, cni, cni_mode""").df()
+    df = regression_cards_frame(con)
     records = df.to_dict("records")
     df["label"] = [version_card_title(r) for r in records]
     df["versions"] = [version_source_text(r) for r in records]
@@ -48,9 +43,7 @@ def regression_cards(con) -> pd.DataFrame:
 def regression_rows(con, substrate: str, cni: str, cni_mode: str) -> pd.DataFrame:
     """The card's comparisons (one per configuration x metric), worse first, then better, inconclusive, equivalent, n < 2;
     adds `config` (one line naming the configuration) and `metric_label` (with its good direction)."""
-    df = con.execute("""
-        select * exclude (substrate, cni, cni_mode) from cmp_cni_version_regressions
-        where substrate = ? and cni = ? and cni_mode = ?""", [substrate, cni, cni_mode]).df()
+    df = regression_rows_frame(con, substrate, cni, cni_mode)
     if df.empty:
         return df.assign(config=pd.Series(dtype=str), metric_label=pd.Series(dtype=str))
     df["config"] = [config_label(r) for r in df.to_dict("records")]

@@ -1,34 +1,10 @@
-"""Queries and charts of the portal's resources page (marts only)."""
+"""Tables and charts of the portal's resources page; its queries are edgebench.results.report.marts.iperf3."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from edgebench.plan.dimensions import OWN_CORES
-
-from .common import FILTERS, _substrates, _values_of, _where_in, baseline_color
-
-
-# the CNI datapaths page's conditions; resources compare the machine's own cores only (cmp_resources_vs_host holds
-# the OWN_CORES dimension at its neutral value: no filter on it)
-RESOURCE_FILTERS = {"workload": "Workload", **{k: v for k, v in FILTERS.items() if k != OWN_CORES.warehouse_column}}
-
-
-def resource_substrates(con) -> list[str]:
-    return _substrates(con, "cmp_resources_vs_host")
-
-
-def resource_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_resources_vs_host", RESOURCE_FILTERS, substrate, column, **chosen)
-
-
-def resource_usage(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_resources_vs_host rows (every component) for one substrate and the chosen conditions."""
-    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
-    return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, *
-        from cmp_resources_vs_host where {where}
-        order by component, is_host_baseline desc, variant""", params).df()
+from .common import baseline_color
 
 
 def resource_long(df: pd.DataFrame) -> pd.DataFrame:
@@ -60,18 +36,3 @@ def resource_throughput_chart(df: pd.DataFrame, variants: list[str]) -> alt.Char
         color=baseline_color("is_host_baseline", "#2ca02c"),
         tooltip=["variant:N", alt.Tooltip("throughput_mbps:Q", format=".1f"), "n_runs:Q"],
     ).properties(height=alt.Step(32), title="Throughput of the same runs")
-
-
-def resource_efficiency(con, substrate: str, component: str, **filters) -> pd.DataFrame:
-    """cmp_resources_efficiency rows (CPU per Gbit/s or per 1,000 messages/s, beside the host network's) for one
-    substrate, component and the chosen conditions; empty when the warehouse predates the mart."""
-    where, params = _where_in(substrate, filters, RESOURCE_FILTERS)
-    try:
-        return con.execute(f"""
-            select cni || ' / ' || cni_mode as variant, *
-            from cmp_resources_efficiency where {where} and component = ?
-            order by is_host_baseline desc, variant, path, placement, length_bytes""", [*params, component]).df()
-    except Exception as exc:  # noqa: BLE001 - a warehouse built before the mart existed
-        if "cmp_resources_efficiency" in str(exc):
-            return pd.DataFrame()
-        raise

@@ -1,42 +1,12 @@
-"""Queries and charts of the portal's tuning efficiency page (marts only)."""
+"""Tables and charts of the portal's tuning efficiency page; its queries are edgebench.results.report.marts.iperf3."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from .common import LAB_FILTER, _substrates, _values_of, _where_in
 
-
-TUNING_FILTERS = {
-    **LAB_FILTER,
-    "workload": "Workload",
-    "protocol": "Protocol",
-    "length_bytes": "Packet size (bytes)",
-    "path": "Path",
-    "placement": "Placement",
-    "distribution": "Distribution",
-    "netem_scenario": "Netem scenario",
-}
 TUNING_METRICS = {"throughput_efficiency_pct": "Throughput efficiency (CNI / host x 100)",
                   "latency_efficiency_pct": "Latency efficiency, DDS p50 (host / CNI x 100)"}
-
-
-def tuning_substrates(con) -> list[str]:
-    return _substrates(con, "cmp_tuning_vs_host")
-
-
-def tuning_filter_values(con, substrate: str, column: str, **chosen) -> list:
-    return _values_of(con, "cmp_tuning_vs_host", {**TUNING_FILTERS, "tuning_mtu": ""}, substrate, column, **chosen)
-
-
-def cmp_tuning_vs_host(con, substrate: str, **filters) -> pd.DataFrame:
-    """cmp_tuning_vs_host rows for one substrate and the chosen conditions (tuning_mtu may be given too)."""
-    where, params = _where_in(substrate, filters, {**TUNING_FILTERS, "tuning_mtu": ""})
-    return con.execute(f"""
-        select cni || ' / ' || cni_mode as variant, *
-        from cmp_tuning_vs_host where {where}
-        order by is_host_baseline desc, variant, tuning_profile <> 'default_settings', tuning_profile,
-                 tuning_mtu""", params).df()
 
 
 def tuning_heatmap_frame(df: pd.DataFrame, metric: str, by_mtu: bool) -> pd.DataFrame:

@@ -346,7 +346,7 @@ def test_plain_cell_keeps_the_pin(tmp_path, key, monkeypatch):
 
 
 def test_cli_threads_the_trigger_into_the_provider(tmp_path):
-    from edgebench import cli_phases
+    from edgebench.cli import phases as cli_phases
 
     raw = {"substrate": "kind", "distribution": "kind", "cnis": '["cilium:vxlan"]',
            "workloads": '["http:payload-echo"]',

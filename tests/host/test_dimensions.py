@@ -14,6 +14,8 @@ from edgebench.errors import SpecError
 from edgebench.plan import cells, dimensions, dimensions_dbt, spec
 from edgebench.plan.dimensions import DIMENSIONS, Cell, Dimension
 from edgebench.results.runstore import manifest
+from edgebench.results.report import marts
+from edgebench.results.report.marts import iperf3
 
 REPO = Path(__file__).resolve().parents[2]
 MACRO = REPO / "analytics" / "macros" / "cell_dimensions.sql"
@@ -121,18 +123,12 @@ def test_local_only_dimensions_are_refused_elsewhere():
 
 
 def test_portal_filters_come_from_the_table():
-    import sys
-
-    sys.path.insert(0, str(REPO / "app"))
-    try:
-        from data import common, resources
-    finally:
-        sys.path.remove(str(REPO / "app"))
+    """The portal's filters (its selections' conditions live in the read API, edgebench.results.report.marts)."""
     labels = {d.warehouse_column: d.filter_label for d in DIMENSIONS if d.filter_label}
-    assert labels and all(common.FILTERS[k] == v for k, v in labels.items())
-    assert common._BASELINE_VALUES["cpu_class"] == "none"
+    assert labels and all(marts.FILTERS[k] == v for k, v in labels.items())
+    assert marts.BASELINE_VALUES["cpu_class"] == "none"  # the untouched value first among the offered ones
     # the resources page's mart holds the own-cores dimension at its neutral value: no filter on it
-    assert dimensions.OWN_CORES.warehouse_column == "cpu_class" and "cpu_class" not in resources.RESOURCE_FILTERS
+    assert dimensions.OWN_CORES.warehouse_column == "cpu_class" and "cpu_class" not in iperf3.RESOURCE_FILTERS
     assert "Raspberry Pi 4" in dimensions.OWN_CORES.note("pi4")  # the portal's warning, declared with the dimension
 
 

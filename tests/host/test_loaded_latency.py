@@ -15,7 +15,7 @@ import pytest
 from edgebench import workloads
 from edgebench.plan import cells
 from edgebench.plan import spec
-from edgebench.results import verdict as V
+from edgebench.results.report import verdict as V
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = str(ROOT / "workflows" / "sweep.yaml")
@@ -90,7 +90,7 @@ def test_mart_compares_loaded_with_idle_with_n_ci_and_verdict(measured, tmp_path
         theirs = [p99 for c, p, load, p99, _ in runs if c == cni and p == probe and load == "bulk"]
         assert idle == pytest.approx(sum(mine) / 2) and loaded == pytest.approx(sum(theirs) / 2)
         assert infl == pytest.approx(loaded - idle)
-        # the one rule (edgebench.results.verdict): Welch's interval of loaded - idle, lower = better, the latency
+        # the one rule (edgebench.results.report.verdict): Welch's interval of loaded - idle, lower = better, the latency
         # margin (5 % of the idle p99) never below the probe's resolution
         welch = V.welch_ci95(2, statistics.stdev(theirs), 2, statistics.stdev(mine))
         assert ci is not None and ci == pytest.approx(welch, rel=1e-9, abs=1e-9)

@@ -13,7 +13,7 @@ import pytest
 
 from edgebench.drivers import sockperf as S
 from edgebench.plan import spec
-from edgebench.results import verdict as V
+from edgebench.results.report import verdict as V
 
 DATA = Path(__file__).parents[1] / "data" / "sockperf"
 ROOT = Path(__file__).resolve().parents[2]

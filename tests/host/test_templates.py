@@ -218,7 +218,7 @@ def parameter_drift(listed: list[dict], choices: frozenset = frozenset({"substra
     defaults of those not listed, so a new workload needs no Argo change); the order is the declaration's; the
     descriptions and values equal the declared ones (except `choices`, values a file may choose, substrate=ssh)."""
     from edgebench import workloads
-    from edgebench.cli_results import _sentence
+    from edgebench.cli.results import _sentence
 
     problems = []
     names = [p["name"] for p in listed]
@@ -358,7 +358,7 @@ def test_fan_out_items_are_short_and_name_readable_nodes(tmp_path):
 def test_a_cell_looked_up_by_id_is_the_cell_its_json_gives(tmp_path):
     """Every cell step gets the cell id and the workflow's parameters: the (sweep, cell) it resolves equals what the
     cell's full JSON (the former fan-out item) gives. An id the sweep does not have is an error that says so."""
-    from edgebench.cli_phases import cell_of as _cell_of
+    from edgebench.cli.phases import cell_of as _cell_of
     from edgebench.errors import SpecError
     from edgebench.plan.cells import from_json, runs_for
 
@@ -378,7 +378,7 @@ def test_expand_matrix_stores_the_plan_that_status_reads(tmp_path):
     """expand-matrix writes the sweep's record to sweeps/<sweep id>/sweep.json (the `plan` artifact, key-only
     under `sweeps`): `edgebench status` reads every fanned-out cell and its runs from it."""
     from edgebench.plan.cells import from_json, runs_for
-    from edgebench.results import sweep_status
+    from edgebench.results.report import sweep_status
 
     items, sweep_id, cells, _ = _argo_cells(tmp_path)
     t = {x["name"]: x for x in TEMPLATES["sweep"]["spec"]["templates"]}["expand-matrix"]

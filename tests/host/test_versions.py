@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from edgebench.plan import versions
 from edgebench.sweep.release_sources import http_fetch
-from edgebench.results import summaries
+from edgebench.results.report.marts import summaries
 from edgebench.cli import app
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, spec
@@ -262,12 +262,15 @@ def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
     import sys
 
     import edgebench.results as package
+    import edgebench.results.report as report_package
+    from edgebench.results.report import marts as marts_package
 
     monkeypatch.setitem(sys.modules, "duckdb", None)
-    for name in ("summaries", "warehouse", "raw_cache"):
-        monkeypatch.delitem(sys.modules, f"edgebench.results.{name}")
-        monkeypatch.setattr(package, name, getattr(package, name))  # restored with sys.modules by undo()
-    fresh = importlib.import_module("edgebench.results.summaries")
+    for pkg, name in ((marts_package, "summaries"), (report_package, "marts"), (package, "warehouse"),
+                      (package, "raw_cache")):
+        monkeypatch.delitem(sys.modules, f"{pkg.__name__}.{name}")
+        monkeypatch.setattr(pkg, name, getattr(pkg, name))  # restored with sys.modules by undo()
+    fresh = importlib.import_module("edgebench.results.report.marts.summaries")
     assert fresh.duckdb is None
     assert fresh.measured_versions(tmp_path / "any.duckdb") is None
     monkeypatch.undo()

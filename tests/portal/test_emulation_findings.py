@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 
 from edgebench.plan import catalog
-from edgebench.results import emulation
+from edgebench.results.report import emulation
 
 APP = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
 UDP_SAME = "udp pod-to-pod same-node 1300 B duration 3 bitrate 1G"

@@ -8,16 +8,17 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from data.cni_datapaths import filter_values, overhead, problem_runs, substrates, throughput_chart
-from data.common import BASELINE_COLOR, LOCAL_BANNER, connect, invalid_runs
-from data.dds import (dds_filter_values, dds_line_chart, dds_overhead, dds_overhead_table, dds_problem_runs,
-                      dds_substrates, dds_transport_table, overhead_cell)
-from data.http import (OUTLIERS_PER_BOX, http_kpis, http_overhead, http_overhead_table, http_response_boxes,
-                       http_response_outliers, http_vs_host_text, response_chart)
-from data.link_conditions import netem_metric, netem_scenarios
-from data.overview import run_counts, sweeps
-from data.resources import resource_long, resource_usage
-from data.tuning import cmp_tuning_vs_host, tuning_heatmap_frame
+from data.cni_datapaths import throughput_chart
+from data.common import BASELINE_COLOR, LOCAL_BANNER, connect
+from data.dds import dds_line_chart, dds_overhead_table, dds_transport_table, overhead_cell
+from data.http import http_overhead_table, http_vs_host_text, response_chart
+from data.resources import resource_long
+from data.tuning import tuning_heatmap_frame
+from edgebench.results.report.marts.dds import DDS, dds_overhead, dds_problem_runs
+from edgebench.results.report.marts.http import (OUTLIERS_PER_BOX, http_kpis, http_overhead, http_response_boxes,
+                                                 http_response_outliers)
+from edgebench.results.report.marts.iperf3 import IPERF3, cmp_tuning_vs_host, overhead, problem_runs, resource_usage
+from edgebench.results.report.marts.runs import invalid_runs, netem_metric, netem_scenarios, run_counts, sweeps
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
@@ -53,10 +54,10 @@ def test_overview_queries(con):
 
 
 def test_substrates_and_options(con):
-    assert substrates(con) == ["local", "kind"]  # most runs first
-    assert filter_values(con, "local", "protocol") == ["tcp", "udp"]
-    assert filter_values(con, "local", "length_bytes") == [fx.UDP_LEN, fx.TCP_LEN]
-    assert filter_values(con, "local", "length_bytes", protocol="udp") == [fx.UDP_LEN]
+    assert IPERF3.substrates(con) == ["local", "kind"]  # most runs first
+    assert IPERF3.values(con, "local", "protocol") == ["tcp", "udp"]
+    assert IPERF3.values(con, "local", "length_bytes") == [fx.UDP_LEN, fx.TCP_LEN]
+    assert IPERF3.values(con, "local", "length_bytes", protocol="udp") == [fx.UDP_LEN]
 
 
 def test_overhead_never_mixes_substrates(con):
@@ -146,9 +147,9 @@ DDS_PAGE, HTTP_PAGE = "app_pages/dds.py", "app_pages/http.py"
 
 
 def test_dds_queries(con):
-    assert dds_substrates(con) == ["local"]
+    assert DDS.substrates(con) == ["local"]
     # most successful runs first: security 'none' is the default, not the unsupported auth-encrypt
-    assert dds_filter_values(con, "local", "security") == ["none", "auth-encrypt"]
+    assert DDS.values(con, "local", "security") == ["none", "auth-encrypt"]
     df = dds_overhead(con, "local", security="none")
     table = dds_overhead_table(df[(df["dds_mode"] == "latency") & (df["reliability"] == "reliable")],
                                "latency_p90_overhead_pct")

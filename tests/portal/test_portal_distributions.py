@@ -8,8 +8,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import LOCAL_BANNER, connect
-from data.distributions import (default_proxies, distribution_comparison, distribution_references,
-                                distribution_substrates, proxy_comparison, proxy_stands_for, proxy_unsupported)
+from data.distributions import default_proxies, distribution_comparison, proxy_stands_for
+from edgebench.results.report.marts.distributions import (DISTRIBUTIONS, distribution_references, proxy_comparison,
+                                                          proxy_unsupported)
 from conftest import build_distributions_tree
 from test_warehouse_distributions import manifests
 
@@ -42,7 +43,7 @@ def frame(at, column):
 def test_queries(both):
     con = connect(both)
     try:
-        assert distribution_substrates(con) == ["ssh"]
+        assert DISTRIBUTIONS.substrates(con) == ["ssh"]
         assert distribution_references(con, "ssh", cni="flannel") == ["k0s", "k3s"]
         df = distribution_comparison(con, "ssh", "k3s", cni="flannel", cni_mode="vxlan", protocol="tcp")
         assert df["distribution"].tolist()[0] == "k3s" and df["what"].tolist()[0] == "throughput (Mbit/s)"
@@ -141,7 +142,7 @@ def test_kind_beside_the_local_lab_is_one_scope_with_a_substrate_column(tmp_path
     scope = f"kind + ssh (one machine, boot {BOOT[:8]})"
     con = connect(path)
     try:
-        assert set(distribution_substrates(con)) == {scope, "ssh"}
+        assert set(DISTRIBUTIONS.substrates(con)) == {scope, "ssh"}
     finally:
         con.close()
     monkeypatch.setenv("EDGEBENCH_WAREHOUSE", str(path))

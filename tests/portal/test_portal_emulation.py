@@ -103,7 +103,7 @@ def test_the_page_shows_the_table_with_the_lab_banner(warehouse, monkeypatch):
 
 
 def test_the_testbed_holds_only_when_agreement_decided_share_gap_and_order_all_meet_the_bar():
-    from edgebench.results import emulation as emu
+    from edgebench.results.report import emulation as emu
 
     def row(cni, t, r, tv="worse", rv="worse", tau=1.0, cfg="c"):
         decided = tv in emu.DECIDED and rv in emu.DECIDED

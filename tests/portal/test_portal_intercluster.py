@@ -8,10 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import BASELINE_COLOR, LOCAL_BANNER, connect
-from data.http import http_kpi_shares, http_problem_runs, http_response_boxes
 from data.intercluster import (intercluster_chart, intercluster_comparison, intercluster_diff_table,
-                               intercluster_filter_values, intercluster_limits, intercluster_models,
-                               intercluster_netem_order, intercluster_series, intercluster_substrates)
+                               intercluster_limits, intercluster_models, intercluster_netem_order,
+                               intercluster_series)
+from edgebench.results.report.marts.http import INTERCLUSTER, http_kpi_shares, http_problem_runs, http_response_boxes
 import fixture_manifests as fx
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
@@ -56,8 +56,8 @@ def chart_data(at) -> list:
 # ---- data/intercluster.py ------------------------------------------------------------------------------------
 
 def test_queries(con):
-    assert intercluster_substrates(con) == ["local"]
-    assert intercluster_filter_values(con, "local", "cni") == ["flannel"]  # host runs never cross clusters
+    assert INTERCLUSTER.substrates(con) == ["local"]
+    assert INTERCLUSTER.values(con, "local", "cni") == ["flannel"]  # host runs never cross clusters
     df = intercluster_comparison(con, "local", cni="flannel", service=fx.IC_SERVICE)
     assert set(df["label"]) == {"none (one cluster)", SKUPPER, SUBMARINER, "clusterlink:mtls (emulated)"}
     one = df[df["length_bytes"] == 1000]

@@ -1,5 +1,6 @@
-"""The portal's latency-under-load page: data/loaded_latency.py directly, and the page through AppTest, on a small
-warehouse holding only the mart cmp_loaded_latency_vs_idle (rows written here, so the expected values are known)."""
+"""The portal's latency-under-load page: its queries (edgebench.results.report.marts.reports) directly, and the page
+through AppTest, on a small warehouse holding only the mart cmp_loaded_latency_vs_idle (rows written here, so the
+expected values are known)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,9 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.common import connect
-from edgebench.results import verdict as V
-from data.loaded_latency import (loaded_latency_available, loaded_latency_comparison, loaded_latency_conditions,
-                                 loaded_latency_probes, loaded_latency_sizes, loaded_latency_substrates)
+from edgebench.results.report import verdict as V
+from edgebench.results.report.marts.reports import (loaded_latency_available, loaded_latency_comparison,
+                                                    loaded_latency_conditions, loaded_latency_probes,
+                                                    loaded_latency_sizes, loaded_latency_substrates)
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 PAGE = "app_pages/loaded_latency.py"
@@ -39,7 +41,7 @@ ROWS = [
 
 
 def test_the_rows_verdicts_are_the_rules():
-    """The hand-written rows carry what the one rule (edgebench.results.verdict) says on their numbers."""
+    """The hand-written rows carry what the one rule (edgebench.results.report.verdict) says on their numbers."""
     names = [c.strip() for c in COLUMNS.split(",")]
     for row in ROWS:
         r = dict(zip(names, row))

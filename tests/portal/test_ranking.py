@@ -1,4 +1,4 @@
-"""The answer on the first page (edgebench.results.ranking): the CNI modes ranked against the host per headline metric,
+"""The answer on the first page (edgebench.results.report.ranking): the CNI modes ranked against the host per headline metric,
 with the marts' verdicts unchanged, in `edgebench summary answer` and on the portal's Overview."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results import ranking, summaries
+from edgebench.results.report import ranking
+from edgebench.results.report.marts import summaries
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 

@@ -42,7 +42,7 @@ def test_paired_ratio_is_the_geometric_mean_of_the_pairs_with_a_t_interval():
     ([101.0, 97.5, 103.0, 98.0], (None, "inconclusive")),  # holds no difference and reaches beyond the band
 ])
 def test_band_verdict_is_the_one_rule(sweep, expected):
-    from edgebench.results.verdict import compare
+    from edgebench.results.report.verdict import compare
 
     by_hand = [100.0, 100.0, 100.0, 100.0]
     judged = compare(sweep, by_hand, higher_is_better=True, pct=2.0, rounds_a=[0, 1, 2, 3], rounds_b=[0, 1, 2, 3])

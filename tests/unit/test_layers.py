@@ -1,7 +1,7 @@
 """Architecture checks over the package's source (ast only, nothing imported but edgebench.layers):
-no import cycle, no import of a higher layer (edgebench/layers.py), no edgebench import inside a function, and no
-file over MAX_LINES lines of code (docstrings, comments and blank lines not counted), nor a bunch of files just
-under it."""
+no import cycle, no import of a higher layer (edgebench/layers.py), no edgebench import inside a function, no
+private name of one module used by another (package and portal), and no file over MAX_LINES lines of code
+(docstrings, comments and blank lines not counted), nor a bunch of files just under it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from edgebench.layers import LAYERS, layer_of
 
 SRC = Path(__file__).resolve().parents[2] / "containers" / "runner" / "src"
 PKG = SRC / "edgebench"
+APP = SRC.parents[2] / "app"  # the portal's modules are imported by their path under app/ (ui, data.common)
 MAX_LINES = 600  # lines of code (code_lines): a file is split where its concept splits, not to meet a count
 BUNCH_LINES, BUNCH_FILES = 40, 3  # more than BUNCH_FILES files within BUNCH_LINES under MAX_LINES: split by count
 # files allowed over MAX_LINES for now, owned by other work in flight (to be emptied): path relative to SRC
@@ -28,8 +29,9 @@ def module_name(path: Path, root: Path = SRC) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules(root: Path = SRC) -> dict[str, Path]:
-    return {module_name(p, root): p for p in sorted((root / "edgebench").rglob("*.py"))}
+def modules(root: Path = SRC, package: Path | None = None) -> dict[str, Path]:
+    """Dotted module name -> file, of the edgebench package under root (or of every module under `package`)."""
+    return {module_name(p, root): p for p in sorted((package or root / "edgebench").rglob("*.py"))}
 
 
 def _targets(node: ast.Import | ast.ImportFrom, package: str, known: dict[str, Path]) -> list[str]:
@@ -147,6 +149,51 @@ def test_no_edgebench_import_inside_a_function():
     assert not stale, f"IN_FUNCTION_ALLOWED names imports no longer inside a function, remove them: {stale}"
 
 
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(known: dict[str, Path]) -> list[tuple[str, int, str]]:
+    """Where a module uses another module's private name, as (module, line, what): `from mod import _x`, or
+    `mod._x` on a name bound to a module by an import (`import a.b as mod`, `from a import b`, `import a` and then
+    `a.b._x`). A name meant for other modules is public; one only its module needs stays there, private."""
+    found: list[tuple[str, int, str]] = []
+    for mod, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        bound: dict[str, str] = {}  # local name -> the module it names
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in known and a.asname:
+                        bound[a.asname] = a.name
+                    elif a.name in known:
+                        top = a.name.partition(".")[0]
+                        bound[top] = top
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                for a in node.names:
+                    if f"{base}.{a.name}" in known:
+                        bound[a.asname or a.name] = f"{base}.{a.name}"
+                    elif base in known and base != mod and is_private(a.name):
+                        found.append((mod, node.lineno, f"from {base} import {a.name}"))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+                continue
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                target = ".".join([bound[value.id], *reversed(chain)])
+                if target in known and target != mod:
+                    found.append((mod, node.lineno, f"{target}.{node.attr}"))
+    return sorted(found)
+
+
 def code_lines(path: Path) -> int:
     """Lines that hold code: not blank, not only a comment, not part of a docstring (Python) or a `--` comment
     (SQL)."""
@@ -171,6 +218,14 @@ def _sizes() -> dict[str, int]:
              *(repo / "analytics" / "models").rglob("*.sql"), *(repo / "analytics" / "macros").rglob("*.sql")]
     return {str(p.relative_to(SRC) if p.is_relative_to(SRC) else p.relative_to(repo)): code_lines(p)
             for p in sorted(files)}
+
+
+def test_no_module_uses_another_modules_private_name():
+    known = {**KNOWN, **modules(APP, APP)}
+    found = private_uses(known)
+    assert not found, "private names used from another module (make the name public where it is shared, or move " \
+                      "it to where it is used):\n" + "\n".join(
+        f"  {known[m].relative_to(SRC.parents[2])}:{line} {what}" for m, line, what in found)
 
 
 def test_no_file_over_max_lines():
@@ -222,3 +277,22 @@ def test_checker_finds_cycles_upward_and_function_imports(tmp_path):
                              ["edgebench.plan.c", "edgebench.sweep.runner"]]
     assert upward(graph) == [("edgebench.plan.c", "edgebench.sweep.runner")]
     assert in_function == [("edgebench.plan.b", "edgebench.plan.a", 2)]
+
+
+def test_checker_finds_private_names_used_from_another_module(tmp_path):
+    known = _fake(tmp_path, {
+        "__init__.py": "",
+        "results/__init__.py": "",
+        "results/raw.py": "_QUOTE = \"'\"\n\n\ndef _quote(s):\n    return _QUOTE + s\n",
+        "results/a.py": "from edgebench.results.raw import _quote\n",
+        "results/b.py": "from edgebench.results import raw as r\nx = r._QUOTE\n",
+        "results/c.py": "import edgebench.results.raw\nx = edgebench.results.raw._quote('')\n",
+        "results/d.py": "from .raw import _quote as q\n",
+        "results/e.py": "from edgebench.results import raw\nx = raw.__name__, raw.quote_it, raw.X._y\n",
+    })
+    assert private_uses(known) == [
+        ("edgebench.results.a", 1, "from edgebench.results.raw import _quote"),
+        ("edgebench.results.b", 2, "edgebench.results.raw._QUOTE"),
+        ("edgebench.results.c", 2, "edgebench.results.raw._quote"),
+        ("edgebench.results.d", 1, "from edgebench.results.raw import _quote"),
+    ]

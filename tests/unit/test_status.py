@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from edgebench.cli import app
 from edgebench.plan import spec
 from edgebench.plan.cells import expand, runs_for
-from edgebench.results.sweep_status import plan_record
+from edgebench.results.report.sweep_status import plan_record
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "status"

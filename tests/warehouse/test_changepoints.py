@@ -1,10 +1,10 @@
-"""Change points over a CNI's whole version history (edgebench.results.changepoints): binary segmentation judged by
+"""Change points over a CNI's whole version history (edgebench.results.report.changepoints): binary segmentation judged by
 the one verdict rule, the minimum segment length and the re-check of an early change point."""
 from __future__ import annotations
 
 import random
 
-from edgebench.results import changepoints as cp
+from edgebench.results.report import changepoints as cp
 
 
 def _hist(means, n=4, sd=1.0, seed=3):

@@ -1,4 +1,4 @@
-"""Counterparts of the papers' printed numbers (edgebench.results.counterparts): which published rows get one, and
+"""Counterparts of the papers' printed numbers (edgebench.results.report.counterparts): which published rows get one, and
 our figure, interval and verdict for each kind, on hand-made mart rows with the expected values computed here; then
 seed 002's Fig. 3 on the fixture warehouse against the mart's own columns."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import duckdb
 import pytest
 
-from edgebench.results import counterparts as C
-from edgebench.results import papers
-from edgebench.results import verdict as V
+from edgebench.results.report import counterparts as C
+from edgebench.results.report import papers
+from edgebench.results.report import verdict as V
 from test_papers import _fetch
 
 

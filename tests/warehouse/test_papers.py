@@ -1,4 +1,4 @@
-"""The seed papers beside our measurements (edgebench.results.papers, `edgebench report --paper`, the Papers page):
+"""The seed papers beside our measurements (edgebench.results.report.papers, `edgebench report --paper`, the Papers page):
 the claim evaluator on hand-made mart rows with known outcomes, and the report on the fixture warehouse with
 expectations computed here from the per-run facts."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results import papers
-from edgebench.results import verdict as V
+from edgebench.results.report import papers
+from edgebench.results.report import verdict as V
 
 # ---- pure parts ---------------------------------------------------------------------------------------------------
 
@@ -280,7 +280,7 @@ def test_every_preset_is_hinted_for_one_paper():
 
 def test_preset_paths_in_the_portal_and_cli_sources_exist():
     """A preset path the app pages or the CLI print literally is a file (a pattern or a placeholder is not)."""
-    sources = [*(REPO / "app").rglob("*.py"), *(REPO / "containers" / "runner" / "src" / "edgebench").glob("cli*.py")]
+    sources = [*(REPO / "app").rglob("*.py"), *(REPO / "containers" / "runner" / "src" / "edgebench" / "cli").glob("*.py")]
     for src in sources:
         for p in HINTED.findall(src.read_text()):
             assert not set(p) & set("*?[{"), f"{src.name}: {p}"

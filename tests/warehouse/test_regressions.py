@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 import fixture_manifests as fx
 from edgebench.cli import app
-from edgebench.results import summaries, warehouse
-from edgebench.results import verdict as V
+from edgebench.results import warehouse
+from edgebench.results.report.marts import summaries
+from edgebench.results.report import verdict as V
 from edgebench.plan.versions import parse_version
 
 # t(0.975, df), as the t_critical_95 macro has it (3 decimals), for df 1..10
@@ -114,12 +115,12 @@ def unit_of(metric: str) -> str | None:
 
 
 def margin_pct(metric: str) -> float:
-    """The verdict margin of a metric (results.verdict): its family by unit (throughput / latency / cpu / memory)."""
+    """The verdict margin of a metric (results.report.verdict): its family by unit (throughput / latency / cpu / memory)."""
     return V.margin_pct(V.family_of_unit(unit_of(metric)))
 
 
 def verdict(prev, new, higher_is_better, metric):
-    """The one rule (edgebench.results.verdict.decide) on new - previous with the Welch interval above."""
+    """The one rule (edgebench.results.report.verdict.decide) on new - previous with the Welch interval above."""
     if len(prev) < 2 or len(new) < 2:
         return "n < 2"
     diff, _, ci = welch(prev, new)

@@ -1,5 +1,5 @@
-"""The reproduction scorecard (results/scorecard.py): per paper and substrate, the claims' outcomes counted from
-results/papers.py's report (nothing judged twice), the printed numbers with a counterpart, and for each claim we
+"""The reproduction scorecard (results/report/scorecard.py): per paper and substrate, the claims' outcomes counted from
+results/report/papers.py's report (nothing judged twice), the printed numbers with a counterpart, and for each claim we
 cannot tell what would decide it; `edgebench report --paper all` prints it."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results import papers, scorecard
+from edgebench.results.report import papers, scorecard
 from test_papers import _fetch  # the fixture warehouse as papers' fetch(sql, params)
 
 REPO = Path(__file__).resolve().parents[2]

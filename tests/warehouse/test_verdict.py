@@ -1,4 +1,4 @@
-"""The one verdict rule (edgebench.results.verdict and analytics/macros/verdict.sql): the rule itself on hand-computed
+"""The one verdict rule (edgebench.results.report.verdict and analytics/macros/verdict.sql): the rule itself on hand-computed
 cases, and proof that the Python rule and the warehouse's macros give the same verdict on every comparison row of
 the fixture warehouse, and that the CLI summary shows the marts' verdicts unchanged."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import duckdb
 import pytest
 import yaml
 
-from edgebench.results import summaries
-from edgebench.results import verdict as V
+from edgebench.results.report.marts import summaries
+from edgebench.results.report import verdict as V
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -206,7 +206,7 @@ def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
 def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):
     # the summary's rows are the mart's grain (every cell dimension, the variant with its duration and bitrate):
     # one row per configuration and CNI mode, never one configuration's runs joined to another's figures
-    keys = summaries._SUMMARY_KEYS
+    keys = summaries.SUMMARY_KEYS
     assert {"lab", "cpu_class", "duration_s", "iperf3_bitrate", "cni", "cni_mode"} <= set(keys)
     marts = {tuple(r[k] for k in keys): r for r in _rows(fixture_warehouse, "cmp_iperf3_vs_host")}
     rows = summaries.iperf3_summary(fixture_warehouse)
@@ -231,7 +231,7 @@ def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):
 
 
 def test_a_build_refuses_dbt_vars_that_differ_from_the_rule(tmp_path):
-    """The rule's numbers live in results/verdict.py; every warehouse build checks the dbt project's copy first."""
+    """The rule's numbers live in results/report/verdict.py; every warehouse build checks the dbt project's copy first."""
     import shutil
 
     import yaml

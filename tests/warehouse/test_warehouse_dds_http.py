@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import verdict as V
+from edgebench.results.report import verdict as V
 
 
 def q(path, sql, *params):
@@ -222,7 +222,7 @@ def _quantile_run(reqs, p):
 
 
 def _expected_verdict(cni_vals, host_vals, cni_res, host_res):
-    """The verdict by the one rule (edgebench.results.verdict), from the per-run values: Welch's 95% interval of
+    """The verdict by the one rule (edgebench.results.report.verdict), from the per-run values: Welch's 95% interval of
     cni - host, judged against the latency margin (5 % of the host mean), never below the coarser resolution."""
     def sd(vals):
         return statistics.stdev(vals) if len(vals) >= 2 else None

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import verdict as V
+from edgebench.results.report import verdict as V
 
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
 
@@ -104,7 +104,7 @@ def test_cmp_service_proxies(wh):
             continue
         assert diff == pytest.approx(st.mean(values) - st.mean(ref))
         assert diff_ci == pytest.approx(_welch(values, ref), rel=1e-6)
-        # the one rule (edgebench.results.verdict) on the per-run values, throughput margin 5 % of the reference
+        # the one rule (edgebench.results.report.verdict) on the per-run values, throughput margin 5 % of the reference
         assert verdict == V.decide(st.mean(values) - st.mean(ref), _welch(values, ref), 3, 3, st.mean(ref), True,
                                    V.margin_pct("throughput")), mode
     # the margin is 100 Mbit/s (5 % of 2000). nftables: +100 +- 22.7 (df 4: 2.776 x sqrt(2 x 10^2 / 3)), the
@@ -197,7 +197,7 @@ def test_two_labs_of_one_substrate_are_compared_apart(labs_wh):
 
 
 def test_the_answer_ranks_each_lab_on_its_own(labs_wh):
-    from edgebench.results import ranking
+    from edgebench.results.report import ranking
 
     def fetch(sql, params):
         with duckdb.connect(str(labs_wh), read_only=True) as con:

@@ -58,8 +58,8 @@ def test_runs_below_the_floor_are_flagged_and_counted_on_each_side(tmp_path):
 
 
 def test_the_floor_has_one_value():
-    """The CLI and the portal say the floor from results.verdict; the warehouse applies the dbt var: the same."""
-    from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT
+    """The CLI and the portal say the floor from results.report.verdict; the warehouse applies the dbt var: the same."""
+    from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT
 
     project = yaml.safe_load((Path(__file__).resolve().parents[2] / "analytics" / "dbt_project.yml").read_text())
     assert project["vars"]["cpu_headroom_floor_pct"] == CPU_HEADROOM_FLOOR_PCT

@@ -10,8 +10,9 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import summaries, warehouse
-from edgebench.results import verdict as V
+from edgebench.results import warehouse
+from edgebench.results.report.marts import summaries
+from edgebench.results.report import verdict as V
 
 # two-sided 95% Student t, t(0.975, df), from statistics tables
 T95 = {1: 12.706204736174704, 2: 4.302652729911275, 3: 3.182446305284263}
@@ -89,7 +90,7 @@ def expected_rows() -> dict[tuple, dict]:
         diff = row["response_p50_ms"] - base["response_p50_ms"]
         n, n0 = row["n_runs"], base["n_runs"]
         sd, sd0 = (statistics.stdev(r["medians"]) if r["n_runs"] >= 2 else None for r in (row, base))
-        # the one rule (edgebench.results.verdict): Welch's interval of tool - none (Welch-Satterthwaite df),
+        # the one rule (edgebench.results.report.verdict): Welch's interval of tool - none (Welch-Satterthwaite df),
         # lower = better, the latency margin never below the coarser resolution (every fixture run is fortio's)
         welch = V.welch_ci95(n, sd, n0, sd0)
         verdict = V.decide(diff, welch, n, n0, base["response_p50_ms"], False, V.margin_pct("latency"),
@@ -269,7 +270,7 @@ def test_intercluster_summary_and_cli_section(intercluster_warehouse, monkeypatc
     text = result.output
     assert "skupper:amqp (emulated)" in text and "submariner:vxlan (kernel)" in text
     assert "none (one cluster)" in text and "±95% CI" in text
-    # the verdicts as phrases (results.verdict.describe): clusterlink's one run has no interval
+    # the verdicts as phrases (results.report.verdict.describe): clusterlink's one run has no interval
     assert "inconclusive, " in text and "no baseline" in text and "worse by " in text
     # the verdict column wraps in the table: the phrase's words, cell by cell
     words = " ".join(w for line in text.splitlines() for w in line.replace("│", " ").split())

@@ -8,7 +8,8 @@ import pytest
 from minio import Minio
 
 import fixture_manifests as fx
-from edgebench.results import summaries, warehouse
+from edgebench.results import warehouse
+from edgebench.results.report.marts import summaries
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench.drivers", "edgebench.workloads"),  # how a run is measured: tool drivers and the workloads
     ("edgebench.results",),  # manifests, the result store, parsing, the warehouse
     ("edgebench.sweep",),  # phases, the local runner, the version watch
-    ("edgebench.cli", "edgebench.cli_report", "edgebench.cli_results", "edgebench.cli_status", "edgebench.cli_summary",
-     "edgebench.cli_testbed", "edgebench.cli_versions", "edgebench.cli_lab", "edgebench.cli_phases",
-     "edgebench.cli_options", "edgebench.cli_papers"),  # the command line
+    ("edgebench.cli",),  # the command line: the app (cli/__init__.py) and its sub-command modules
 )
 
 

@@ -5,9 +5,10 @@ index.yaml of its chart, a GitHub releases list, or a plain tag list. A user's m
 them per CNI with a sources file (--sources FILE or $EDGEBENCH_VERSION_SOURCES).
 
 Everything here is pure: reading a source takes a fetch function (sweep/release_sources.http_fetch reads the
-network); what the warehouse measured is results/summaries.measured_versions. A source that is down raises SourceError; one that answers with something that is not
-a release list raises SourceFormatError; a version string that is not a version raises VersionError. Each is one
-message, and callers change nothing when one is raised.
+network); what the warehouse measured is results/report/marts/summaries.measured_versions. A source that is down
+raises SourceError; one that answers with something that is not a release list raises SourceFormatError; a version
+string that is not a version raises VersionError. Each is one message, and callers change nothing when one is
+raised.
 """
 
 from __future__ import annotations

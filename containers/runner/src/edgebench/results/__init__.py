@@ -1,2 +1,2 @@
 """Results: a run's record (runstore, provenance), the raw store (local spool, then MinIO), the warehouse (dbt on
-DuckDB), and tool outputs made elsewhere (parsing, importer)."""
+DuckDB), tool outputs made elsewhere (parsing, importer), and reading the warehouse (report/)."""

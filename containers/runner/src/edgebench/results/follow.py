@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from edgebench import workloads
 from edgebench.errors import EdgebenchError
-from edgebench.results import raw_cache, sweep_status, warehouse
+from edgebench.results import raw_cache, warehouse
+from edgebench.results.report import sweep_status
 from edgebench.results.store import ResultStore, S3Config
 
 Log = Callable[[str], None]

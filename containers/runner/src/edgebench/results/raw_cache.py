@@ -25,8 +25,9 @@ class NoResultsError(WarehouseError):
     """The raw root holds no run manifests yet."""
 
 
-def _sql_string(text: str) -> str:
-    """A SQL string literal ('...' with embedded quotes doubled)."""
+def sql_string(text: str) -> str:
+    """A SQL string literal ('...' with embedded quotes doubled), for the DuckDB statements that take no parameters
+    (CREATE SECRET, INSTALL ... FROM, a list of file names): here and in warehouse.ensure_httpfs."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -40,9 +41,9 @@ def _s3_secret_sql() -> str:
     """The S3 secret of analytics/profiles.yml, for reading an s3:// raw root outside dbt."""
     endpoint = os.environ.get("EDGEBENCH_S3_ENDPOINT", "http://127.0.0.1:9000")
     return ("create or replace secret edgebench_raw (type s3, "
-            f"key_id {_sql_string(os.environ.get('EDGEBENCH_S3_ACCESS_KEY', 'edgebench'))}, "
-            f"secret {_sql_string(os.environ.get('EDGEBENCH_S3_SECRET_KEY', 'edgebench-secret'))}, "
-            f"region 'us-east-1', endpoint {_sql_string(endpoint.split('://')[-1].rstrip('/'))}, "
+            f"key_id {sql_string(os.environ.get('EDGEBENCH_S3_ACCESS_KEY', 'edgebench'))}, "
+            f"secret {sql_string(os.environ.get('EDGEBENCH_S3_SECRET_KEY', 'edgebench-secret'))}, "
+            f"region 'us-east-1', endpoint {sql_string(endpoint.split('://')[-1].rstrip('/'))}, "
             f"url_style 'path', use_ssl {'true' if endpoint.startswith('https://') else 'false'})")
 
 
@@ -126,7 +127,7 @@ def sync_raw_cache(db_path: Path, root: str) -> dict:
             new = [r[0] for r in con.execute(
                 f"select filename from listing l anti join {t} c on c.filename = l.filename order by 1").fetchall()]
             for i in range(0, len(new), 5000):
-                files = "[" + ", ".join(_sql_string(f) for f in new[i:i + 5000]) + "]"
+                files = "[" + ", ".join(sql_string(f) for f in new[i:i + 5000]) + "]"
                 # size and time as listed (not as read_text reports them): the next listing compares with these
                 con.execute(f"insert into {t} select r.filename, r.content, l.size, l.last_modified "
                             f"from read_text({files}) r join listing l on l.filename = r.filename")

@@ -1,4 +1,4 @@
-"""Build the DuckDB warehouse from the raw results (dbt project in analytics/); results/summaries.py reads it.
+"""Build the DuckDB warehouse from the raw results (dbt project in analytics/); results/report/marts/summaries.py reads it.
 
 Environment (the contract with the runner; defaults in parentheses):
   EDGEBENCH_S3_ENDPOINT (http://127.0.0.1:9000), EDGEBENCH_S3_ACCESS_KEY (edgebench),
@@ -50,10 +50,10 @@ except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
 from edgebench.results.dbt_runner import Dbt, DbtWorker
-from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, _sql_string,
-                                         list_raw, sync_raw_cache)
+from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, list_raw,
+                                         sql_string, sync_raw_cache)
 from edgebench.results.replay import Plan, ReplayError, read_record
-from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
 
 __all__ = ["NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
            "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash", "sync_raw_cache"]
@@ -107,7 +107,7 @@ def ensure_httpfs() -> None:
                 target.parent.mkdir(parents=True)
                 shutil.copyfile(files[0], target)
                 # INSTALL takes no prepared parameter: the repository is a quoted SQL string literal
-                con.execute(f"INSTALL httpfs FROM {_sql_string(repo)}")
+                con.execute(f"INSTALL httpfs FROM {sql_string(repo)}")
         con.execute("LOAD httpfs")
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot install/load DuckDB httpfs: {exc}") from exc
@@ -228,15 +228,15 @@ class DbtSlot:
 
 
 def check_rule(project: Path) -> None:
-    """The one verdict rule's numbers are defined once, in results/verdict.py (MARGINS_PCT, CPU_HEADROOM_FLOOR_PCT);
-    the dbt project's vars must hold the same before a build, else one WarehouseError naming both (nothing is
-    built). Checked on every build, so a warehouse is never judged by other margins than the CLI's."""
+    """The one verdict rule's numbers are defined once, in results/report/verdict.py (MARGINS_PCT,
+    CPU_HEADROOM_FLOOR_PCT); the dbt project's vars must hold the same before a build, else one WarehouseError naming
+    both (nothing is built). Checked on every build, so a warehouse is never judged by other margins than the CLI's."""
     vars_ = (yaml.safe_load((project / "dbt_project.yml").read_text()) or {}).get("vars") or {}
     want = {"verdict_margins_pct": MARGINS_PCT, "cpu_headroom_floor_pct": CPU_HEADROOM_FLOOR_PCT}
     got = {k: vars_.get(k) for k in want}
     if got != want:
         raise WarehouseError(f"{project / 'dbt_project.yml'} vars {got} differ from the one verdict rule's "
-                             f"(results/verdict.py): {want}; make them equal (nothing was built)")
+                             f"(results/report/verdict.py): {want}; make them equal (nothing was built)")
 
 
 def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None = None,

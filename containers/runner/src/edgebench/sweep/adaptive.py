@@ -1,6 +1,6 @@
 """Adaptive repetitions (`-p repetitions=auto`), per variant: after each interleaved round from min-repetitions on,
 each of a CNI cell's variants (workload, protocol, path, placement, size, parameters) whose comparison with the host
-baseline's same variant is decided (equivalent, better or worse by the one rule, results/verdict.py, paired by
+baseline's same variant is decided (equivalent, better or worse by the one rule, results/report/verdict.py, paired by
 round) stops; so does one that cannot be decided within max-repetitions even if its spread stays as measured
 (futile). The others go on, up to max-repetitions. The host baseline measures a variant while any cell still needs
 it. A cell is done when all its variants are. Run keys are the fixed plan's (a stopped variant simply never measures
@@ -18,7 +18,7 @@ from typing import Any
 
 from edgebench import workloads
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.results.verdict import Comparison, compare, decide, margin_abs, margin_pct, t95
+from edgebench.results.report.verdict import Comparison, compare, decide, margin_abs, margin_pct, t95
 
 
 def conditions(cell, ignore: tuple[str, ...] = ()) -> tuple:

@@ -1,7 +1,7 @@
 """`make papers` / `edgebench papers run`: every testbed preset that a seed paper's undecided claims need, run one
 after another within one wall-time budget, then the scorecard (issue 46).
 
-The plan comes from the reproduction scorecard (results/scorecard.py): for each claim the testbed cannot tell yet,
+The plan comes from the reproduction scorecard (results/report/scorecard.py): for each claim the testbed cannot tell yet,
 the testbed preset that measures it (scorecard.preset_for); a preset serves every undecided claim that names it.
 Presets run in the order of how many undecided claims they serve. Each runs as a sweep with adaptive repetitions
 (`repetitions=auto`: a variant stops once its comparison with the host is decided, or cannot be) and its share of
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgebench.results import scorecard
+from edgebench.results.report import scorecard
 
 MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
 

@@ -21,7 +21,7 @@ from edgebench.plan.cells import Run, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.plan.spec import Sweep
 from edgebench.results.store import BackgroundUploader, ResultStore, state_dir, statuses
-from edgebench.results.sweep_status import plan_record
+from edgebench.results.report.sweep_status import plan_record
 from edgebench.substrates.local.testbed import Testbed, require_root
 
 PHASES = phases.PHASES

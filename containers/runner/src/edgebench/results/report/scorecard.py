@@ -2,7 +2,7 @@
 with, cannot tell, or cannot test, and how many of its printed numbers have a counterpart we measure; each "cannot
 tell" names what would decide it (the preset to run, or about how many more runs per side).
 
-It summarises results/papers.py's report (the claims judged by the one verdict rule, results/verdict.py) and adds
+It summarises results/report/papers.py's report (the claims judged by the one verdict rule, results/report/verdict.py) and adds
 nothing of its own to the judgement. Shown on top of the portal's Papers page and by `edgebench report --paper all`.
 """
 from __future__ import annotations
@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 from edgebench.plan import spec
-from edgebench.results import papers, verdict
-from edgebench.results.claim_compare import metric_family
+from edgebench.results.report import papers, verdict
+from edgebench.results.report.claim_compare import metric_family, threshold
+from edgebench.results.report.marts.papers import published_claims
 
 
 def preset_for(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local") -> str | None:
@@ -27,7 +28,7 @@ def preset_for(claim: dict, paper: str, root: Path | None = None, substrate: str
     options = found[kind] or found[other]
     if not options:
         return None
-    values = [v for k in ("left_subject", "right_subject") if papers._threshold(str(claim.get(k) or "")) is None
+    values = [v for k in ("left_subject", "right_subject") if threshold(str(claim.get(k) or "")) is None
               for vs in papers.parse_subject(str(claim.get(k) or "")).values() for v in vs]
     def named(text: str) -> list[str]:
         words = set(re.findall(r"[a-z0-9]+", text.lower()))
@@ -123,8 +124,7 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
     """One row per substrate the paper has results on (one row with substrate None when it has none)."""
     paper = papers.paper_id(paper)
     rep = papers.paper_report(fetch, paper)
-    claims = {c["claim_id"]: c for c in fetch("select * from published_claims where paper = ? order by claim_id",
-                                              [paper])}
+    claims = {c["claim_id"]: c for c in published_claims(fetch, paper)}
     printed = {_number_key(n) for n in rep["numbers"]} | {_number_key(n) for n in rep["published_only"]}
     comparable = {_number_key(n) for n in rep["numbers"]}
     out = []

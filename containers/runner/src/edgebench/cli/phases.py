@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from edgebench import substrates
-from edgebench.cli_options import (ARGO_HELP, CELL_HELP, CELL_ID_HELP, DEFAULT_ID_HELP, INVENTORY_HELP,
+from edgebench.cli.options import (ARGO_HELP, CELL_HELP, CELL_ID_HELP, DEFAULT_ID_HELP, INVENTORY_HELP,
                                    KNOWN_HOSTS_HELP, SSH_KEY_HELP, on_sigterm)
 from edgebench.console import out
 from edgebench.errors import SpecError

@@ -1,16 +1,18 @@
-"""Read the warehouse: the per-mart summaries printed after a sweep (`edgebench summary`), the CNI version
-regression cards and the versions the warehouse measured. Every reader opens the DuckDB file read-only."""
+"""The summaries printed after a sweep (`edgebench summary`: one table per vs-host mart, and the ranked answer), the
+CNI version regression cards (`edgebench report`) and the versions the warehouse measured (`edgebench versions`,
+`watch`). Every reader opens the DuckDB file read-only (marts.query)."""
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from edgebench.plan import versions
 from edgebench.plan.dimensions import warehouse_columns
 from edgebench.plan.netem import display_order
-from edgebench.results import ranking
+from edgebench.results.report import ranking
+from edgebench.results.report.marts import path_fetcher, query
+from edgebench.results.report.marts.reports import CARD_COLUMNS, regressions
 from edgebench.results.warehouse import WarehouseError, default_warehouse_path
 
 try:  # optional: the runner image carries no analytics extra (measured_versions then says None)
@@ -21,7 +23,7 @@ except ImportError:  # pragma: no cover - exercised in the runner image
 
 # the grain of cmp_iperf3_vs_host: every cell dimension, then the variant (duration and bitrate included: runs of
 # another length are another configuration, never one row)
-_SUMMARY_KEYS = (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate")
+SUMMARY_KEYS = (*warehouse_columns(), "protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate")
 
 # Run counts by status from fct_iperf3_runs, figures and the verdict from the cmp_iperf3_vs_host mart (no second
 # computation: the verdict is the warehouse's, by the one rule of macros/verdict.sql)
@@ -34,7 +36,7 @@ def _verdict(verdict: str, is_host: str, host_value: str) -> str:
 
 _SUMMARY_SQL = f"""
 with status as (
-    select {', '.join(_SUMMARY_KEYS)},
+    select {', '.join(SUMMARY_KEYS)},
            count(*) filter (where status = 'ok' and is_valid)     as n_ok,   -- the runs behind the figures
            count(*) filter (where status = 'ok' and not is_valid) as n_invalid,  -- kept out of every comparison
            count(*) filter (where status = 'ok' and is_valid and low_cpu_headroom) as n_low_headroom,
@@ -49,7 +51,7 @@ select status.*, o.throughput_mbps, o.throughput_ci95_mbps, o.host_throughput_mb
        o.verdict_margin_pct, o.verdict_method, o.runs_to_decide,
        {_verdict("o.verdict", "status.cni = 'host'", "o.host_throughput_mbps")}
 from status left join cmp_iperf3_vs_host as o
-    on {' and '.join(f"status.{k} is not distinct from o.{k}" for k in _SUMMARY_KEYS)}
+    on {' and '.join(f"status.{k} is not distinct from o.{k}" for k in SUMMARY_KEYS)}
 order by status.substrate, status.lab, status.distribution, status.netem_scenario, status.tuning_profile,
          status.cpu_class, status.protocol, status.path, status.placement, status.length_bytes, status.duration_s,
          status.iperf3_bitrate, status.cni = 'host' desc, status.cni, status.cni_mode
@@ -64,12 +66,12 @@ def iperf3_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict
 
 
 def answer(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
-    """The ranked answer per substrate and headline metric (results.ranking), for `edgebench summary answer`."""
-    return ranking.answer(lambda sql, params: query_params(sql, params, warehouse_path))
+    """The ranked answer per substrate and headline metric (results.report.ranking), for `edgebench summary answer`."""
+    return ranking.answer(path_fetcher(warehouse_path))
 
 
 def _query(sql: str, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    return query_params(sql, [], warehouse_path)
+    return query(sql, [], warehouse_path)
 
 
 def dds_summary(warehouse_path: str | os.PathLike | None = None) -> list[dict]:
@@ -132,17 +134,8 @@ def version_regressions(warehouse_path: str | os.PathLike | None = None, cni: st
     "rows" (one per configuration x metric: n, means, diff with its 95% interval, diff_pct, verdict), worse rows
     first. Cards with worse rows come first. `cni` keeps the cards of one CNI ("calico") or mode ("calico:vxlan").
     Raises WarehouseError when there is no warehouse or it predates the mart."""
-    where, params = "", []
-    if cni:
-        name, _, mode = cni.partition(":")
-        where = "where cni = ?" + (" and cni_mode = ?" if mode else "")
-        params = [name, mode] if mode else [name]
-    rows = query_params(f"select * from cmp_cni_version_regressions {where}", params, warehouse_path)
-    card_keys = ("substrate", "cni", "cni_mode", "datapath", "previous_version", "new_version", "n_versions",
-                 "version_source", "previous_version_source", "new_version_source", "new_trigger_source",
-                 "new_trigger_previous_version", "new_triggered_at", "card_n_comparisons", "card_n_worse",
-                 "card_n_better", "card_n_equivalent", "card_n_inconclusive", "card_n_too_few_runs",
-                 "card_expected_false_alarms")
+    rows = regressions(warehouse_path, cni)
+    card_keys = CARD_COLUMNS
     cards: dict[tuple, dict] = {}
     for r in rows:
         card = cards.setdefault((r["substrate"], r["cni"], r["cni_mode"]),
@@ -176,32 +169,6 @@ def config_label(r: dict) -> str:
         if r.get(col) not in (None, default):
             parts.append(f"{col.split('_')[0]}={r[col]}")
     return " ".join(str(p) for p in parts if p)
-
-
-def query_params(sql: str, params: list, warehouse_path: str | os.PathLike | None) -> list[dict]:
-    path = Path(warehouse_path) if warehouse_path else default_warehouse_path()
-    if not path.exists():
-        raise WarehouseError(f"no warehouse at {path}; run `make sweep`")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot open warehouse {path}: {exc}") from exc
-    try:
-        cur = con.execute(sql, params)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row)) for row in cur.fetchall()]
-    except duckdb.CatalogException as exc:
-        raise WarehouseError(f"the warehouse at {path} has no {_missing_table(str(exc))} (built by an older edgebench);"
-                             " rebuild it with `make warehouse`") from exc
-    except duckdb.Error as exc:
-        raise WarehouseError(f"cannot read {path}: {exc}") from exc
-    finally:
-        con.close()
-
-
-def _missing_table(message: str) -> str:
-    m = re.search(r"Table with name (\w+) does not exist", message)
-    return f"table {m.group(1)}" if m else "table it needs"
 
 
 def measured_versions(warehouse_path: str | os.PathLike | None = None) -> dict[str, dict[str, list[str]]] | None:

@@ -4,7 +4,7 @@ move, and by how much?
 
 Binary segmentation in the manner of e-divisive / Hunter (as cloud-bulldozer's Orion uses): among the splits of
 the version sequence, take the one whose two sides differ most (the largest |diff| / half-width); it is a change
-point when the one verdict rule (results/verdict.py) calls the runs after it better or worse than the runs before
+point when the one verdict rule (results/report/verdict.py) calls the runs after it better or worse than the runs before
 it (Welch, the metric family's margin); then look for more on each side. Two guards against false positives at the
 start of the window, which Orion had to add:
   - a minimum segment length (MIN_SEGMENT versions on each side) for a change point inside the history;
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from edgebench.plan.dimensions import warehouse_columns
-from edgebench.results.verdict import Comparison, compare, family_of_unit, margin_pct
+from edgebench.results.report.marts.reports import SERIES_CONFIG, version_history
+from edgebench.results.report.verdict import Comparison, compare, family_of_unit, margin_pct
 
 MIN_SEGMENT = 2
 
@@ -76,32 +76,12 @@ def detect(history: Sequence[tuple[str, Sequence[float]]], *, higher_is_better: 
     return sorted(found, key=lambda p: p.index)
 
 
-# the configuration of a series: every cell dimension (the card is substrate, cni, cni_mode) and the workload's own
-_CONFIG = (*warehouse_columns(), "intercluster", "workload", "protocol", "path", "placement", "length_bytes",
-           "variant", "metric")
-_ORDER = "version_major, version_minor, version_patch, version_prerelease nulls last"
-
-
-def _history_sql(where: str) -> str:
-    cols = ", ".join(_CONFIG)
-    return (f"select {cols}, unit, is_higher_better, cni_version as version, version_major, version_minor, "
-            f"version_patch, version_prerelease, list(value order by run_id) as vals "
-            f"from int_cni_versions__run_metrics where version_major is not null {where} "
-            f"group by all order by {cols}, {_ORDER}")
-
-
 def history_report(fetch: Fetch, cni: str | None = None) -> list[dict]:
     """One entry per configuration x metric measured at 3 or more versions: its versions, n per version and the
     change points (with the one rule's verdict, size and interval)."""
-    where, params = "", []
-    if cni:
-        name, _, mode = cni.partition(":")
-        where = "and cni = ?" + (" and cni_mode = ?" if mode else "")
-        params = [name, mode] if mode else [name]
-    rows = fetch(_history_sql(where), params)
     series: dict[tuple, list[dict]] = {}
-    for r in rows:
-        series.setdefault(tuple(r[k] for k in _CONFIG), []).append(r)
+    for r in version_history(fetch, cni):
+        series.setdefault(tuple(r[k] for k in SERIES_CONFIG), []).append(r)
     out = []
     for key, versions in series.items():
         if len(versions) < 3:
@@ -109,7 +89,7 @@ def history_report(fetch: Fetch, cni: str | None = None) -> list[dict]:
         history = [(v["version"], [x for x in v["vals"] if x is not None]) for v in versions]
         points = detect(history, higher_is_better=bool(versions[0]["is_higher_better"]),
                         pct=margin_pct(family_of_unit(versions[0]["unit"])))
-        out.append({**dict(zip(_CONFIG, key)),
+        out.append({**dict(zip(SERIES_CONFIG, key)),
                     "unit": versions[0]["unit"], "versions": [h[0] for h in history],
                     "n_runs": [len(h[1]) for h in history], "change_points": points})
     return out

@@ -7,10 +7,10 @@ from rich.table import Table
 
 from edgebench.console import out
 from edgebench.results import follow as follow_mod
-from edgebench.results import summaries
-from edgebench.results.verdict import CPU_HEADROOM_FLOOR_PCT, describe
+from edgebench.results.report.marts import summaries
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, describe
 from edgebench.results import warehouse as wh
-from edgebench.results.labels import intercluster_label
+from edgebench.results.report.labels import intercluster_label
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +50,7 @@ VERDICT_NOTE = ("verdict: the one rule of edgebench (docs/verdicts.md): equivale
 
 
 def verdict_text(r: dict, diff_pct: float | None, ci_pct: float | None, n_a: int | None, n_b: int | None) -> str:
-    """A summary row's verdict as one phrase (results.verdict.describe); baseline / no baseline as they are."""
+    """A summary row's verdict as one phrase (results.report.verdict.describe); baseline / no baseline as they are."""
     v = r.get("verdict")
     if v in (None, "baseline", "no baseline"):
         return v or "-"
@@ -73,7 +73,7 @@ def _print_summary(rows: list[dict]) -> None:
 
     groups: dict[tuple, list[dict]] = {}
     # one table per configuration of the summary's grain (the mart's) without the network: a CNI mode has one row
-    keys = tuple(k for k in summaries._SUMMARY_KEYS if k not in ("cni", "cni_mode", "datapath"))
+    keys = tuple(k for k in summaries.SUMMARY_KEYS if k not in ("cni", "cni_mode", "datapath"))
     for r in rows:
         groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
     for key, group in groups.items():
@@ -129,7 +129,7 @@ def summary(section: str = typer.Argument(
 
 
 def print_answer(entries: list[dict]) -> None:
-    """The answer (results.ranking): per substrate and headline metric, the CNI modes ranked against the host with
+    """The answer (results.report.ranking): per substrate and headline metric, the CNI modes ranked against the host with
     the verdict, the difference in % [95% CI] and n, then the sentence."""
     if not entries:
         out.print("no CNI mode has been compared with the host yet")

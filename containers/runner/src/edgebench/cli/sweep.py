@@ -1,4 +1,5 @@
-"""`edgebench`: the command line of the step runner."""
+"""`edgebench sweep|cells|matrix|dimensions-macro|catalog|upload`: running a sweep here, what it would run, the
+catalog, and the spool."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from edgebench.cli_options import INVENTORY_HELP, PARAM_HELP, SSH_KEY_HELP, on_sigterm
+from edgebench.cli.options import INVENTORY_HELP, PARAM_HELP, SSH_KEY_HELP, on_sigterm
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError
 from edgebench.plan import catalog as catalog_mod
@@ -21,7 +22,7 @@ from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import cell_item, cell_json, expand_checked, runs_for
 from edgebench.results.runstore import now
 from edgebench.results.store import ResultStore
-from edgebench.results.sweep_status import plan_record
+from edgebench.results.report.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench import sh
 from edgebench.substrates.clusters import inventory as inv
@@ -30,15 +31,6 @@ from edgebench.substrates.clusters.install.artifacts import ENV_SOURCE
 from edgebench.plan.matrix import compatibility, distributions
 from edgebench.sweep import holding
 from edgebench.sweep.runner import run_local
-
-app = typer.Typer(
-    help="edgebench: benchmark Kubernetes networking stacks (CNIs and their modes) for edge clusters.\n\n"
-    "A sweep file is an Argo Workflow (workflows/sweep.yaml): the same file runs on a management cluster with "
-    "`argo submit` and here, on the local network-namespace testbed, with `edgebench sweep FILE --local`.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
 def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
     return spec_mod.load(file, spec_mod.parse_overrides(params), substrate="local" if local else None)
@@ -76,7 +68,6 @@ def _print_skipped(skipped, console) -> None:
         console.print(f"  skipped {c.label} on {c.distribution}: {reason}")
 
 
-@app.command()
 def sweep(
     file: Path = typer.Argument(..., help="Sweep file: an Argo Workflow, e.g. workflows/sweep.yaml."),
     param: List[str] = typer.Option([], "-p", "--parameter", help=PARAM_HELP),
@@ -164,7 +155,6 @@ def sweep(
         raise typer.Exit(1)
 
 
-@app.command()
 def cells(
     file: Optional[Path] = typer.Argument(None, help="Sweep file (Argo Workflow). Without it: the defaults and -p "
                                           "values (what the Argo sweep template passes)."),
@@ -207,7 +197,6 @@ def cells(
     typer.echo(text)
 
 
-@app.command()
 def matrix(
     arch: List[str] = typer.Option(["amd64", "arm64"], "--arch", help="Node architectures present (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -228,7 +217,6 @@ def matrix(
     out.print(t)
 
 
-@app.command("dimensions-macro")
 def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write analytics/macros/cell_dimensions.sql "
                                                 "instead of printing it.")):
     """The dbt macros of the cell configuration columns (analytics/macros/cell_dimensions.sql), generated from the
@@ -242,7 +230,6 @@ def dimensions_macro(write: bool = typer.Option(False, "--write", help="Write an
     out.print(f"wrote {path}")
 
 
-@app.command()
 def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
     """Print the catalog: every CNI mode (datapath, encapsulation, port, MTU, multicast, encryption) and every
     inter-cluster tool mode (version, layer, what it carries, how the local testbed builds it)."""
@@ -272,7 +259,6 @@ def catalog(as_json: bool = typer.Option(False, "--json", help="Print JSON inste
     out.print(t)
 
 
-@app.command()
 def upload():
     """Send results left in the local spool (.edgebench/spool) to the object store."""
     store = ResultStore()
@@ -280,29 +266,9 @@ def upload():
     out.print(f"uploaded {store.flush()} object(s)")
 
 
-from edgebench import cli_lab, cli_papers, cli_phases, cli_report, cli_results, cli_status, cli_summary, cli_testbed, cli_versions  # noqa: E402,I001,E501
-
-cli_phases.register(app)
-cli_testbed.register(app)
-cli_lab.register(app)
-cli_status.register(app)
-cli_results.register(app)
-cli_summary.register(app)
-cli_versions.register(app)
-cli_report.register(app)
-cli_papers.register(app)
-
-
-def main() -> None:
-    try:
-        app()
-    except EdgebenchError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err.print("interrupted: the testbed was torn down; runs already measured are stored")
-        sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()
+def register(app: typer.Typer) -> None:
+    for command in (sweep, cells, matrix):
+        app.command()(command)
+    app.command("dimensions-macro")(dimensions_macro)
+    app.command()(catalog)
+    app.command()(upload)

@@ -8,13 +8,13 @@ A counterpart is one of two kinds, named per (paper, table or figure, metric, un
   pair    two rows of one mart that differ in one column only (`vary`), everything else in the mart's grain equal:
           multicast against unicast (seed 002 Fig. 4), ClusterLink against Skupper (seed 001 Fig. 3). Our figure is
           the reduction %, increase % or ratio of left against right, its interval Welch's interval of left - right
-          over the right mean, its verdict the one rule (results/verdict.py) on left - right.
+          over the right mean, its verdict the one rule (results/report/verdict.py) on left - right.
 The published row's own columns narrow the match: cni and cni_mode (a row without a mode stands for every mode of
 its CNI; a row without a CNI for the spec's `cnis`), payload_bytes (-> length_bytes), distribution and
 tuning_profile. A condition the paper leaves open (payload, tuning, netem) is not filtered: each measured value is
 its own row, labelled with it. A number edgebench cannot form this way has no spec and keeps its reason.
 
-Pure functions over mart rows (dicts); results/papers.py fetches the rows and shapes the report.
+Pure functions over mart rows (dicts); results/report/papers.py fetches the rows and shapes the report.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from edgebench.results import verdict
-from edgebench.results.claim_compare import _sd, metric_family, norm
+from edgebench.results.report import verdict
+from edgebench.results.report.claim_compare import metric_family, norm, sd_of_ci95
 
 # 'column' value formulas: mart row -> (value, half-width) in the paper's normalization
 Formula = Callable[[dict], tuple]
@@ -277,7 +277,7 @@ def _pair(spec: Spec, lr: dict, rr: dict) -> dict:
     lci, rci = lr.get(spec.ci), rr.get(spec.ci)
     ci = None
     if nl >= 2 and nr >= 2 and lci is not None and rci is not None:
-        ci = verdict.welch_ci95(nl, _sd(lci, nl), nr, _sd(rci, nr))
+        ci = verdict.welch_ci95(nl, sd_of_ci95(lci, nl), nr, sd_of_ci95(rci, nr))
     family = metric_family(spec.mean)
     v = verdict.decide(lm - rm, ci, nl, nr, rm, family == "throughput", verdict.margin_pct(family))
     if not rm:

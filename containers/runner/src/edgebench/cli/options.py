@@ -1,4 +1,4 @@
-"""Option help texts and small helpers shared by the `edgebench` sub-command modules (cli.py and cli_*.py import
+"""Option help texts and small helpers shared by the `edgebench` sub-command modules (cli/*.py import
 them from here, so no module imports the command line's entry point for a string)."""
 
 from __future__ import annotations

@@ -1,33 +1,17 @@
 """The testbed's answer checked against a real lab, each substrate against its own host (mart
-cmp_emulation_overhead): the rows, and per real lab and metric how it fared (what the CLI's `report --emulation`,
-the portal's Emulation page and the Overview say). The verdicts are the vs-host marts' (the one rule); what this
+cmp_emulation_overhead, read by marts.reports.emulation_overhead): per real lab and metric how it fared (what the
+CLI's `report --emulation`, the portal's Emulation page and the Overview say). The verdicts are the vs-host marts' (the one rule); what this
 adds is their agreement, the overhead gap and the rank agreement (Kendall's tau-b) of the CNI modes."""
 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import Any
 
 from edgebench.plan import catalog
 
-OVERHEAD_SQL = """
-select * from cmp_emulation_overhead
-order by real_lab, workload, metric, config, cni, cni_mode
-"""
 DECIDED = ("equivalent", "better", "worse")
 AGREE_GOAL, DECIDED_GOAL, GAP_GOAL_PTS, TAU_GOAL = 0.90, 0.60, 10.0, 0.8  # issue 43's bar for "the testbed holds"
-
-Query = Callable[[str, list], list[dict]]
-
-
-def overhead_rows(query: Query) -> list[dict[str, Any]]:
-    """The mart's rows (empty when no CNI mode was measured on both substrates, or the mart is not built yet)."""
-    try:
-        return query(OVERHEAD_SQL, [])
-    except Exception as exc:  # an older warehouse without the mart: nothing checked yet
-        if "cmp_emulation_overhead" in str(exc):
-            return []
-        raise
 
 
 def explained(row: dict[str, Any]) -> dict[str, str] | None:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
-from edgebench.results import sweep_status as st
+from edgebench.results.report import sweep_status as st
 from edgebench.results.store import ResultStore
 
 

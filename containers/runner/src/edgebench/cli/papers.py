@@ -10,14 +10,16 @@ from typing import List, Optional
 
 import typer
 
-from edgebench.cli_options import on_sigterm
-from edgebench.cli_report import print_scorecard
+from edgebench.cli.options import on_sigterm
+from edgebench.cli.report_tables import print_scorecard
 from edgebench.console import err, out
 from edgebench.errors import SpecError
 from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import expand_checked, runs_for
 from edgebench.plan.params import time_budget
-from edgebench.results import papers, scorecard, summaries, warehouse
+from edgebench.results import warehouse
+from edgebench.results.report import marts, papers, scorecard
+from edgebench.results.report.marts import papers as paper_marts
 from edgebench.results.store import ResultStore, repo_root
 from edgebench.sweep import holding, papers_run
 from edgebench.sweep.runner import run_local
@@ -31,11 +33,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _read(path: Path) -> tuple[list[dict], dict[tuple[str, str], dict]]:
-    def fetch(sql, params):
-        return summaries.query_params(sql, params, path)
-
+    fetch = marts.path_fetcher(path)
     rows = scorecard.scorecard(fetch)
-    claims = {(c["paper"], c["claim_id"]): c for c in fetch("select * from published_claims", [])}
+    claims = {(c["paper"], c["claim_id"]): c for c in paper_marts.all_claims(fetch)}
     return rows, claims
 
 

@@ -1,19 +1,19 @@
-"""A published claim's parts (results/papers.py): its subjects and threshold, the values it names, the substrates
+"""A published claim's parts (results/report/papers.py): its subjects and threshold, the values it names, the substrates
 that can never measure it, and one comparison of its two sides (two means with their 95% half-widths) judged by the
-project's one verdict rule (results/verdict.py)."""
+project's one verdict rule (results/report/verdict.py)."""
 from __future__ import annotations
 
 import json
 import math
 
-from edgebench.results import verdict
+from edgebench.results.report import verdict
 
 
 def compare(left: float, left_ci: float | None, right: float, right_ci: float | None, comparator: str,
             tolerance_pct: float | None = None, n_left: int | None = None, n_right: int | None = None,
             family: str = "throughput") -> str:
     """One comparison of two means with their 95% half-widths, judged by the project's one rule
-    (results.verdict.decide) on left - right against right: 'agrees', 'disagrees' or 'cannot tell'.
+    (results.report.verdict.decide) on left - right against right: 'agrees', 'disagrees' or 'cannot tell'.
 
     The interval of the difference: Welch's, from each side's run count and the standard deviation behind its
     half-width, when both counts are known; else the two half-widths combined (root sum of squares). The margin:
@@ -27,7 +27,7 @@ def compare(left: float, left_ci: float | None, right: float, right_ci: float | 
     if left_ci is None or right_ci is None:
         return "cannot tell"
     if n_left and n_right and n_left >= 2 and n_right >= 2:
-        ci = verdict.welch_ci95(n_left, _sd(left_ci, n_left), n_right, _sd(right_ci, n_right))
+        ci = verdict.welch_ci95(n_left, sd_of_ci95(left_ci, n_left), n_right, sd_of_ci95(right_ci, n_right))
         na, nb = n_left, n_right
     else:
         ci, na, nb = math.sqrt(left_ci ** 2 + right_ci ** 2), 2, 2
@@ -41,7 +41,7 @@ def compare(left: float, left_ci: float | None, right: float, right_ci: float | 
     return "disagrees" if v in verdict.DECISIVE else "cannot tell"
 
 
-def _sd(ci95: float, n: int) -> float:
+def sd_of_ci95(ci95: float, n: int) -> float:
     """The standard deviation behind a Student-t 95% half-width over n runs (the marts' *_ci95_* columns)."""
     return ci95 * math.sqrt(n) / verdict.t95(n - 1)
 

@@ -8,7 +8,7 @@ Two things per paper, per substrate (results of different substrates are never p
   claims   every finding of published_claims tested on its mart (see analytics/seeds/_seeds.yml for the form):
            agrees, disagrees or cannot tell, with the comparisons behind the outcome.
 
-A comparison is judged by the project's one rule (results.verdict; see compare()): the 95% interval of left -
+A comparison is judged by the project's one rule (results.report.verdict; see compare()): the 95% interval of left -
 right (Welch's, from each row's runs and half-width) against a margin: `left > right` agrees when left is better
 (higher) beyond the margin, disagrees when lower or equivalent, and cannot tell when inconclusive or a side has no
 interval (fewer than 2 runs). `~` (within tolerance_pct, the margin) agrees when equivalent, disagrees when better
@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
-from edgebench.results import counterparts
-from edgebench.results.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
+from edgebench.results.report import counterparts
+from edgebench.results.report.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
                                              substrate_limit, threshold as _threshold)
-from edgebench.results.claim_compare import norm as _norm
+from edgebench.results.report.claim_compare import norm as _norm
+from edgebench.results.report.marts.papers import mart_rows, published_claims, published_results
 from edgebench.results.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
@@ -268,18 +269,14 @@ def _fmt(side: dict) -> str:
     return f"{side['mean']:.4g}{ci}" + (f" (n={side['n_runs']})" if side["n_runs"] else "")
 
 
-def _table(fetch: Fetch, name: str) -> list[dict]:
-    return fetch(f"select * from {name}", [])  # name from GRAINS / counterparts.SPECS / the seeds, never user input
-
-
 def substrates(rows: list[dict]) -> list[str]:
     return sorted({r["substrate"] for r in rows if r.get("substrate")})
 
 
 def claims_report(fetch: Fetch, paper: str) -> list[dict]:
     """Every claim of the paper x every substrate its mart holds (one 'no measurements' row when none)."""
-    claims = fetch("select * from published_claims where paper = ? order by claim_id", [paper])
-    marts = {c["mart"]: _table(fetch, c["mart"]) for c in claims if c.get("testable") and c["mart"] in GRAINS}
+    claims = published_claims(fetch, paper)
+    marts = {c["mart"]: mart_rows(fetch, c["mart"]) for c in claims if c.get("testable") and c["mart"] in GRAINS}
     out = []
     for c in claims:
         rows = marts.get(c["mart"], [])
@@ -299,19 +296,17 @@ def claims_report(fetch: Fetch, paper: str) -> list[dict]:
 
 
 def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
-    """(matched, published_only): each published number edgebench measures the same way (results/counterparts.py)
+    """(matched, published_only): each published number edgebench measures the same way (results/report/counterparts.py)
     beside our figure per substrate and condition, and the paper's other numbers with the reason they have none."""
-    published = counterparts.fold_ranges(fetch(
-        "select * from published_results where paper = ? order by table_ref nulls last, figure_ref nulls last, "
-        "label, payload_bytes", [paper]))
+    published = counterparts.fold_ranges(published_results(fetch, paper))
     matched, only = [], []
-    mart_rows: dict[str, list[dict]] = {}
+    rows_by_mart: dict[str, list[dict]] = {}
     for p in published:
         spec = counterparts.spec_for(p)
         if spec is None:
             only.append({**_published(p), "reason": _why_unmatched(p)})
             continue
-        rows = mart_rows.setdefault(spec.mart, _table(fetch, spec.mart))
+        rows = rows_by_mart.setdefault(spec.mart, mart_rows(fetch, spec.mart))
         freed = frozenset()
         if spec.vary:
             freed = frozenset({spec.vary}).union(*(g for g in FREED_TOGETHER if spec.vary in g))

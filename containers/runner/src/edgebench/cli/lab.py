@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from edgebench.cli_options import INVENTORY_HELP, KNOWN_HOSTS_HELP, SSH_KEY_HELP
+from edgebench.cli.options import INVENTORY_HELP, KNOWN_HOSTS_HELP, SSH_KEY_HELP
 from edgebench.console import out
 from edgebench.substrates.clusters import lease
 

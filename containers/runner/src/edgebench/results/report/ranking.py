@@ -1,5 +1,5 @@
 """The answer edgebench exists for, on one screen: per substrate and headline metric, the CNI modes ranked against
-the host network, each with its verdict by the one rule (results.verdict), the difference in % with its 95% CI and
+the host network, each with its verdict by the one rule (results.report.verdict), the difference in % with its 95% CI and
 n, and one sentence ("on the local testbed, for DDS latency p90 at 64 B: flannel:host-gw is equivalent to the host;
 flannel:vxlan is 31.2 % worse ..."). The portal's Overview and `edgebench summary answer` (`make summary`) show the
 same rows.
@@ -8,57 +8,22 @@ Each headline reads one vs-host mart and its verdict column (no second computati
 substrate and headline is the one measured under the neutral conditions (every cell dimension at its default: no
 link condition, default tuning, the machine's own cores, ...) with the most CNI modes judged; ties go to the
 smaller payload, then the one with more runs. A configuration is the mart's whole grain (runs of another duration
-or bitrate are another one), so a CNI mode appears once in a ranking. Pure functions over `fetch(sql, params) -> list[dict]`, as results.papers.
+or bitrate are another one), so a CNI mode appears once in a ranking. Pure functions over `fetch(sql, params) ->
+list[dict]`, as results.report.papers; the headlines and their rows are the read API's (marts.answer).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.results.verdict import describe
+from edgebench.results.report.marts.answer import HEADLINES, Headline, headline_rows
+from edgebench.results.report.verdict import describe
 
 Fetch = Callable[[str, list], list[dict]]
 
 SUBSTRATE_TEXT = {"local": "the local testbed (an emulation of the CNIs' datapaths)", "kind": "kind clusters",
                   "ssh": "real CNIs on clusters reached over SSH (substrate ssh)", "imported": "imported results"}
 
-
-@dataclass(frozen=True)
-class Headline:
-    key: str
-    label: str            # "TCP throughput"
-    mart: str
-    where: str            # the headline's fixed workload parameters
-    config: tuple[str, ...]  # the workload columns that make one configuration (besides the cell dimensions)
-    value: str            # the CNI's mean
-    unit: str
-    diff_pct: str         # (CNI - host) / host * 100, SQL
-    ci_pct: str           # the half-width of its 95% interval in % of the host, SQL
-    verdict: str = "verdict"
-    runs_to_decide: str = "runs_to_decide"
-
-
-HEADLINES = (
-    Headline("iperf3", "iperf3 TCP throughput", "cmp_iperf3_vs_host", "protocol = 'tcp'",
-             ("path", "placement", "length_bytes", "duration_s", "iperf3_bitrate"), "throughput_mbps", "Mbit/s",
-             "-overhead_pct", "throughput_diff_ci95_mbps / host_throughput_mbps * 100"),
-    Headline("sockperf", "TCP request/response latency p50", "cmp_sockperf_vs_host", "protocol = 'tcp'",
-             ("path", "placement", "length_bytes", "duration_s"), "latency_p50_us", "µs",
-             "latency_p50_overhead_pct", "latency_p50_overhead_ci95_pct"),
-    Headline("dds-latency", "DDS latency p90", "cmp_dds_vs_host",
-             "dds_mode = 'latency' and transport = 'unicast' and security = 'none' and batching = 'on'",
-             ("length_bytes", "reliability", "placement", "subscribers", "rate"), "latency_p90_us", "µs",
-             "latency_p90_overhead_pct", "latency_p90_overhead_ci95_pct"),
-    Headline("dds-throughput", "DDS throughput", "cmp_dds_vs_host",
-             "dds_mode = 'throughput' and transport = 'unicast' and security = 'none' and batching = 'on'",
-             ("length_bytes", "reliability", "placement", "subscribers", "rate"), "throughput_mbps", "Mbit/s",
-             "-throughput_overhead_pct", "throughput_overhead_ci95_pct"),
-    Headline("http", "HTTP response time p50", "cmp_http_vs_host", "true",
-             ("service", "path", "placement", "length_bytes"), "response_p50_ms", "ms",
-             "response_p50_overhead_pct", "response_p50_diff_ci95_ms / host_response_p50_ms * 100",
-             verdict="response_p50_verdict", runs_to_decide="response_p50_runs_to_decide"),
-)
 
 # the order of a ranking: decided and better first, then equivalent, then worse by size, then undecided
 _RANK = {"better": 0, "equivalent": 1, "worse": 2, "inconclusive": 3, "n < 2": 4}
@@ -69,14 +34,7 @@ def _neutral() -> dict[str, str]:
 
 
 def _rows(fetch: Fetch, h: Headline) -> list[dict]:
-    neutral = _neutral()
-    dims = ", ".join(neutral)
-    return fetch(f"""
-        select substrate, lab, distribution, cni, cni_mode, {dims}, {', '.join(h.config)},
-               {h.value} as value, n_runs, host_n_runs, {h.diff_pct} as diff_pct, {h.ci_pct} as ci_pct,
-               {h.verdict} as verdict, verdict_margin_pct, {h.runs_to_decide} as runs_to_decide
-        from {h.mart}
-        where {h.where} and cni <> 'host' and {h.verdict} is not null""", [])
+    return headline_rows(fetch, h, tuple(_neutral()))
 
 
 def _config_key(r: dict, h: Headline) -> tuple:
@@ -117,7 +75,7 @@ def headline(fetch: Fetch, h: Headline) -> list[dict]:
 
 
 def answer(fetch: Fetch) -> list[dict]:
-    """Every headline on every substrate (results.ranking.headline)."""
+    """Every headline on every substrate (results.report.ranking.headline)."""
     return [entry for h in HEADLINES for entry in headline(fetch, h)]
 
 
