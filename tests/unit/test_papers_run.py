@@ -2,6 +2,8 @@
 within one budget with the machine faked out."""
 from __future__ import annotations
 
+import json
+
 from edgebench.sweep import papers_run
 from edgebench.sweep.papers_run import PresetTask
 
@@ -69,3 +71,20 @@ def test_the_loop_shares_the_budget_skips_what_got_decided_and_stops_when_it_is_
                          "sweep-id": "papers-a-testbed"}
     assert any("its claims are decided; not run" in x for x in lines)
     assert any("the budget is spent" in x and "stored runs are kept" in x for x in lines)
+
+
+def test_a_preset_whose_claims_runs_can_judge_is_aimed_at_them():
+    ran, lines = [], []
+    row = {"metric": "throughput_mbps", "left_subject": "cni=flannel;cni_mode=host-gw", "comparator": ">",
+           "right_subject": "cni=flannel;cni_mode=vxlan", "filters": '{"dds_mode": "throughput"}'}
+    a = PresetTask("a.testbed.yaml", [("000", "1")])
+    b = PresetTask("b.testbed.yaml", [("003", "2")])
+    claims = {("000", "1"): row, ("003", "2"): {**row, "metric": "throughput_efficiency_pct"}}
+    papers_run.run([a, b], 3600, planned_runs=lambda p: 10, run_sweep=lambda t, p: ran.append((t.preset, p)),
+                   rebuild=lambda: None, still_open=lambda t: t.claims, log=lines.append, claims=claims)
+    assert json.loads(ran[0][1]["aim"]) == [{"left": {"cni": "flannel", "cni_mode": "host-gw"},
+                                             "right": {"cni": "flannel", "cni_mode": "vxlan"},
+                                             "metric": "throughput_mbps", "filters": {"dds_mode": "throughput"}}]
+    assert "aim" not in ran[1][1]  # an efficiency is the mart's: the variants stop on the host
+    assert any("aimed at its 1 claim comparison(s)" in x for x in lines)
+    assert any("derived metric: variants stop on the host" in x for x in lines)

@@ -101,7 +101,8 @@ def run_cmd(
     try:
         papers_run.run(tasks, seconds, planned_runs=lambda p: _planned_runs(root, p), run_sweep=run_sweep,
                        rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
-                       log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions)
+                       log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
+                       claims=claims)
     except KeyboardInterrupt:
         err.print("interrupted: runs already measured are stored; run the same command again to resume")
         raise typer.Exit(130)

@@ -76,6 +76,32 @@ def _run_lengths(name: str, value: str) -> dict[str, str]:
     return {k: str(v) for k, v in data.items()}
 
 
+AIM_KEYS = ("left", "right", "filters", "metric", "tolerance_pct")
+
+
+def _aim(name: str, value: str) -> list[dict[str, Any]]:
+    """aim: a JSON list of {left, right, metric, filters?, tolerance_pct?} (sweep/aim.py); [] aims at nothing."""
+    example = ('[{"left": {"cni": "flannel", "cni_mode": "host-gw"}, "right": {"cni": "flannel", "cni_mode": '
+               '"vxlan"}, "metric": "throughput_mbps"}]')
+    try:
+        data = json.loads(value or "[]")
+    except ValueError:
+        raise SpecError(f"parameter {name!r} must be a JSON list of comparisons, e.g. {example}; got {value!r}") \
+            from None
+    if not isinstance(data, list):
+        raise SpecError(f"parameter {name!r} must be a JSON list of comparisons, e.g. {example}; got {value!r}")
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), dict) and item.get(k)
+                                                 for k in ("left", "right")) or not item.get("metric"):
+            raise SpecError(f"parameter {name!r}: comparison {i + 1} needs non-empty objects left and right and a "
+                            f"metric, e.g. {example}; got {json.dumps(item)}")
+        unknown = sorted(set(item) - set(AIM_KEYS))
+        if unknown:
+            raise SpecError(f"parameter {name!r}: comparison {i + 1} has unknown key(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(AIM_KEYS)}")
+    return data
+
+
 def _trigger(name: str, value: str) -> dict[str, Any]:
     """What triggered a rerun: {cni, new, previous, source, at} (cni and new required), or {} for a plain sweep."""
     try:
@@ -148,6 +174,12 @@ CORE_PARAMS: tuple[Param, ...] = (
           "max-repetitions (local runner; Argo runs the maximum)"),
     Param("min-repetitions", lambda n, v: integer(n, v, 2), "3", "with repetitions=auto: rounds every cell runs"),
     Param("max-repetitions", lambda n, v: integer(n, v, 2), "10", "with repetitions=auto: rounds at most"),
+    Param("aim", _aim, "[]",
+          "with repetitions=auto: comparisons to decide instead of each cell's against the host, JSON list of "
+          "{left, right, metric, filters?, tolerance_pct?} (left/right: {dimension or run parameter: value}); a "
+          "variant stops once every aimed comparison it is a side of is decided or cannot be, one no comparison "
+          "uses at min-repetitions (local runner; `edgebench papers run` sets it from the claims it measures)",
+          neutral_at_default=True),
     Param("time-budget", time_budget, "none",
           "with repetitions=auto: the sweep's wall time at most (none, or seconds, 20m, 1h); after the minimum rounds "
           "a further round starts only while, at the pace measured so far, it ends within the budget (local runner)"),

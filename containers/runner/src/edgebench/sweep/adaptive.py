@@ -18,6 +18,7 @@ from typing import Any
 
 from edgebench import workloads
 from edgebench.plan.dimensions import DIMENSIONS
+from edgebench.sweep import aim as aiming
 from edgebench.results.report.verdict import Comparison, compare, decide, margin_abs, margin_pct, t95
 
 
@@ -134,16 +135,61 @@ def futile(c: Comparison, n_max: int) -> bool:
     return not (abs(c.diff) > projected or abs(c.diff) + projected <= margin)
 
 
+def group_done(c: Comparison | None, rnd: int, max_r: int) -> str | None:
+    """Why an aimed comparison (sweep/aim.py) needs no more rounds, or None while it does."""
+    if c is None:
+        return "one side is not measured in this sweep"
+    if settled(c, max_r):
+        return f"{c.verdict} ({c.method}, n={min(c.n_a, c.n_b)})"
+    if futile(c, max_r):
+        return f"futile: {c.verdict}, and max-repetitions ({max_r}) would not decide it"
+    if rnd >= max_r:
+        return f"max-repetitions ({max_r}) reached: {c.verdict}"
+    return None
+
+
+def _aimed(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tuple]], rnd: int, min_r: int,
+           max_r: int, aim: list[dict]) -> dict[int, dict[tuple, str]]:
+    """The cells' variants that stop when the sweep aims at comparisons (sweep/aim.py): each when every aimed
+    comparison it is a side of is done; one that none uses at min-repetitions."""
+    docs = [d for ds in docs_by_cell.values() for d in ds]
+    state: dict[tuple, list[str | None]] = {}
+    for g in aiming.groups(aim, docs, _variant):
+        why = group_done(g["comparison"], rnd, max_r)
+        for member in g["members"]:
+            state.setdefault(member, []).append(f"aim {g['aim'] + 1}: {why}" if why else None)
+    out: dict[int, dict[tuple, str]] = {}
+    for i in sorted(active):
+        mine = {}
+        for v in sorted(active[i]):
+            whys = state.get((cells[i].cell_id, v))
+            if whys is None:
+                mine[v] = f"no aimed comparison uses it: stopped at min-repetitions ({min_r})"
+            elif all(whys):
+                mine[v] = f"every aimed comparison it is a side of is done after {rnd} rounds: {'; '.join(whys)}"
+            elif rnd >= max_r:
+                mine[v] = f"max-repetitions ({max_r}) reached"
+        if mine:
+            out[i] = mine
+    return out
+
+
 def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tuple]], rnd: int, min_r: int,
-          max_r: int) -> dict[int, dict[tuple, str]]:
+          max_r: int, aim: list[dict] | None = None) -> dict[int, dict[tuple, str]]:
     """The variants of the active cells (cell index -> variants still measured) that stop after round `rnd`, with
-    the reason recorded for each."""
+    the reason recorded for each. With `aim` (sweep/aim.py) a cell's variant stops on the aimed comparisons it is a
+    side of instead of on its comparison with the host."""
     if rnd < min_r:
         return {}
     base = baselines(cells)
     out: dict[int, dict[tuple, str]] = {}
+    aimed = _aimed(cells, docs_by_cell, active, rnd, min_r, max_r, aim) if aim else None
     for i in sorted(active):
         if cells[i].cni_info.is_host or not active[i]:
+            continue
+        if aimed is not None:
+            if aimed.get(i):
+                out[i] = aimed[i]
             continue
         if base[i] is None:
             out[i] = {v: f"no host baseline in the sweep: stopped at min-repetitions ({min_r})" for v in active[i]}
@@ -169,8 +215,10 @@ def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tupl
             needed.setdefault(base[j], set()).update(active[j] - set(out.get(j, {})))
     for i in sorted(active):  # a host baseline measures a variant while a cell still needs it
         if cells[i].cni_info.is_host:
+            own = (aimed or {}).get(i, {}) if aimed is not None else None  # and while its aimed comparisons do
             done = {v: (f"every cell compared with it stopped this variant after {rnd} rounds" if rnd < max_r else
-                        f"max-repetitions ({max_r}) reached") for v in active[i] if v not in needed.get(i, set())}
+                        f"max-repetitions ({max_r}) reached") for v in active[i] if v not in needed.get(i, set())
+                    and (own is None or v in own)}
             if done:
                 out[i] = done
     return out

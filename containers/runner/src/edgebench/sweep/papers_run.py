@@ -9,14 +9,18 @@ the budget left, in proportion to its planned runs (`time-budget`), under a swee
 (`papers-<preset>`): run again, stored runs are never measured twice, and a preset whose claims are all decided by
 then is not run at all. After each preset the warehouse is rebuilt and the scorecard read again.
 
-What it does not do yet: stop a variant when the claims that use it are decided (the adaptive rule judges a variant
-against its host, which most claims' sides are not), and run the cluster presets (`argo submit` on a lab).
+Where every claim a preset serves can be judged on the runs themselves (sweep/aim.py: a per-run metric, subjects
+and filters a run holds), the sweep aims at those claims (`aim`): a variant stops once every claim comparison it is a
+side of is decided or cannot be, and one that no claim uses stops at min-repetitions; otherwise (a claim on a metric
+the marts derive, such as an efficiency) the variants stop on their comparison with the host. What it does not do
+yet: run the cluster presets (`argo submit` on a lab).
 Everything that touches the machine is injected (run_sweep, rebuild, read_rows), so the plan and the loop are
 tested offline.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgebench.results.report import scorecard
+from edgebench.sweep import aim
 
 MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
 
@@ -38,6 +43,11 @@ class PresetTask:
     @property
     def papers(self) -> list[str]:
         return sorted({p for p, _ in self.claims})
+
+    def aim(self, rows: dict[tuple[str, str], dict]) -> list[dict] | None:
+        """The claims as aimed comparisons (sweep/aim.py), or None when one of them cannot be judged on runs."""
+        items = [aim.from_claim(rows.get(key, {})) for key in self.claims]
+        return None if not items or any(i is None for i in items) else items
 
     @property
     def sweep_id(self) -> str:
@@ -78,7 +88,8 @@ def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | Non
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
         run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
         still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
-        max_repetitions: int = 6, clock: Callable[[], float] = time.monotonic) -> list[dict]:
+        max_repetitions: int = 6, clock: Callable[[], float] = time.monotonic,
+        claims: dict[tuple[str, str], dict] | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
     nothing left to decide, `no budget`) and its time budget and wall time in seconds."""
     t0 = clock()
@@ -102,9 +113,16 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
         log(f"papers: [{i + 1}/{len(tasks)}] seed {', '.join(task.papers)}: {task.preset} for {len(open_now)} "
             f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left; ETA the whole run "
             f"{(elapsed + left) / 60:.0f} min at the latest (sweep {task.sweep_id})")
+        params = {"repetitions": "auto", "max-repetitions": str(max_repetitions), "time-budget": str(int(share)),
+                  "sweep-id": task.sweep_id}
+        aimed = task.aim(claims or {})
+        if aimed:
+            params["aim"] = json.dumps(aimed, separators=(",", ":"))
+            log(f"papers: [{i + 1}/{len(tasks)}] aimed at its {len(aimed)} claim comparison(s)")
+        else:
+            log(f"papers: [{i + 1}/{len(tasks)}] a claim is judged on a derived metric: variants stop on the host")
         start = clock()
-        run_sweep(task, {"repetitions": "auto", "max-repetitions": str(max_repetitions),
-                         "time-budget": str(int(share)), "sweep-id": task.sweep_id})
+        run_sweep(task, params)
         rebuild()
         wall = clock() - start
         left_open = still_open(task)

@@ -132,7 +132,7 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
     for doc in [*prior, *report.results]:
         docs.setdefault(doc.get("cell_id"), []).append(doc)
     decisions = adaptive.stops(cells, docs, active, rnd, sweep.values["min-repetitions"],
-                               sweep.values["max-repetitions"])
+                               sweep.values["max-repetitions"], aim=sweep.values.get("aim"))
     nxt = sum(1 for j, t in plan[v + 1:] for rid in t  # the next round's runs of the variants still open
               if rep_of[rid] == rnd + 1 and variant_of[rid] not in decisions.get(j, {}))
     over = _over_budget(sweep, nxt, rnd, progress)
