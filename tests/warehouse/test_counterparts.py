@@ -80,6 +80,36 @@ def test_pair_multicast_against_unicast():
     assert got[0]["verdict"] in ("equivalent", "inconclusive") and got[0]["ours"] == pytest.approx(100 / 51)
 
 
+def _lat(cni, mode, us, ci, length=64, n=3):
+    return {**_dds("unicast", None, None, n=n, cni=cni, mode=mode, length=length), "dds_mode": "latency",
+            "datapath": f"{cni}-{mode}", "latency_p90_us": us, "latency_p90_ci95_us": ci}
+
+
+def test_pair_cni_mode_against_the_mode_the_paper_names():
+    """Seed 000's text on Fig. 5: one CNI mode against another; the form follows the paper's normalization."""
+    kr = _pub(paper="000", figure_ref="Fig. 5", label="Kube-Router", metric="latency_p90_us", cni="kube-router",
+              cni_mode="bgp", value=3, qualifier="about", baseline="flannel:host-gw",
+              normalization="latency reduction % vs baseline")
+    spec = C.spec_for(kr)
+    assert spec.vary == C.CNI_ENTRY
+    rows = [_lat("kube-router", "bgp", 97.0, 1.0), _lat("flannel", "host-gw", 100.0, 1.0),
+            _lat("flannel", "vxlan", 110.0, 1.0),
+            _lat("kube-router", "bgp", 50.0, 1.0, length=1024), _lat("flannel", "host-gw", 60.0, 1.0, length=1024)]
+    freed = frozenset({C.CNI_ENTRY}).union(*(g for g in papers.FREED_TOGETHER if C.CNI_ENTRY in g))
+    got = sorted(C.measured(spec, kr, rows, papers.GRAINS["cmp_dds_vs_host"], freed),
+                 key=lambda h: h["row"]["length_bytes"])
+    assert [(h["row"]["length_bytes"], h["against"]) for h in got] == [(64, "flannel:host-gw"),
+                                                                      (1024, "flannel:host-gw")]
+    assert got[0]["ours"] == pytest.approx(3.0) and got[1]["ours"] == pytest.approx(100 / 6)  # reductions
+    ci = V.welch_ci95(3, _sd(1.0, 3), 3, _sd(1.0, 3))
+    assert got[0]["verdict"] == V.decide(-3.0, ci, 3, 3, 100.0, False, 5.0)
+    weave = {**kr, "label": "WeaveNet", "cni": "weave", "cni_mode": "fastdp-1438", "baseline": "flannel:vxlan",
+             "normalization": "latency increase % vs baseline"}
+    rows.append(_lat("weave", "fastdp-1438", 121.0, 1.0))
+    (h,) = C.measured(spec, weave, rows, papers.GRAINS["cmp_dds_vs_host"], freed)
+    assert h["ours"] == pytest.approx(10.0) and h["against"] == "flannel:vxlan" and h["verdict"] == "worse"
+
+
 def _ic(tool, ms, ci, n=3, service="payload-echo", length=1000000, netem="edg20"):
     return {"substrate": "local", "cni": "flannel", "cni_mode": "vxlan", "intercluster": tool,
             "intercluster_tool": tool.split(":")[0], "intercluster_mode": tool.partition(":")[2], "service": service,

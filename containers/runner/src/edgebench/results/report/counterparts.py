@@ -6,7 +6,8 @@ A counterpart is one of two kinds, named per (paper, table or figure, metric, un
           payload), or one a fixed formula turns into it (seed 003's reduction % = 100 - efficiency % of the host;
           seed 004's reduction % = -(distribution - kubeadm) / kubeadm);
   pair    two rows of one mart that differ in one column only (`vary`), everything else in the mart's grain equal:
-          multicast against unicast (seed 002 Fig. 4), ClusterLink against Skupper (seed 001 Fig. 3). Our figure is
+          multicast against unicast (seed 002 Fig. 4), ClusterLink against Skupper (seed 001 Fig. 3), one CNI mode
+          against another (seed 000's text on Fig. 5: `vary` = CNI_ENTRY, the rows' cni:cni_mode). Our figure is
           the reduction %, increase % or ratio of left against right, its interval Welch's interval of left - right
           over the right mean, its verdict the one rule (results/report/verdict.py) on left - right.
 The published row's own columns narrow the match: cni and cni_mode (a row without a mode stands for every mode of
@@ -24,6 +25,10 @@ from typing import Callable
 
 from edgebench.results.report import verdict
 from edgebench.results.report.claim_compare import metric_family, norm, sd_of_ci95
+
+# a pair's sides as CNI modes: 'kube-router:bgp' against 'flannel:host-gw' (the left side is the published row's
+# cni and cni_mode, the right side its baseline)
+CNI_ENTRY = "cni_entry"
 
 # 'column' value formulas: mart row -> (value, half-width) in the paper's normalization
 Formula = Callable[[dict], tuple]
@@ -65,7 +70,8 @@ class Spec:
     right: tuple = ()                # pair kind: the right side's values ((): parsed from the published baseline)
     mean: str | None = None          # pair kind: the mean column of each side, and its half-width
     ci: str | None = None
-    form: str = "reduction"          # pair kind: reduction (1 - l/r) %, increase (l/r - 1) %, ratio l/r
+    form: str = "reduction"          # pair kind: reduction (1 - l/r) %, increase (l/r - 1) %, ratio l/r, or
+                                     # by-normalization: reduction where the paper's normalization says so, else increase
     cnis: tuple = ()                 # the CNIs a published row without one stands for
     join: tuple = ("cni", "cni_mode", "payload_bytes", "tuning_profile")  # the published columns that narrow it
     substrates: tuple = ()           # only these substrates ((): all)
@@ -118,6 +124,12 @@ SPECS: dict[tuple[str, str, str, str], Spec] = {
                                                                                "security": "none"},
         vary="transport", left=("multicast",), right=("unicast",), mean="latency_p50_us", ci="latency_p50_ci95_us",
         form="increase"),
+    # seed 000's text on Fig. 5: one CNI mode's p90 latency against another's (Kube-Router about 3 % better than
+    # Flannel host-gw below 1 KB; WeaveNet 4.3-12.9 % slower than Flannel VXLAN over the five payloads)
+    ("000", "Fig. 5", "latency_p90_us", "%"): Spec(
+        "cmp_dds_vs_host", "p90 latency reduction or increase % vs the other CNI mode",
+        {**_DDS_RELIABLE, "dds_mode": "latency"}, vary=CNI_ENTRY, mean="latency_p90_us", ci="latency_p90_ci95_us",
+        form="by-normalization", join=("payload_bytes",)),
     # seed 001: one inter-cluster tool against another, same function, payload and link conditions
     ("001", "Fig. 3", "response_time_ms", "%"): Spec(
         "cmp_intercluster_vs_none", "p50 response time reduction % vs the other tool",
@@ -216,7 +228,13 @@ def _baseline_values(text: str | None) -> list[str]:
 def _side_matches(row: dict, column: str, value: str) -> bool:
     if column == "intercluster":  # a tool by name stands for its every mode
         return value in (row.get("intercluster"), row.get("intercluster_tool"))
+    if column == CNI_ENTRY:
+        return _entry(row) == norm(value)
     return norm(row.get(column)) == norm(value)
+
+
+def _entry(row: dict) -> str:
+    return f"{norm(row.get('cni'))}:{norm(row.get('cni_mode'))}"
 
 
 def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], freed: frozenset[str]) -> list[dict]:
@@ -241,7 +259,10 @@ def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], free
             out.append({"substrate": r.get("substrate"), "ours": value, "ours_ci95": ci, "n_runs": n,
                         "host_n_runs": n_base, "verdict": v, "against": None, "row": r})
         return out
-    lefts = list(spec.left) or [p.get(spec.vary) or ""]
+    lefts = list(spec.left) or [_entry(p) if spec.vary == CNI_ENTRY else p.get(spec.vary) or ""]
+    form = spec.form
+    if form == "by-normalization":
+        form = "reduction" if "reduction" in (p.get("normalization") or "").lower() else "increase"
     rights = list(spec.right) or _baseline_values(p.get("baseline"))
     sides = [r for r in rows if keep(r) and (not spec.substrates or r.get("substrate") in spec.substrates)]
     key_cols = [c for c in grain if c not in freed]
@@ -256,7 +277,8 @@ def measured(spec: Spec, p: dict, rows: list[dict], grain: tuple[str, ...], free
         for lrows, rrows in groups.values():
             for lr in lrows:
                 for rr in rrows:
-                    out.append({**_pair(spec, lr, rr), "against": f"{spec.vary}={rr.get(spec.vary)}", "row": lr})
+                    against = _entry(rr) if spec.vary == CNI_ENTRY else f"{spec.vary}={rr.get(spec.vary)}"
+                    out.append({**_pair(spec, lr, rr, form), "against": against, "row": lr})
     return out
 
 
@@ -270,8 +292,9 @@ def _efficiency_verdict(spec: Spec, r: dict, ci, n, n_base) -> str:
     return verdict.decide(eff - 100.0, ci, n or 0, n_base or 0, 100.0, True, verdict.margin_pct("throughput"))
 
 
-def _pair(spec: Spec, lr: dict, rr: dict) -> dict:
-    """Left against right: our figure in the spec's form, its half-width and the one rule's verdict."""
+def _pair(spec: Spec, lr: dict, rr: dict, form: str) -> dict:
+    """Left against right: our figure in `form` (reduction, increase or ratio), its half-width and the one rule's
+    verdict."""
     lm, rm = lr[spec.mean], rr[spec.mean]
     nl, nr = int(lr.get("n_runs") or 0), int(rr.get("n_runs") or 0)
     lci, rci = lr.get(spec.ci), rr.get(spec.ci)
@@ -282,11 +305,11 @@ def _pair(spec: Spec, lr: dict, rr: dict) -> dict:
     v = verdict.decide(lm - rm, ci, nl, nr, rm, family == "throughput", verdict.margin_pct(family))
     if not rm:
         value = ci_out = None
-    elif spec.form == "ratio":
+    elif form == "ratio":
         value, ci_out = lm / rm, (None if ci is None else ci / abs(rm))
     else:
         rel = (lm - rm) / abs(rm) * 100
-        value = -rel if spec.form == "reduction" else rel
+        value = -rel if form == "reduction" else rel
         ci_out = None if ci is None else ci / abs(rm) * 100
     return {"substrate": lr.get("substrate"), "ours": value, "ours_ci95": ci_out, "n_runs": nl, "host_n_runs": nr,
             "verdict": v}
