@@ -3,7 +3,7 @@
 Each figure is a ratio (or a time) measured side by side in this run: this machine is noisy and absolute times mean
 little. A row that misses its target says so; the exit code is 0 whatever the rows say (2 for bad arguments).
 
-    python bench/run.py [--only fidelity,overhead,warehouse,portal] [--quick]
+    python bench/run.py [--only fidelity,overhead,ebpf,warehouse,portal] [--quick]
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the parts import ben
 
 from common import Row  # noqa: E402
 
-PARTS = ("fidelity", "overhead", "warehouse", "portal", "verdicts", "engine")
+PARTS = ("fidelity", "overhead", "ebpf", "warehouse", "portal", "verdicts", "engine")
 # opt-in: verdicts (two sweeps, ~10 min), engine (the e2e cluster up: make e2e-argo KEEP=1)
-DEFAULT = ("fidelity", "overhead", "warehouse", "portal")
+DEFAULT = ("fidelity", "overhead", "ebpf", "warehouse", "portal")
 REPO = Path(__file__).resolve().parents[1]
 
 
