@@ -794,6 +794,20 @@ def version_run(*, cni: str, cni_mode: str, version: str | None, version_source:
     return m, files
 
 
+def substrate_iperf3_runs(sides) -> list:
+    """iperf3 runs of a host and one CNI mode per substrate, 3 repetitions each (the emulation marts' input):
+    sides = [(substrate, distribution, host Mbit/s, the mode's share of it, (cni, mode, datapath))]; each run's
+    value is offset by its repetition so that the runs spread."""
+    runs = []
+    for substrate, distribution, host, share, (cni, mode, datapath) in sides:
+        for c, m, dp, value in (("host", "host", "host", host), (cni, mode, datapath, host * share)):
+            for rep in (1, 2, 3):
+                runs.append(version_run(cni=c, cni_mode=m, datapath=dp, version=None, version_source=None,
+                                        workload="iperf3", repetition=rep, minute=rep, substrate=substrate,
+                                        distribution=distribution, values={"throughput_mbps": value + rep}))
+    return runs
+
+
 def write_version_tree(root: Path, runs: list[tuple[dict, dict[str, bytes]]]) -> Path:
     """Lay version_run() results out like the bucket."""
     for m, files in runs:

@@ -155,16 +155,10 @@ def test_kind_is_a_real_lab_of_its_own_in_the_emulation_marts(tmp_path):
     import fixture_manifests as fx
     from edgebench.results import warehouse
 
-    runs = []
     # per substrate: the host's throughput and flannel's share of it
-    for substrate, distribution, host, share in (("local", "none", 1000.0, 0.80), ("kind", "kind", 900.0, 0.70),
-                                                 ("ssh", "kubeadm", 800.0, 0.50)):
-        for cni, mode, dp, value in (("host", "host", "host", host), ("flannel", "vxlan", "bridge-vxlan", host * share)):
-            for rep in (1, 2, 3):
-                runs.append(fx.version_run(cni=cni, cni_mode=mode, datapath=dp, version=None, version_source=None,
-                                           workload="iperf3", repetition=rep, minute=rep, substrate=substrate,
-                                           distribution=distribution,
-                                           values={"throughput_mbps": value + rep}))
+    flannel = ("flannel", "vxlan", "bridge-vxlan")
+    runs = fx.substrate_iperf3_runs([("local", "none", 1000.0, 0.80, flannel), ("kind", "kind", 900.0, 0.70, flannel),
+                                      ("ssh", "kubeadm", 800.0, 0.50, flannel)])
     root = fx.write_version_tree(tmp_path / "raw", runs)
     db = tmp_path / "warehouse.duckdb"
     warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)

@@ -7,14 +7,8 @@ from edgebench.results import warehouse
 
 
 def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
-    runs = []
-    for substrate, distribution, host, share, cilium_dp in (("local", "none", 1000.0, 0.70, "ebpf-vxlan"),
-                                                             ("ssh", "kubeadm", 800.0, 0.60, "ptp-vxlan")):
-        for cni, mode, dp, value in (("host", "host", "host", host), ("cilium", "vxlan", cilium_dp, host * share)):
-            for rep in (1, 2, 3):
-                runs.append(fx.version_run(cni=cni, cni_mode=mode, datapath=dp, version=None, version_source=None,
-                                           workload="iperf3", repetition=rep, minute=rep, substrate=substrate,
-                                           distribution=distribution, values={"throughput_mbps": value + rep}))
+    runs = fx.substrate_iperf3_runs([("local", "none", 1000.0, 0.70, ("cilium", "vxlan", "ebpf-vxlan")),
+                                      ("ssh", "kubeadm", 800.0, 0.60, ("cilium", "vxlan", "ptp-vxlan"))])
     root = fx.write_version_tree(tmp_path / "raw", runs)
     db = tmp_path / "warehouse.duckdb"
     warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
