@@ -101,8 +101,8 @@ def test_local_management_cluster_config_uses_the_image_built_here():
     assert [n["role"] for n in cfg["nodes"]].count("control-plane") == 1
     # the image's default CNI is flannel: kind must apply it (a disabled default CNI leaves the nodes NotReady)
     assert not cfg.get("networking", {}).get("disableDefaultCNI")
-    node_image_sh = (KIND / "node-image.sh").read_text()
-    assert cfg["nodes"][0]["image"].split(":")[-1] in node_image_sh  # the same Kubernetes version
+    node_image_py = (KIND / "node_image.py").read_text()
+    assert f'K8S_VERSION = "{cfg["nodes"][0]["image"].split(":")[-1]}"' in node_image_py  # the same Kubernetes version
 
 
 @pytest.mark.parametrize("args, rc", [([], 2), (["bogus"], 2), (["--help"], 0)])
