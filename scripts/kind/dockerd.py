@@ -27,6 +27,10 @@ import kindlib as kl  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CGROUP_PARENT = "/edgebench-docker"  # every container under /edgebench-docker in each hierarchy
+# dockerd and what it starts (containerd, the shims, which leave its process group; docker-proxy) in a cgroup of their
+# own, in a cgroup v1 hierarchy that tracks processes without controlling them: `down` kills what is left in it
+ENGINE_CGROUP = "/edgebench-docker-engine"
+ENGINE_HIERARCHIES = ("name=systemd", "pids")
 HOST_SYSCTLS = ("net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables")
 BRIDGE = re.compile(r"^(br-[0-9a-f]{12}|docker0)$")
 UP_TIMEOUT = 60     # s for `docker info` to answer after dockerd started
@@ -92,8 +96,8 @@ class Engine:
         return p is not None and kl.alive(p)
 
     def recorded_pids(self) -> list[int]:
-        """The managed containerd's and the shims' pids, from the pid files they keep in the exec root; each only
-        while its command line still names the exec root (a pid file can outlive its process)."""
+        """The managed containerd's pid (and a shim's, where it keeps one), from the pid files in the exec root;
+        each only while its command line still names the exec root (a pid file can outlive its process)."""
         files = [f"{self.run}/containerd/containerd.pid",
                  *glob.glob(f"{self.run}/containerd/daemon/io.containerd.runtime.v*.task/*/*/shim.pid")]
         pids = []
@@ -108,6 +112,10 @@ class Engine:
         killed by it)."""
         needle = f"{self.run}/containerd/containerd.sock"
         return sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and needle in kl.cmdline(int(p)))
+
+    def engine_cgroup(self) -> Path | None:
+        h = kl.cgroup_v1_hierarchy(ENGINE_HIERARCHIES)
+        return Path(f"{h}{ENGINE_CGROUP}") if h else None
 
     def cgroup_dirs(self) -> list[str]:
         return [m for _, m, t in kl.mounts() if t in ("cgroup", "cgroup2")]
@@ -200,11 +208,21 @@ class Engine:
             if (Path(h) / "cpuset.cpus").exists():
                 (child / "cpuset.cpus").write_text((Path(h) / "cpuset.cpus").read_text())
                 (child / "cpuset.mems").write_text((Path(h) / "cpuset.mems").read_text())
+        cg = self.engine_cgroup()
+        join = None
+        if cg is not None:
+            cg.mkdir(exist_ok=True)
+            procs = str(cg / "cgroup.procs")
+
+            def join() -> None:  # in the child, before exec: dockerd and all it starts are in the engine's cgroup
+                fd = os.open(procs, os.O_WRONLY)
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
         log(f"starting dockerd (data {self.data}, exec root {self.run}, socket {self.sock}; log {self.log_path})")
         # PATH: the package's binaries (dockerd, containerd, containerd-shim-runc-v2, runc, docker-proxy, docker-init)
         with open(self.log_path, "wb") as logf:
             proc = subprocess.Popen(["dockerd", "--config-file", str(cfg)], stdin=subprocess.DEVNULL, stdout=logf,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join,
                                     env={**os.environ, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         t0 = time.monotonic()
 
@@ -238,9 +256,23 @@ class Engine:
             p = self.pid()
             if p:  # dockerd leads its own process group (up started it with setsid): TERM it, then KILL the group
                 kl.stop(p, STOP_TIMEOUT, "dockerd", group=os.getpgid(p) == p if kl.alive(p) else False)
-        # the managed containerd and shims that outlived dockerd, by the pid files they keep in the exec root
+        # the managed containerd and shims that outlived dockerd: by the pid file containerd keeps in the exec root,
+        # and whatever is still in the engine's cgroup (the shims leave dockerd's process group)
         for p in self.recorded_pids():
             kl.signal_pid(p, signal.SIGKILL)
+        cg = self.engine_cgroup()
+        if cg is not None and cg.is_dir():
+            def engine_gone() -> bool:
+                pids = kl.cgroup_procs(cg)
+                for p in pids:
+                    kl.signal_pid(p, signal.SIGKILL)
+                return not pids
+
+            try:
+                kl.poll(engine_gone, CGROUP_TIMEOUT, f"the engine's processes in {cg} to die", interval=0.3)
+                cg.rmdir()
+            except (kl.Timeout, OSError) as e:
+                log(str(e))
         # processes still in the engine's cgroups (a node's systemd, kubelet, pods), then the cgroups, deepest first
         def emptied() -> bool:
             pids = self.cgroup_pids()
@@ -313,6 +345,9 @@ class Engine:
             if top.is_dir():
                 n = sum(len(Path(f).read_text().split()) for f in glob.glob(f"{top}/**/cgroup.procs", recursive=True))
                 lines.append(f"cgroup: {top} ({n} processes)")
+        cg = self.engine_cgroup()
+        if cg is not None and cg.is_dir():
+            lines.append(f"cgroup: {cg} ({len(kl.cgroup_procs(cg))} processes)")
         lines += [f"mount: {m}" for m in self.engine_mounts()]
         for line in kl.out(["ip", "-o", "link", "show"]).splitlines():
             parts = line.split(": ")

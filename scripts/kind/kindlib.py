@@ -195,6 +195,30 @@ def mounts(proc_mounts: str | None = None) -> list[tuple[str, str, str]]:
     return out
 
 
+def cgroup_v1_hierarchy(prefer: tuple[str, ...], proc_mounts: str | None = None) -> str | None:
+    """The mount point of the first cgroup v1 hierarchy of `prefer` (by its mount option: a controller such as
+    "pids", or a name such as "name=systemd") that is mounted; None where there is none (cgroup v2 only)."""
+    text = Path("/proc/mounts").read_text() if proc_mounts is None else proc_mounts
+    found = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[2] == "cgroup":
+            for opt in f[3].split(","):
+                found.setdefault(opt, f[1])
+    return next((found[p] for p in prefer if p in found), None)
+
+
+def cgroup_procs(top: Path) -> list[int]:
+    """The processes in the cgroup `top` and below it."""
+    pids: set[int] = set()
+    for procs in Path(top).glob("**/cgroup.procs"):
+        try:
+            pids.update(int(x) for x in procs.read_text().split())
+        except (OSError, ValueError):
+            pass
+    return sorted(pids)
+
+
 def under(path: str, roots: list[str]) -> bool:
     """Whether `path` starts with one of `roots` (as the bash scripts' awk index() == 1 did)."""
     return any(path.startswith(r) for r in roots)
