@@ -60,7 +60,7 @@ PRELOAD_TIMEOUT = 30  # s for the preload's containerd to answer
 # stay cached. A change to what goes into the image gets a new RECIPE (any new string) and, for the unit test that
 # guards it, the new RECIPE_FINGERPRINT (tests/unit/test_kind_scripts.py prints it).
 RECIPE = "63d9925906293ffb72faff751d68d3914d1d09d79b74cdd9f18a0874b46338b7"
-RECIPE_FINGERPRINT = "set-by-the-test"
+RECIPE_FINGERPRINT = "81a54f6790779faa"
 say = kl.Log("kind-node")
 
 
