@@ -209,20 +209,20 @@ class Engine:
                 (child / "cpuset.cpus").write_text((Path(h) / "cpuset.cpus").read_text())
                 (child / "cpuset.mems").write_text((Path(h) / "cpuset.mems").read_text())
         cg = self.engine_cgroup()
-        join = None
         if cg is not None:
             cg.mkdir(exist_ok=True)
-            procs = str(cg / "cgroup.procs")
+        procs = str(cg / "cgroup.procs") if cg is not None else None
 
-            def join() -> None:  # in the child, before exec: dockerd and all it starts are in the engine's cgroup
-                fd = os.open(procs, os.O_WRONLY)
-                os.write(fd, str(os.getpid()).encode())
-                os.close(fd)
+        def join() -> None:  # in the child, before exec: dockerd and all it starts are in the engine's cgroup
+            fd = os.open(procs, os.O_WRONLY)
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
         log(f"starting dockerd (data {self.data}, exec root {self.run}, socket {self.sock}; log {self.log_path})")
         # PATH: the package's binaries (dockerd, containerd, containerd-shim-runc-v2, runc, docker-proxy, docker-init)
         with open(self.log_path, "wb") as logf:
             proc = subprocess.Popen(["dockerd", "--config-file", str(cfg)], stdin=subprocess.DEVNULL, stdout=logf,
-                                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=join,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=join if procs else None,
                                     env={**os.environ, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         t0 = time.monotonic()
 
@@ -380,7 +380,8 @@ def rule_numbers(listing: str, pool_prefix: str) -> list[int]:
     nums = []
     for line in listing.splitlines():
         f = line.split()
-        if len(f) >= 2 and f[0].isdigit() and (f[1].startswith("DOCKER") or (f[1] == "MASQUERADE" and pool_prefix in line)):
+        if len(f) >= 2 and f[0].isdigit() and (f[1].startswith("DOCKER")
+                                               or (f[1] == "MASQUERADE" and pool_prefix in line)):
             nums.append(int(f[0]))
     return nums
 

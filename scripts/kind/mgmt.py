@@ -12,7 +12,6 @@ Environment: CLUSTER (edgebench), KIND_CONFIG, SWEEP, PY, PURGE, EDGEBENCH_E2E, 
 State: /var/lib/edgebench-kind-mgmt (state.json: what up changed on the host; up-times; kubeconfig)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -40,7 +39,8 @@ log = kl.Log("mgmt")
 
 def _legacy_state(d: Path) -> dict:
     """The bash script's marker files: started-engine, made-lib-modules, one file per sysctl."""
-    got: dict = {"started_engine": (d / "started-engine").exists(), "made_lib_modules": (d / "made-lib-modules").exists()}
+    got: dict = {"started_engine": (d / "started-engine").exists(),
+                 "made_lib_modules": (d / "made-lib-modules").exists()}
     saved = {}
     for s in INOTIFY:
         try:

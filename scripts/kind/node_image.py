@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -60,7 +59,7 @@ PRELOAD_TIMEOUT = 30  # s for the preload's containerd to answer
 # stay cached. A change to what goes into the image gets a new RECIPE (any new string) and, for the unit test that
 # guards it, the new RECIPE_FINGERPRINT (tests/unit/test_kind_scripts.py prints it).
 RECIPE = "63d9925906293ffb72faff751d68d3914d1d09d79b74cdd9f18a0874b46338b7"
-RECIPE_FINGERPRINT = "81a54f6790779faa"
+RECIPE_FINGERPRINT = "98614c86973f5320"
 say = kl.Log("kind-node")
 
 
@@ -279,8 +278,8 @@ class Build:
         put([files / "etc/crictl.yaml"], "etc", 0o644)
         put([files / "etc/default/kubelet"], "etc/default", 0o644)
         put(sorted((files / "etc/sysctl.d").iterdir()), "etc/sysctl.d", 0o644)
-        put(sorted([*(files / "etc/systemd/system").glob("*.service"), *(files / "etc/systemd/system").glob("*.slice")]),
-            "etc/systemd/system", 0o644)
+        units = files / "etc/systemd/system"
+        put(sorted([*units.glob("*.service"), *units.glob("*.slice")]), "etc/systemd/system", 0o644)
         put(sorted((files / "etc/systemd/system/kubelet.service.d").iterdir()), "etc/systemd/system/kubelet.service.d",
             0o644)
         (root / "etc/containerd/config.toml").write_text(containerd_config((files / "etc/containerd/config.toml")

@@ -232,9 +232,10 @@ def test_node_image_key_without_the_inputs_names_them_and_exits_2(tmp_path):
 
 
 def test_recipe_is_the_bash_script_s_hash_and_changes_with_the_recipe():
-    if shutil.which("git") and subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", "81cbba9:scripts/kind/node-image.sh"],
+    old_sh = "81cbba9:scripts/kind/node-image.sh"
+    if shutil.which("git") and subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", old_sh],
                                               capture_output=True).returncode == 0:
-        old = subprocess.run(["git", "-C", str(REPO), "show", "81cbba9:scripts/kind/node-image.sh"],
+        old = subprocess.run(["git", "-C", str(REPO), "show", old_sh],
                              capture_output=True, check=True).stdout
         assert hashlib.sha256(old).hexdigest() == node_image.RECIPE
     got = node_image.recipe_fingerprint()
@@ -272,7 +273,8 @@ def test_containerd_config_edit_is_the_bash_script_s():
         bash = subprocess.run(
             ["bash", "-c", r"""awk '/^\[proxy_plugins/ {skip = 1; next} /^\[/ && !/^\[proxy_plugins/ {skip = 0} !skip' \
               | sed -e 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' \
-                    -e 's/^\(\s*\)SystemdCgroup = true/\1SystemdCgroup = true\n\1BinaryName = "\/usr\/local\/sbin\/runc-capdrop"/'"""],
+                    -e 's/^\(\s*\)SystemdCgroup = true/\1SystemdCgroup = true\n"""
+                    r"""\1BinaryName = "\/usr\/local\/sbin\/runc-capdrop"/'"""],
             input=KIND_TOML, capture_output=True, text=True, check=True).stdout
         assert got == bash
 
