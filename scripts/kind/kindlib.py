@@ -278,6 +278,15 @@ def out(argv: list[str], check: bool = False, **kw: Any) -> str:
     return p.stdout if p.returncode == 0 else ""
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, `kill`) ends the program through its `finally` clauses and `with` blocks: the chroot's
+    mounts unmounted, a containerd it started stopped, the lock's pid note removed."""
+    def term(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, term)
+
+
 # ------------------------------------------------------------------------------------------------ sub-commands
 class Command:
     def __init__(self, func: Callable[..., Any], usage: str, summary: str, args: bool = False):
@@ -316,6 +325,7 @@ def main(prog: str, prefix: str, doc: str, commands: dict[str, Command], argv: l
     if rest and not cmd.args:
         print(f"{prefix}: error: {name} takes no arguments (got {' '.join(rest)})", file=sys.stderr)
         return 2
+    exit_on_sigterm()
     try:
         rc = cmd.func(*rest) if cmd.args else cmd.func()
     except Fail as e:

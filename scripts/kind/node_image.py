@@ -438,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv in (["-h"], ["--help"]):
         print(__doc__.strip())
         return 0
+    kl.exit_on_sigterm()
     try:
         if argv == ["key"]:
             Build().print_key()

@@ -365,3 +365,15 @@ def test_mgmt_reads_its_environment(tmp_path):
     with pytest.raises(kl.Fail, match="^no kind cluster c1: make up$"):
         m.need_cluster()
     assert not (tmp_path / "t").exists() and not (tmp_path / "state").exists()
+
+
+def test_sigterm_runs_the_cleanup(tmp_path):
+    """A program killed with SIGTERM leaves through its finally clauses (the chroot's mounts, the lock's note)."""
+    marker = tmp_path / "cleaned"
+    prog = (f"import sys, time; sys.path.insert(0, {str(KIND)!r}); import kindlib as kl\n"
+            "kl.exit_on_sigterm()\n"
+            f"try:\n    print('ready', flush=True); time.sleep(60)\nfinally:\n    open({str(marker)!r}, 'w').close()\n")
+    p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.terminate()
+    assert p.wait(timeout=10) == 143 and marker.exists()
