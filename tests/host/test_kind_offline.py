@@ -252,7 +252,8 @@ def test_kind_runs_sample_the_machine_s_cpu_for_the_headroom_gate(tmp_path, monk
 @pytest.mark.skipif(os.geteuid() != 0, reason="mgmt.sh up/down need root")
 def test_a_second_up_or_down_stops_with_the_holder_instead_of_touching_the_first(tmp_path):
     # the first `up` holds the lock (here: a process of the test); a second `down` must not stop its engine
-    holder = subprocess.Popen(["flock", "/run/edgebench-kind-mgmt.lock", "sleep", "30"])
+    # its own process group: flock(1) hands the lock to its `sleep`, which must go with it
+    holder = subprocess.Popen(["flock", "/run/edgebench-kind-mgmt.lock", "sleep", "30"], start_new_session=True)
     try:
         time.sleep(0.5)
         state = Path("/var/lib/edgebench-kind-mgmt")
@@ -263,5 +264,5 @@ def test_a_second_up_or_down_stops_with_the_holder_instead_of_touching_the_first
             assert "another mgmt.sh up/down runs" in p.stderr and len(p.stderr.strip().splitlines()) == 1
         assert state.exists() == before
     finally:
-        holder.kill()
+        os.killpg(holder.pid, 9)
         holder.wait()
