@@ -101,8 +101,8 @@ def test_local_management_cluster_config_uses_the_image_built_here():
     assert [n["role"] for n in cfg["nodes"]].count("control-plane") == 1
     # the image's default CNI is flannel: kind must apply it (a disabled default CNI leaves the nodes NotReady)
     assert not cfg.get("networking", {}).get("disableDefaultCNI")
-    node_image_sh = (KIND / "node-image.sh").read_text()
-    assert cfg["nodes"][0]["image"].split(":")[-1] in node_image_sh  # the same Kubernetes version
+    node_image_py = (KIND / "node_image.py").read_text()
+    assert f'K8S_VERSION = "{cfg["nodes"][0]["image"].split(":")[-1]}"' in node_image_py  # the same Kubernetes version
 
 
 @pytest.mark.parametrize("args, rc", [([], 2), (["bogus"], 2), (["--help"], 0)])
@@ -246,7 +246,8 @@ def test_kind_runs_sample_the_machine_s_cpu_for_the_headroom_gate(tmp_path, monk
 @pytest.mark.skipif(os.geteuid() != 0, reason="mgmt.sh up/down need root")
 def test_a_second_up_or_down_stops_with_the_holder_instead_of_touching_the_first(tmp_path):
     # the first `up` holds the lock (here: a process of the test); a second `down` must not stop its engine
-    holder = subprocess.Popen(["flock", "/run/edgebench-kind-mgmt.lock", "sleep", "30"])
+    # its own process group: flock(1) hands the lock to its `sleep`, which must go with it
+    holder = subprocess.Popen(["flock", "/run/edgebench-kind-mgmt.lock", "sleep", "30"], start_new_session=True)
     try:
         time.sleep(0.5)
         state = Path("/var/lib/edgebench-kind-mgmt")
@@ -257,5 +258,5 @@ def test_a_second_up_or_down_stops_with_the_holder_instead_of_touching_the_first
             assert "another mgmt.sh up/down runs" in p.stderr and len(p.stderr.strip().splitlines()) == 1
         assert state.exists() == before
     finally:
-        holder.kill()
+        os.killpg(holder.pid, 9)
         holder.wait()

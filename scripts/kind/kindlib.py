@@ -1,0 +1,337 @@
+"""What scripts/kind's three programs (dockerd.py, mgmt.py, node_image.py) share: errors with an exit code, a poll
+with a deadline, the lock of one `up`/`down` at a time, a small JSON state file, process groups and /proc readers,
+and the sub-command dispatcher behind each program's `--help`. Stdlib only: it runs as root under the system Python.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class Fail(Exception):
+    """A one-line error; the program prints `PREFIX: error: MESSAGE` and exits with `code`.
+    2: bad input or a missing prerequisite (nothing was changed); 1: a step failed."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+class Log:
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def __call__(self, msg: str) -> None:
+        print(f"{self.prefix}: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ polls
+class Timeout(Fail):
+    pass
+
+
+def poll(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.5,
+         clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Call `check` until it returns something truthy (returned) or `timeout` seconds passed (Timeout: `WHAT: not
+    within N s`). `check` may raise Fail to stop early (e.g. the process it waits for exited). At least one call."""
+    deadline = clock() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        left = deadline - clock()
+        if left <= 0:
+            raise Timeout(f"{what}: not within {timeout:g} s")
+        sleep(min(interval, left))
+
+
+# ------------------------------------------------------------------------------------------------ the lock
+class Lock:
+    """An exclusive flock(2) on `path` (the same lock as flock(1) takes), with a note of the holder's pid at
+    `path.pid`. Not inherited by children (Python's descriptors are close-on-exec)."""
+
+    def __init__(self, path: Path, busy: str):
+        self.path, self.busy, self.fd = Path(path), busy, None
+        self.note = Path(f"{path}.pid")
+
+    def acquire(self) -> "Lock":
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            try:
+                holder = self.note.read_text().strip() or "?"
+            except OSError:
+                holder = "?"
+            raise Fail(self.busy.format(pid=holder), 2) from None
+        self.fd = fd
+        self.note.write_text(f"{os.getpid()}\n")
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.note.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+# ------------------------------------------------------------------------------------------------ state
+class State:
+    """One small JSON file of what a program changed and must undo (written whole, by rename). `legacy(dir)`
+    reads what the bash scripts left as one file per item, so a `down` after an upgrade still undoes an `up` of
+    before."""
+
+    def __init__(self, path: Path, legacy: Callable[[Path], dict] | None = None):
+        self.path, self.legacy = Path(path), legacy
+
+    def load(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return self.legacy(self.path.parent) if self.legacy and self.path.parent.is_dir() else {}
+        except ValueError as e:
+            raise Fail(f"{self.path}: not JSON ({e}): remove it after checking what it says") from None
+
+    def save(self, data: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, self.path)
+
+    def update(self, **items: Any) -> dict:
+        data = self.load()
+        data.update(items)
+        self.save(data)
+        return data
+
+
+# ------------------------------------------------------------------------------------------------ processes
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is gone for our purposes
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def signal_pid(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """A signal to every process of the group `pgid` (one that this program started with start_new_session)."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop(pid: int, timeout: float, what: str, group: bool = False) -> None:
+    """SIGTERM, wait up to `timeout` s for the process to end, then SIGKILL (the whole group if `group`)."""
+    send = signal_group if group else signal_pid
+    send(pid, signal.SIGTERM)
+    try:
+        poll(lambda: not alive(pid), timeout, f"{what} (pid {pid}) to end after SIGTERM", interval=0.25)
+    except Timeout:
+        pass
+    send(pid, signal.SIGKILL)
+    if group:
+        signal_pid(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------------------ the machine
+def mounts(proc_mounts: str | None = None) -> list[tuple[str, str, str]]:
+    """(source, mount point, type) of /proc/mounts, in mount order."""
+    text = Path("/proc/mounts").read_text() if proc_mounts is None else proc_mounts
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 3:
+            out.append((f[0], f[1].replace("\\040", " "), f[2]))
+    return out
+
+
+def cgroup_v1_hierarchy(prefer: tuple[str, ...], proc_mounts: str | None = None) -> str | None:
+    """The mount point of the first cgroup v1 hierarchy of `prefer` (by its mount option: a controller such as
+    "pids", or a name such as "name=systemd") that is mounted; None where there is none (cgroup v2 only)."""
+    text = Path("/proc/mounts").read_text() if proc_mounts is None else proc_mounts
+    found = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[2] == "cgroup":
+            for opt in f[3].split(","):
+                found.setdefault(opt, f[1])
+    return next((found[p] for p in prefer if p in found), None)
+
+
+def cgroup_procs(top: Path) -> list[int]:
+    """The processes in the cgroup `top` and below it."""
+    pids: set[int] = set()
+    for procs in Path(top).glob("**/cgroup.procs"):
+        try:
+            pids.update(int(x) for x in procs.read_text().split())
+        except (OSError, ValueError):
+            pass
+    return sorted(pids)
+
+
+def under(path: str, roots: list[str]) -> bool:
+    """Whether `path` starts with one of `roots` (as the bash scripts' awk index() == 1 did)."""
+    return any(path.startswith(r) for r in roots)
+
+
+def sysctl_path(name: str) -> Path:
+    return Path("/proc/sys") / name.replace(".", "/")
+
+
+def sysctl_get(name: str) -> str | None:
+    try:
+        return sysctl_path(name).read_text().strip()
+    except OSError:
+        return None
+
+
+def sysctl_set(name: str, value: str) -> None:
+    sysctl_path(name).write_text(f"{value}\n")
+
+
+def need_root(why: str = "") -> None:
+    if os.geteuid() != 0:
+        raise Fail("needs root" + (f" ({why})" if why else ""), 2)
+
+
+def need_commands(names: list[str], hint: str = "") -> None:
+    for n in names:
+        if shutil.which(n) is None:
+            raise Fail(f"{n} is not installed{hint}", 2)
+
+
+def run(argv: list[str], quiet: bool = False, check: bool = True, fail: str | None = None, code: int = 1,
+        **kw: Any) -> subprocess.CompletedProcess:
+    """A command; its output goes where ours goes unless `quiet` (stdout dropped, as `>/dev/null`). A failure is
+    Fail(`fail` or `COMMAND failed (exit N)`)."""
+    if quiet and "stdout" not in kw and "capture_output" not in kw:
+        kw["stdout"] = subprocess.DEVNULL
+    try:
+        p = subprocess.run(argv, **kw)
+    except FileNotFoundError:
+        raise Fail(f"{argv[0]}: not found", 2) from None
+    if check and p.returncode:
+        raise Fail(fail or f"{' '.join(map(str, argv[:3]))} failed (exit {p.returncode})", code)
+    return p
+
+
+def out(argv: list[str], check: bool = False, **kw: Any) -> str:
+    """A command's stdout ('' if it failed and not `check`); stderr dropped."""
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, **kw)
+    except FileNotFoundError:
+        if check:
+            raise Fail(f"{argv[0]}: not found", 2) from None
+        return ""
+    if check and p.returncode:
+        raise Fail(f"{' '.join(map(str, argv[:3]))} failed (exit {p.returncode})")
+    return p.stdout if p.returncode == 0 else ""
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a timeout, `kill`) ends the program through its `finally` clauses and `with` blocks: the chroot's
+    mounts unmounted, a containerd it started stopped, the lock's pid note removed."""
+    def term(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, term)
+
+
+# ------------------------------------------------------------------------------------------------ sub-commands
+class Command:
+    def __init__(self, func: Callable[..., Any], usage: str, summary: str, args: bool = False):
+        self.func, self.usage, self.summary, self.args = func, usage, summary, args
+
+
+def help_text(prog: str, doc: str, commands: dict[str, Command]) -> str:
+    width = max(len(f"{prog} {c.usage}") for c in commands.values())
+    lines = [doc.strip(), "", "Commands:"]
+    for c in commands.values():
+        summary = textwrap.wrap(" ".join(c.summary.split()), max(40, 114 - width))
+        lines.append(f"  {f'{prog} {c.usage}':<{width}}  {summary[0]}")
+        lines += [f"  {'':<{width}}  {s}" for s in summary[1:]]
+    lines.append(f"  {f'{prog} COMMAND --help':<{width}}  what one command does")
+    return "\n".join(lines) + "\n"
+
+
+def main(prog: str, prefix: str, doc: str, commands: dict[str, Command], argv: list[str]) -> int:
+    """`PROG COMMAND [ARGS]`: no command or an unknown one prints the usage and exits 2; `--help` prints it and
+    exits 0; `COMMAND --help` says what COMMAND does. A Fail prints `PREFIX: error: ...` and exits with its code."""
+    if not argv:
+        sys.stderr.write(help_text(prog, doc, commands))
+        return 2
+    name, rest = argv[0], argv[1:]
+    if name in ("-h", "--help", "help"):
+        sys.stdout.write(help_text(prog, doc, commands))
+        return 0
+    cmd = commands.get(name)
+    if cmd is None:
+        print(f"{prefix}: error: unknown command {name!r}", file=sys.stderr)
+        sys.stderr.write(help_text(prog, doc, commands))
+        return 2
+    if rest[:1] in (["-h"], ["--help"]):
+        print(f"usage: {prog} {cmd.usage}\n\n" + textwrap.fill(" ".join(cmd.summary.split()), 114))
+        return 0
+    if rest and not cmd.args:
+        print(f"{prefix}: error: {name} takes no arguments (got {' '.join(rest)})", file=sys.stderr)
+        return 2
+    exit_on_sigterm()
+    try:
+        rc = cmd.func(*rest) if cmd.args else cmd.func()
+    except Fail as e:
+        print(f"{prefix}: error: {e}", file=sys.stderr, flush=True)
+        return e.code
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return 130
+    return int(rc or 0)
