@@ -11,7 +11,8 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import dbt_runner, warehouse
+from edgebench.results import warehouse
+from edgebench.results.warehouse import dbt_runner
 from edgebench.results.report.marts import summaries
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from edgebench.console import err, out
 from edgebench.results.report import sweep_status as st
-from edgebench.results.store import ResultStore
+from edgebench.results.records.store import ResultStore
 
 
 def register(app: typer.Typer) -> None:

@@ -20,8 +20,8 @@ from edgebench.plan import intercluster, netem, tuning
 from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.plan.spec import Sweep
-from edgebench.results.provenance import environment
-from edgebench.results.runstore import manifest, now, with_trigger, write_run
+from edgebench.results.records.provenance import environment
+from edgebench.results.records.runstore import manifest, now, with_trigger, write_run
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.clusters.install import node_steps
 from edgebench.sweep.sampling import sampler as _sampler

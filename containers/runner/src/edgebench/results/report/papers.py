@@ -33,7 +33,7 @@ from edgebench.results.report.claim_compare import (compare, metric_family, name
                                              substrate_limit, threshold as _threshold)
 from edgebench.results.report.claim_compare import norm as _norm
 from edgebench.results.report.marts.papers import mart_rows, published_claims, published_results
-from edgebench.results.store import repo_root
+from edgebench.results.records.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
 

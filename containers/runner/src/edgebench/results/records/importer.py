@@ -24,9 +24,9 @@ from typing import Any
 from edgebench import workloads
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
-from edgebench.results import parsing
-from edgebench.results.provenance import edgebench_commit
-from edgebench.results.runstore import now
+from edgebench.results.records import parsing
+from edgebench.results.records.provenance import edgebench_commit
+from edgebench.results.records.runstore import now
 
 SUBSTRATES = ("imported", "ssh", "kind")  # never `local`: that label means "measured on edgebench's testbed"
 CELL_LABELS = ("substrate", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile")

@@ -47,7 +47,7 @@ def edgebench_commit() -> str | None:
     `git rev-parse` of this checkout, "+dirty" when tracked files differ from it); None outside both."""
     if env := os.environ.get("EDGEBENCH_COMMIT"):
         return env
-    root = Path(__file__).resolve().parents[5]  # containers/runner/src/edgebench/results/ -> repository root
+    root = Path(__file__).resolve().parents[6]  # containers/runner/src/edgebench/results/records/ -> repository root
     try:
         head = sh.call(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.plan.dimensions import DIMENSIONS, Run
-from edgebench.results.provenance import environment
+from edgebench.results.records.provenance import environment
 
 
 def now() -> str:
