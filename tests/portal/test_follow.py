@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 import fixture_manifests as fx
 from data.common import eta_text, live_status
-from edgebench.results.warehouse import follow
 from edgebench.results.report.sweep_status import CellStatus, SweepStatus
+from edgebench.results.warehouse import follow
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)

@@ -12,8 +12,8 @@ import pytest
 
 import fixture_manifests as fx
 from edgebench.results import warehouse
-from edgebench.results.warehouse import dbt_runner
 from edgebench.results.report.marts import summaries
+from edgebench.results.warehouse import dbt_runner
 
 
 def q(path, sql, *params):

@@ -49,11 +49,11 @@ try:  # optional: the runner image carries no analytics extra (reading or buildi
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
-from edgebench.results.warehouse.dbt_runner import Dbt, DbtWorker
-from edgebench.results.warehouse.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, list_raw,
-                                         sql_string, sync_raw_cache)
-from edgebench.results.warehouse.replay import Plan, ReplayError, read_record
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
+from edgebench.results.warehouse.dbt_runner import Dbt, DbtWorker
+from edgebench.results.warehouse.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError,
+                                                   list_raw, sql_string, sync_raw_cache)
+from edgebench.results.warehouse.replay import Plan, ReplayError, read_record
 
 __all__ = ["DbtSlot", "NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
            "check_rule", "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash",

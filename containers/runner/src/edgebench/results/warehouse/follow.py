@@ -30,9 +30,9 @@ from typing import Any, Callable
 
 from edgebench import workloads
 from edgebench.errors import EdgebenchError
-from edgebench.results.warehouse import builder, raw_cache
-from edgebench.results.report import sweep_status
 from edgebench.results.records.store import ResultStore, S3Config
+from edgebench.results.report import sweep_status
+from edgebench.results.warehouse import builder, raw_cache
 
 Log = Callable[[str], None]
 
