@@ -9,9 +9,9 @@ import platform
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from edgebench import __version__, sh
+from edgebench.results.records.manifest import Environment
 from edgebench.workloads import REGISTRY
 
 
@@ -60,7 +60,7 @@ def edgebench_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-def environment(workload: str | None = None, netem_mechanism: str | None = None) -> dict[str, Any]:
+def environment(workload: str | None = None, netem_mechanism: str | None = None) -> Environment:
     """The run's environment: machine, kernel, edgebench's version and commit, and the versions of the tools that
     produced *this* run (the workload's tools and the link emulator in force)."""
     return {
