@@ -74,7 +74,7 @@ def sweep_once(quick: bool, profile: bool = False) -> dict:
     with throwaway_minio(work / "minio") as server:
         with scoped_env({**server["env"], "EDGEBENCH_STATE": str(work / "state")}):
             from edgebench.plan import spec
-            from edgebench.results.store import ResultStore
+            from edgebench.results.records.store import ResultStore
             from edgebench.sweep import phases, runner
             from edgebench.substrates.local.testbed import Testbed
 

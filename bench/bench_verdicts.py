@@ -45,7 +45,7 @@ AFTER = {"repetitions": "auto", "max-repetitions": "6", "duration": "3", "dds-du
 
 def _sweep(values: dict, sweep_id: str, duet: bool):
     from edgebench.plan import spec
-    from edgebench.results.store import ResultStore
+    from edgebench.results.records.store import ResultStore
     from edgebench.sweep import runner
     from edgebench.substrates.local.testbed import Testbed
 

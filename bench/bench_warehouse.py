@@ -119,7 +119,7 @@ def _agrees(rows: list, wh: Path) -> tuple[bool, str]:
 
 
 def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float | None, float | None, str]:
-    """`edgebench warehouse --follow` (results/follow.py) warm on the store: 10 runs are added, and two times are
+    """`edgebench warehouse --follow` (results/warehouse/follow.py) warm on the store: 10 runs are added, and two times are
     measured from then: until the live file the portal's overview reads lists all 10 (their headline figures, the
     `just_in` feed), and until the warehouse it swaps in holds them (their comparisons, at a page's next rerun)."""
     import json
@@ -127,7 +127,7 @@ def _follow_latency(raw: Path, wh: Path, timeout: float = 300.0) -> tuple[float 
 
     import duckdb
 
-    from edgebench.results import follow
+    from edgebench.results.warehouse import follow
 
     def count() -> int:
         with duckdb.connect(str(wh), read_only=True) as con:

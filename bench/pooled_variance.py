@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "containers" / "runner" / "src"))
+from edgebench.results.records.store import S3Config  # noqa: E402
 from edgebench.results.report import verdict as V  # noqa: E402
-from edgebench.results.store import S3Config  # noqa: E402
 
 # workload -> (the summary's metric, higher is better, unit)
 METRIC = {"http": ("response_p50_ms", False, "ms"), "dds": ("latency_p90_us", False, "us"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import altair as alt
 import duckdb
 
-from edgebench.results import follow
+from edgebench.results.warehouse import follow
 from edgebench.sweep.progress import duration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def baseline_scale(labels: list[str], baseline_label: str) -> alt.Scale:
 
 
 def live_status(path: Path, now: float | None = None) -> dict | None:
-    """What `edgebench warehouse --follow` last wrote next to the warehouse (results/follow.py: when it looked and
+    """What `edgebench warehouse --follow` last wrote next to the warehouse (results/warehouse/follow.py: when it looked and
     built, the sweeps in progress), if it is following now (written within three intervals, at least 10 s, and not
     its last word on dying)."""
     live = follow.live_path(path)

@@ -120,7 +120,7 @@ def minio_env(kube: Kube) -> dict[str, str]:
 
 def minio_client(env: dict[str, str]):
     """A MinIO client for the store minio_env names (results.store's own S3Config)."""
-    from edgebench.results.store import S3Config
+    from edgebench.results.records.store import S3Config
 
     return S3Config(env["EDGEBENCH_S3_ENDPOINT"], env["EDGEBENCH_S3_ACCESS_KEY"], env["EDGEBENCH_S3_SECRET_KEY"],
                     env["EDGEBENCH_BUCKET"]).client()

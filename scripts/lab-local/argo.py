@@ -90,7 +90,7 @@ def planned(params: dict[str, str], inventory: Path, file: Path = SWEEP) -> dict
 
 def collect(src_env: dict[str, str], sweep_id: str) -> tuple[dict, list[dict]]:
     """Copy the sweep's objects from the management cluster's MinIO into this machine's store; the manifests."""
-    from edgebench.results.store import S3Config
+    from edgebench.results.records.store import S3Config
 
     src = e2e.minio_client(src_env)
     dst_cfg = S3Config.from_env()

@@ -13,7 +13,7 @@ import pytest
 from edgebench.errors import SpecError
 from edgebench.plan import cells, dimensions, dimensions_dbt, spec
 from edgebench.plan.dimensions import DIMENSIONS, Cell, Dimension
-from edgebench.results.runstore import manifest
+from edgebench.results.records.runstore import manifest
 from edgebench.results.report import marts
 from edgebench.results.report.marts import iperf3
 
@@ -151,7 +151,7 @@ def test_cni_versions_rejects_bad_entries(bad):
 
 
 def test_the_requested_version_reaches_provider_and_manifest():
-    from edgebench.results.runstore import with_trigger
+    from edgebench.results.records.runstore import with_trigger
 
     sweep = _sweep(**{"cni-versions": '["v0.28.8","v0.28.9"]'})
     host, old, new = cells.expand(sweep)

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from minio import Minio
 
-from edgebench.results.store import ResultStore, S3Config, StoreError
+from edgebench.results.records.store import ResultStore, S3Config, StoreError
 from edgebench.substrates.local.testbed import Testbed
 
 ROOT = Path(__file__).resolve().parents[2]

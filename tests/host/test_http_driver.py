@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.results import parsing
+from edgebench.results.records import parsing
 from edgebench.drivers import http
 from edgebench.drivers.http import command as http_command
 from edgebench.drivers.http import run as http_run

@@ -460,7 +460,7 @@ def test_cells_command_reports_the_skip_and_refuses_a_one_cluster_inventory(tmp_
 
 
 def test_a_run_of_a_cell_that_never_connected_names_the_installed_tool():
-    from edgebench.results.runstore import manifest, now
+    from edgebench.results.records.runstore import manifest, now
 
     for substrate, implementation in (("ssh", "installed"), ("local", "kernel")):
         sweep = _sweep("submariner:vxlan", substrate=substrate)

@@ -23,7 +23,7 @@ from edgebench.results.report.marts import summaries
 from edgebench.cli import app
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, spec
-from edgebench.results.runstore import with_trigger
+from edgebench.results.records.runstore import with_trigger
 from edgebench.sweep import watch
 
 DATA = Path(__file__).parents[1] / "data" / "versions"
@@ -263,11 +263,12 @@ def test_measured_versions_from_the_warehouse(tmp_path, monkeypatch):
 
     import edgebench.results as package
     import edgebench.results.report as report_package
+    import edgebench.results.warehouse as warehouse_package
     from edgebench.results.report import marts as marts_package
 
     monkeypatch.setitem(sys.modules, "duckdb", None)
     for pkg, name in ((marts_package, "summaries"), (report_package, "marts"), (package, "warehouse"),
-                      (package, "raw_cache")):
+                      (warehouse_package, "builder"), (warehouse_package, "raw_cache")):
         monkeypatch.delitem(sys.modules, f"{pkg.__name__}.{name}")
         monkeypatch.setattr(pkg, name, getattr(pkg, name))  # restored with sys.modules by undo()
     fresh = importlib.import_module("edgebench.results.report.marts.summaries")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.results.store import S3Config
+from edgebench.results.records.store import S3Config
 from servers import throwaway_minio
 
 REPO = Path(__file__).resolve().parents[2]

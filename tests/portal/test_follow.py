@@ -1,4 +1,4 @@
-"""`edgebench warehouse --follow` (results/follow.py) and what the portal shows of it: the raw root's fingerprint, a
+"""`edgebench warehouse --follow` (results/warehouse/follow.py) and what the portal shows of it: the raw root's fingerprint, a
 sweep's progress and ETA, one follow loop over a local raw root, and the overview's progress bar from the live file."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 import fixture_manifests as fx
 from data.common import eta_text, live_status
-from edgebench.results import follow
 from edgebench.results.report.sweep_status import CellStatus, SweepStatus
+from edgebench.results.warehouse import follow
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
@@ -149,7 +149,7 @@ def test_a_store_outage_mid_build_is_ridden_out_and_the_next_look_builds(tmp_pat
     root = fx.write_tree(tmp_path / "raw", fx.iperf3_manifests())
     target = tmp_path / "wh" / "warehouse.duckdb"
     target.parent.mkdir()
-    real, calls, lines, written = follow.warehouse.build, [], [], []
+    real, calls, lines, written = follow.builder.build, [], [], []
     write = follow.write_live
     monkeypatch.setattr(follow, "write_live", lambda path, doc: (written.append(doc), write(path, doc)))
 
@@ -159,7 +159,7 @@ def test_a_store_outage_mid_build_is_ridden_out_and_the_next_look_builds(tmp_pat
             raise ConnectionError("Could not connect to the endpoint URL: http://127.0.0.1:9000/edgebench")
         return real(**kw)
 
-    monkeypatch.setattr(follow.warehouse, "build", build)
+    monkeypatch.setattr(follow.builder, "build", build)
     looks = []
     assert follow.follow(target, str(root), interval=0.2, log=lines.append,
                          stop=lambda: looks.append(1) or len(looks) > 3) == 1

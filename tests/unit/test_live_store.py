@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from edgebench.plan.cells import from_json, runs_for
-from edgebench.results.runstore import manifest, now
+from edgebench.results.records.runstore import manifest, now
 from edgebench.sweep import live_store
 from edgebench.sweep.phases import CellContext
 

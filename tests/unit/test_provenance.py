@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from edgebench import sh
-from edgebench.results import provenance
+from edgebench.results.records import provenance
 
 ROOT = Path(__file__).resolve().parents[2]
 

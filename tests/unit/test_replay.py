@@ -1,4 +1,4 @@
-"""results/replay.py without dbt: which recorded statements make a plan, and a failing plan changes nothing.
+"""results/warehouse/replay.py without dbt: which recorded statements make a plan, and a failing plan changes nothing.
 (A replayed refresh against a full dbt build: tests/warehouse/test_warehouse_incremental.py.)"""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import duckdb
 import pytest
 
-from edgebench.results import replay
+from edgebench.results.warehouse import replay
 
 COMMENT = '/* {"app": "dbt", "node_id": "model.edgebench.%s"} */\n'
 

@@ -148,7 +148,7 @@ def test_import_dry_run_of_a_dds_latency_output(tmp_path):
                      "--dry-run", env={"EDGEBENCH_STATE": str(tmp_path / "state")})
     assert proc.returncode == 0, proc.stderr
     assert "runs/imported-" in proc.stdout and "dds-samples.json" in proc.stdout
-    from edgebench.results import importer, parsing
+    from edgebench.results.records import importer, parsing
 
     record = parsing.parse_file("ddsperf", fixture("ddsperf-lat64-reliable-ping.log"))
     _, manifest, _ = importer.build_run("ddsperf", record, b"", importer.parse_labels([x for x in labels if x != "--label"]))

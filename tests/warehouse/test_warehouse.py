@@ -11,8 +11,9 @@ import duckdb
 import pytest
 
 import fixture_manifests as fx
-from edgebench.results import dbt_runner, warehouse
+from edgebench.results import warehouse
 from edgebench.results.report.marts import summaries
+from edgebench.results.warehouse import dbt_runner
 
 
 def q(path, sql, *params):

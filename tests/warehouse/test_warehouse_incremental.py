@@ -9,7 +9,8 @@ import time
 import duckdb
 
 import fixture_manifests as fx
-from edgebench.results import replay, warehouse
+from edgebench.results import warehouse
+from edgebench.results.warehouse import builder, replay
 
 
 def _tables(path) -> list[str]:
@@ -101,7 +102,7 @@ def test_changed_project_or_full_refresh_builds_from_scratch(tmp_path, monkeypat
     wh = tmp_path / "wh" / "warehouse.duckdb"
     assert warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True)["mode"] == "full"
     assert warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True, full_refresh=True)["mode"] == "full"
-    monkeypatch.setattr(warehouse, "project_hash", lambda project=None: "another project")
+    monkeypatch.setattr(builder, "project_hash", lambda project=None: "another project")
     assert warehouse.build(warehouse_path=wh, raw_root=str(root), quiet=True)["mode"] == "full"
 
 
@@ -116,7 +117,7 @@ def _checked(path) -> bool:
 def test_a_followers_refresh_runs_the_models_only_in_one_kept_dbt(tmp_path, monkeypatch):
     """checked=False with a DbtSlot (what `edgebench warehouse --follow` does while runs land): the same tables as
     a full build, without the data tests or seeds, in one dbt interpreter kept between builds and ended by stop();
-    the next refreshes replay the statements dbt ran for the models (results/replay.py), with the same result, and
+    the next refreshes replay the statements dbt ran for the models (results/warehouse/replay.py), with the same result, and
     one whose plan fails runs dbt instead; a full build is checked whatever was asked, and the check of the same
     data runs the tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

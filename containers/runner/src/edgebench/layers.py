@@ -7,7 +7,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("edgebench.plan",),  # what to run: catalog, parameters, cells, runs (pure, no side effect)
     ("edgebench.substrates",),  # where cells run: the local testbed, kind and ssh clusters
     ("edgebench.drivers", "edgebench.workloads"),  # how a run is measured: tool drivers and the workloads
-    ("edgebench.results",),  # manifests, the result store, parsing, the warehouse
+    ("edgebench.results.records",),  # a run's record: the typed manifest, run directories, the raw store, provenance
+    ("edgebench.results",),  # the warehouse built from the records (warehouse/) and reading it (report/)
     ("edgebench.sweep",),  # phases, the local runner, the version watch
     ("edgebench.cli",),  # the command line: the app (cli/__init__.py) and its sub-command modules
 )

@@ -20,7 +20,7 @@ from edgebench.plan.params import time_budget
 from edgebench.results import warehouse
 from edgebench.results.report import marts, papers, scorecard
 from edgebench.results.report.marts import papers as paper_marts
-from edgebench.results.store import ResultStore, repo_root
+from edgebench.results.records.store import ResultStore, repo_root
 from edgebench.sweep import holding, papers_run
 from edgebench.sweep.runner import run_local
 

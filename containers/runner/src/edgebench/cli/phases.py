@@ -17,7 +17,7 @@ from edgebench.console import out
 from edgebench.errors import SpecError
 from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import by_id, cell_json, from_json
-from edgebench.results.store import ResultStore, state_dir
+from edgebench.results.records.store import ResultStore, state_dir
 from edgebench.sweep import holding, live_store, phases as ph
 from edgebench.sweep.phases import PHASES
 

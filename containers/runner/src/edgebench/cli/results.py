@@ -9,8 +9,8 @@ from typing import List
 import typer
 
 from edgebench.plan import spec
-from edgebench.results import importer, parsing
-from edgebench.results.store import ResultStore
+from edgebench.results.records import importer, parsing
+from edgebench.results.records.store import ResultStore
 from edgebench.workloads import REGISTRY
 
 ROLE_HELP = ("ddsperf/perftest: the process's role when the output does not say it (ddsperf ping|pong|pub|sub, "

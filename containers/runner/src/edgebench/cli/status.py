@@ -10,8 +10,8 @@ import typer
 from rich.table import Table
 
 from edgebench.console import err, out
+from edgebench.results.records.store import ResultStore
 from edgebench.results.report import sweep_status as st
-from edgebench.results.store import ResultStore
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from edgebench.console import out
-from edgebench.results import follow as follow_mod
+from edgebench.results.warehouse import follow as follow_mod
 from edgebench.results.report.marts import summaries
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, describe
 from edgebench.results import warehouse as wh

@@ -20,8 +20,8 @@ from edgebench.plan import catalog as catalog_mod
 from edgebench.plan import dimensions_dbt
 from edgebench.plan import spec as spec_mod
 from edgebench.plan.cells import cell_item, cell_json, expand_checked, runs_for
-from edgebench.results.runstore import now
-from edgebench.results.store import ResultStore
+from edgebench.results.records.runstore import now
+from edgebench.results.records.store import ResultStore
 from edgebench.results.report.sweep_status import plan_record
 from edgebench.results.warehouse import analytics_dir
 from edgebench import sh

@@ -17,8 +17,8 @@ from edgebench.sweep.release_sources import http_fetch
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError, SpecError
 from edgebench.plan import spec as spec_mod
+from edgebench.results.records.store import ResultStore
 from edgebench.results.report.marts import summaries
-from edgebench.results.store import ResultStore
 from edgebench.sweep import watch as watch_mod
 from edgebench.sweep.runner import run_local
 from edgebench.sweep.watch import State, state_path

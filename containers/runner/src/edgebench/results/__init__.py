@@ -1,2 +1,3 @@
-"""Results: a run's record (runstore, provenance), the raw store (local spool, then MinIO), the warehouse (dbt on
-DuckDB), tool outputs made elsewhere (parsing, importer), and reading the warehouse (report/)."""
+"""Results, by direction: writing a run's record (records/: the typed run manifest, run directories, the raw store,
+provenance, tool outputs made elsewhere), building the warehouse from the raw store (warehouse/: dbt on DuckDB, the
+raw cache, the follower), and reading it (report/: one read API over the marts, verdicts, ranking, papers)."""

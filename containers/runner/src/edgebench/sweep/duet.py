@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from edgebench import sh, substrates
 from edgebench.plan.cells import runs_for
-from edgebench.results.store import state_dir
+from edgebench.results.records.store import state_dir
 from edgebench.substrates.local.testbed import Testbed, default_prefix
 from edgebench.sweep import adaptive, phases
 

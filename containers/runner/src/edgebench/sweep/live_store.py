@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from edgebench.plan.cells import Run
-from edgebench.results.store import ResultStore, S3Config, StoreError
+from edgebench.results.records.store import ResultStore, S3Config, StoreError
 
 # where cell-phase.yaml and collect-results.yaml mount ConfigMap artifact-repositories, and the key they read: the
 # ConfigMap's default (its annotation; tests/host/test_templates.py checks that they agree)

@@ -20,8 +20,9 @@ from edgebench.plan import intercluster, netem, tuning
 from edgebench.plan.cells import Cell, Run, runs_for
 from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.plan.spec import Sweep
-from edgebench.results.provenance import environment
-from edgebench.results.runstore import manifest, now, with_trigger, write_run
+from edgebench.results.records.manifest import RunManifest
+from edgebench.results.records.provenance import environment
+from edgebench.results.records.runstore import manifest, now, with_trigger, write_run
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.clusters.install import node_steps
 from edgebench.sweep.sampling import sampler as _sampler
@@ -68,7 +69,7 @@ class CellContext:
         return [r for r in runs_for(self.sweep, self.cell) if r.workload == workload
                 and (self.only is None or r.run_id in self.only)]
 
-    def store(self, run: Run, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+    def store(self, run: Run, doc: RunManifest, raw: dict[str, bytes]) -> None:
         # every manifest of a triggered rerun, and of a cell asking for a version
         doc = with_trigger(doc, self.sweep.values.get("trigger"), self.sweep.cni_version_requested(self.cell))
         write_run(self.run_dir(run), doc, raw)

@@ -18,9 +18,9 @@ from edgebench.sweep import adaptive, duet, phases
 from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
-from edgebench.results.runstore import now
+from edgebench.results.records.runstore import now
 from edgebench.plan.spec import Sweep
-from edgebench.results.store import BackgroundUploader, ResultStore, state_dir, statuses
+from edgebench.results.records.store import BackgroundUploader, ResultStore, state_dir, statuses
 from edgebench.results.report.sweep_status import plan_record
 from edgebench.substrates.local.testbed import Testbed, require_root
 

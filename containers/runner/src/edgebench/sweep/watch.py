@@ -23,8 +23,8 @@ from edgebench.sweep.release_sources import http_fetch
 from edgebench.errors import SpecError
 from edgebench.plan import spec
 from edgebench.plan.spec import Sweep
+from edgebench.results.records.store import state_dir
 from edgebench.results.report.marts import summaries
-from edgebench.results.store import state_dir
 
 STATE_FILE = "cni-versions.json"
 Log = Callable[[str], None]

@@ -31,9 +31,9 @@ from edgebench.plan.dimensions import DIMENSIONS, warehouse_columns
 from edgebench.results.report import counterparts
 from edgebench.results.report.claim_compare import (compare, metric_family, named_values, parse_subject,  # noqa: F401
                                              substrate_limit, threshold as _threshold)
+from edgebench.results.records.store import repo_root
 from edgebench.results.report.claim_compare import norm as _norm
 from edgebench.results.report.marts.papers import mart_rows, published_claims, published_results
-from edgebench.results.store import repo_root
 
 Fetch = Callable[[str, list], list[dict]]
 

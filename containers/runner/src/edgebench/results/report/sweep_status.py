@@ -16,7 +16,7 @@ from typing import Any
 
 from edgebench.errors import EdgebenchError
 from edgebench.plan.cells import from_json, runs_for
-from edgebench.results.store import ResultStore
+from edgebench.results.records.store import ResultStore
 
 STATUSES = ("ok", "failed", "unsupported")
 

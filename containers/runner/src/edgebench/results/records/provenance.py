@@ -9,9 +9,9 @@ import platform
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from edgebench import __version__, sh
+from edgebench.results.records.manifest import Environment
 from edgebench.workloads import REGISTRY
 
 
@@ -47,7 +47,7 @@ def edgebench_commit() -> str | None:
     `git rev-parse` of this checkout, "+dirty" when tracked files differ from it); None outside both."""
     if env := os.environ.get("EDGEBENCH_COMMIT"):
         return env
-    root = Path(__file__).resolve().parents[5]  # containers/runner/src/edgebench/results/ -> repository root
+    root = Path(__file__).resolve().parents[6]  # containers/runner/src/edgebench/results/records/ -> repository root
     try:
         head = sh.call(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
@@ -60,7 +60,7 @@ def edgebench_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-def environment(workload: str | None = None, netem_mechanism: str | None = None) -> dict[str, Any]:
+def environment(workload: str | None = None, netem_mechanism: str | None = None) -> Environment:
     """The run's environment: machine, kernel, edgebench's version and commit, and the versions of the tools that
     produced *this* run (the workload's tools and the link emulator in force)."""
     return {

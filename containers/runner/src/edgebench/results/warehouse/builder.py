@@ -49,14 +49,15 @@ try:  # optional: the runner image carries no analytics extra (reading or buildi
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
-from edgebench.results.dbt_runner import Dbt, DbtWorker
-from edgebench.results.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError, list_raw,
-                                         sql_string, sync_raw_cache)
-from edgebench.results.replay import Plan, ReplayError, read_record
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
+from edgebench.results.warehouse.dbt_runner import Dbt, DbtWorker
+from edgebench.results.warehouse.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError,
+                                                   list_raw, sql_string, sync_raw_cache)
+from edgebench.results.warehouse.replay import Plan, ReplayError, read_record
 
-__all__ = ["NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
-           "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash", "sync_raw_cache"]
+__all__ = ["DbtSlot", "NoResultsError", "RAW_CACHE_SCHEMA", "RAW_FILES", "WarehouseError", "analytics_dir", "build",
+           "check_rule", "default_raw_root", "default_warehouse_path", "ensure_httpfs", "list_raw", "project_hash",
+           "sync_raw_cache"]
 
 
 PARTIAL_PARSE = "partial_parse.msgpack"  # dbt's partial-parse state, kept beside the warehouse between builds
@@ -66,8 +67,8 @@ def analytics_dir() -> Path:
     """The dbt project: EDGEBENCH_ANALYTICS_DIR, else <repo>/analytics next to this source tree."""
     if env := os.environ.get("EDGEBENCH_ANALYTICS_DIR"):
         return Path(env).resolve()
-    # containers/runner/src/edgebench/results/warehouse.py -> parents[5] is the repository root
-    for candidate in (Path(__file__).resolve().parents[5] / "analytics", Path.cwd() / "analytics"):
+    # containers/runner/src/edgebench/results/warehouse/builder.py -> parents[6] is the repository root
+    for candidate in (Path(__file__).resolve().parents[6] / "analytics", Path.cwd() / "analytics"):
         if (candidate / "dbt_project.yml").is_file():
             return candidate
     raise WarehouseError("cannot find the dbt project analytics/; set EDGEBENCH_ANALYTICS_DIR")
@@ -253,7 +254,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
     threads; build_info.checked says so, and the follower checks the same data once the store is quiet. A full
     build is always checked. dbt_slot: keep dbt's interpreter and parsed project for the next build (DbtSlot), and
     the statements of its incremental builds: a later refresh of the same project runs them again without dbt
-    (results/replay.py; "replayed" in the result says so).
+    (results/warehouse/replay.py; "replayed" in the result says so).
     Raises NoResultsError when the raw root holds no manifest (an empty warehouse would only hide a wrong
     bucket/endpoint/root; the previous warehouse is kept), WarehouseError when dbt fails (with dbt's failing lines).
     """
@@ -313,7 +314,7 @@ def build(warehouse_path: str | os.PathLike | None = None, raw_root: str | None 
             plan = dbt_slot.plan if dbt_slot is not None and incremental and not checked else None
             replayed = False
             if plan is not None and plan.key == phash:  # a plan of another project is replaced by the next record
-                try:  # the statements dbt ran for the models of an earlier refresh (results/replay.py)
+                try:  # the statements dbt ran for the models of an earlier refresh (results/warehouse/replay.py)
                     plan.replay(tmp_db)
                     replayed = True
                 except ReplayError:

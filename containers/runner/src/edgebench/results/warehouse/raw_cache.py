@@ -1,4 +1,4 @@
-"""The warehouse's raw cache (schema edgebench_raw_cache, see warehouse.py's docstring) and its errors: list the raw
+"""The warehouse's raw cache (schema edgebench_raw_cache, see builder.py's docstring) and its errors: list the raw
 files under the raw root (names, sizes, times) and bring the cache in step with them, reading only what is new or
 changed."""
 
@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.store import S3Config
+from edgebench.results.records.store import S3Config
 
 
 class WarehouseError(EdgebenchError):

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from edgebench.errors import EdgebenchError
+from edgebench.results.records.manifest import RunManifest
 
 
 def repo_root() -> Path:
@@ -59,7 +60,7 @@ class S3Config:
         return Minio(url.netloc, access_key=self.access_key, secret_key=self.secret_key, secure=url.scheme == "https")
 
 
-def statuses(manifests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def statuses(manifests: dict[str, RunManifest]) -> dict[str, dict[str, Any]]:
     """run_id -> {status, attempt} of stored manifests (ResultStore.run_manifests)."""
     return {rid: {"status": doc.get("status", "unknown"), "attempt": int(doc.get("attempt", 1))}
             for rid, doc in manifests.items()}
@@ -88,7 +89,7 @@ class ResultStore:
             ) from None
 
     # writing ---------------------------------------------------------------------------------------
-    def put_run(self, prefix: str, manifest: dict[str, Any], raw: dict[str, bytes]) -> None:
+    def put_run(self, prefix: str, manifest: RunManifest, raw: dict[str, bytes]) -> None:
         """Spool raw files and the manifest (manifest last: its presence marks a complete run), then upload."""
         for name, data in raw.items():
             self._spool(prefix + name, data)
@@ -136,7 +137,7 @@ class ResultStore:
         return sent
 
     # reading ---------------------------------------------------------------------------------------
-    def run_manifests(self, sweep_id: str) -> dict[str, dict[str, Any]]:
+    def run_manifests(self, sweep_id: str) -> dict[str, RunManifest]:
         """run_id -> the manifest of every run already stored for this sweep."""
         out = {}
         for obj in self.client.list_objects(self.cfg.bucket, prefix=f"runs/{sweep_id}/", recursive=True):

@@ -1,5 +1,5 @@
-"""One run's record: its manifest (docs/results-layout.md) and its directory of raw files. Every writer of runs
-(the phases, `edgebench import`) builds manifests here and writes run directories here."""
+"""One run's record: its manifest (manifest.RunManifest, docs/results-layout.md) and its directory of raw files.
+Every writer of runs (the phases, `edgebench import`) builds manifests here and writes run directories here."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.plan.dimensions import DIMENSIONS, Run
-from edgebench.results.provenance import environment
+from edgebench.results.records.manifest import Environment, RunManifest, Trigger
+from edgebench.results.records.provenance import environment
 
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def write_run(directory: Path, doc: dict[str, Any], raw: dict[str, bytes]) -> None:
+def write_run(directory: Path, doc: RunManifest, raw: dict[str, bytes]) -> None:
     """Raw files first, the manifest last (atomically): a manifest marks a complete run."""
     directory.mkdir(parents=True, exist_ok=True)
     for name, data in raw.items():
@@ -28,8 +29,11 @@ def write_run(directory: Path, doc: dict[str, Any], raw: dict[str, bytes]) -> No
 
 def manifest(run: Run, status: str, started: str, *, error: str | None = None, metrics: dict | None = None,
              raw_files: list[str] | None = None, mtu: int | None = None, attempt: int = 1,
-             env: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
-             conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+             env: Environment | None = None, params: dict[str, Any] | None = None,
+             conditions: dict[str, Any] | None = None) -> RunManifest:
+    """The manifest of one run of the cell (its fields: manifest.RunManifest). `conditions` is what the substrate
+    read back for the cell (netem, tuning, validity, the inter-cluster tool, the service proxy, the dimensions'
+    details); only an inter-cluster tool it read nothing back of is described by what the cell asked for."""
     cell, cm, tool = run.cell, run.cell.cni_info, run.cell.intercluster_info
     detail = (conditions or {}).get("intercluster")
     if detail is None and not tool.is_none:  # nothing read back (e.g. the cell never connected): what was asked
@@ -81,8 +85,7 @@ def manifest(run: Run, status: str, started: str, *, error: str | None = None, m
     }
 
 
-def with_trigger(doc: dict[str, Any], trigger: dict[str, Any] | None, requested: str | None = None
-                 ) -> dict[str, Any]:
+def with_trigger(doc: RunManifest, trigger: Trigger | None, requested: str | None = None) -> RunManifest:
     """A manifest of a triggered rerun: the trigger {cni, new, previous, source, at} as its own object, and the
     version the cell asked for (`requested`: its cni-versions entry, Sweep.cni_version_requested; else the trigger's
     new one) as environment.cni_version_requested. What was asked, never claimed as installed: cni_version stays

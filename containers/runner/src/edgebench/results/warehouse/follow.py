@@ -1,11 +1,11 @@
 """`edgebench warehouse --follow`: keep the warehouse in step with a running sweep.
 
 Every `interval` seconds the raw root is listed (names, sizes and times only: raw_cache.list_raw). When anything
-changed since the last build, the warehouse is rebuilt incrementally (warehouse.build: only the new or changed raw
+changed since the last build, the warehouse is rebuilt incrementally (builder.build: only the new or changed raw
 files are read, the previous warehouse is swapped out atomically, so the portal never sees a half-built one). While
 runs land, a rebuild runs the models only (checked=False: no data tests, no seeds, 4 threads) in one dbt
-interpreter that keeps the parsed project between builds (warehouse.DbtSlot), and from the second refresh on the
-statements dbt ran for the models of the previous one are run again without dbt (results/replay.py: under 2 s
+interpreter that keeps the parsed project between builds (builder.DbtSlot), and from the second refresh on the
+statements dbt ran for the models of the previous one are run again without dbt (results/warehouse/replay.py: under 2 s
 where dbt took about 7 s); once nothing landed for CHECK_AFTER_S, the same data is built again with its data
 tests, and a failure is reported. Next to the warehouse it writes <warehouse>.live.json: when it last looked and
 built, and every sweep still in progress in the object store (its runs stored / planned, elapsed time and an ETA
@@ -30,9 +30,9 @@ from typing import Any, Callable
 
 from edgebench import workloads
 from edgebench.errors import EdgebenchError
-from edgebench.results import raw_cache, warehouse
+from edgebench.results.records.store import ResultStore, S3Config
 from edgebench.results.report import sweep_status
-from edgebench.results.store import ResultStore, S3Config
+from edgebench.results.warehouse import builder, raw_cache
 
 Log = Callable[[str], None]
 
@@ -128,13 +128,13 @@ def write_live(path: Path, doc: dict[str, Any]) -> None:
 def follow(warehouse_path: Path | None = None, raw_root: str | None = None, interval: float = 2.0,
            log: Log = print, stop: Callable[[], bool] = lambda: False, store: ResultStore | None = None) -> int:
     """Rebuild the warehouse whenever the raw root changes, until stop() (or Ctrl-C); returns the builds made."""
-    target = Path(warehouse_path or warehouse.default_warehouse_path())
-    root = raw_root or warehouse.default_raw_root()
+    target = Path(warehouse_path or builder.default_warehouse_path())
+    root = raw_root or builder.default_raw_root()
     remote = "://" in root
     store = store or (ResultStore() if remote else None)
     log(f"following {root}: looked at every {interval:g} s; the warehouse {target} is rebuilt when runs were stored "
         "(Ctrl-C stops)")
-    slot = warehouse.DbtSlot()  # one dbt interpreter, and the project it parsed, for all the builds
+    slot = builder.DbtSlot()  # one dbt interpreter, and the project it parsed, for all the builds
     died: Exception | None = None
     try:
         return _loop(target, root, interval, log, stop, store, slot)
@@ -152,7 +152,7 @@ def follow(warehouse_path: Path | None = None, raw_root: str | None = None, inte
 
 
 def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[], bool],
-          store: ResultStore | None, slot: "warehouse.DbtSlot") -> int:
+          store: ResultStore | None, slot: "builder.DbtSlot") -> int:
     last, builds, built_at, last_error = None, 0, None, None
     unchecked = False  # the warehouse swapped in last was built without its data tests (runs were landing)
     changed_at = time.monotonic()  # when the store last changed
@@ -195,7 +195,7 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
         if now_fp != last or check:
             try:
                 t0 = time.monotonic()
-                res = warehouse.build(warehouse_path=target, raw_root=root, quiet=True, checked=check,
+                res = builder.build(warehouse_path=target, raw_root=root, quiet=True, checked=check,
                                       dbt_slot=slot)
                 unchecked = not res["checked"]
                 builds, built_at, last_error = builds + 1, dt.datetime.now(dt.timezone.utc), None
@@ -208,7 +208,7 @@ def _loop(target: Path, root: str, interval: float, log: Log, stop: Callable[[],
                 last = now_fp
                 for row in just_in:
                     row["in_warehouse"] = True  # every run listed before the build started is in it
-            except warehouse.NoResultsError:
+            except builder.NoResultsError:
                 last = now_fp
             except EdgebenchError as exc:  # the build or its data tests failed: retried at the next change
                 last, last_error, unchecked = now_fp, str(exc).splitlines()[0], False

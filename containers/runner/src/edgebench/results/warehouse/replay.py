@@ -1,6 +1,6 @@
 """A follower's fast refresh: the SQL dbt ran for the models of one incremental build, run again.
 
-While runs land, `edgebench warehouse --follow` refreshes the models only (results/follow.py). Through dbt that takes
+While runs land, `edgebench warehouse --follow` refreshes the models only (results/warehouse/follow.py). Through dbt that takes
 about 7 s for the project's 44 models here, most of it dbt's own work per model (materialization, catalog lookups,
 one connection per thread on 2 cores) rather than DuckDB's; the same statements run one after another in one DuckDB
 connection take under 2 s. So the follower's dbt worker (dbt_runner.DbtWorker) records every statement dbt sends to
@@ -28,12 +28,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-try:  # optional, as in results/warehouse.py
+try:  # optional, as in results/warehouse/builder.py
     import duckdb
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
-from edgebench.results.raw_cache import WarehouseError
+from edgebench.results.warehouse.raw_cache import WarehouseError
 
 _COMMENT = re.compile(r"^\s*/\*.*?\*/\s*", re.S)  # dbt's query comment ({"app": "dbt", "node_id": ...})
 _NO_EFFECT = ("select", "begin", "commit", "rollback")  # catalog lookups and dbt's own transactions

@@ -1,4 +1,4 @@
-"""Running dbt for the warehouse build (results/warehouse.py): one invocation whose interpreter imports dbt ahead of
+"""Running dbt for the warehouse build (results/warehouse/builder.py): one invocation whose interpreter imports dbt ahead of
 its arguments (Dbt), or a worker that keeps one interpreter, and the project dbt parsed, across the builds of a
 follower (DbtWorker: `edgebench warehouse --follow`).
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from edgebench import sh
-from edgebench.results.raw_cache import WarehouseError
+from edgebench.results.warehouse.raw_cache import WarehouseError
 
 
 def _dbt_executable() -> str:
@@ -52,7 +52,7 @@ DONE = "\x1eedgebench-dbt-done "  # the worker's end-of-invocation line: DONE + 
 # by the first invocation is given to the next ones (dbtRunner(manifest=...)); after every invocation the adapter
 # drops its DuckDB environment, so no handle on a warehouse file outlives its build. With "record", every statement
 # dbt sent to DuckDB ([connection name, sql, bindings], in execution order) is written to that path as JSON when the
-# invocation succeeded: results/replay.py runs a refresh's model statements again.
+# invocation succeeded: results/warehouse/replay.py runs a refresh's model statements again.
 _WORKER = """\
 import json, os, sys, threading
 from dbt.cli.main import dbtRunner

@@ -24,9 +24,10 @@ from typing import Any
 from edgebench import workloads
 from edgebench.errors import SpecError
 from edgebench.plan import catalog
-from edgebench.results import parsing
-from edgebench.results.provenance import edgebench_commit
-from edgebench.results.runstore import now
+from edgebench.results.records import parsing
+from edgebench.results.records.manifest import RunManifest
+from edgebench.results.records.provenance import edgebench_commit
+from edgebench.results.records.runstore import now
 
 SUBSTRATES = ("imported", "ssh", "kind")  # never `local`: that label means "measured on edgebench's testbed"
 CELL_LABELS = ("substrate", "distribution", "cni", "cni_mode", "datapath", "netem_scenario", "tuning_profile")
@@ -86,7 +87,7 @@ def _digest(obj: Any) -> str:
 
 
 def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, str]
-              ) -> tuple[str, dict[str, Any], dict[str, bytes]]:
+              ) -> tuple[str, RunManifest, dict[str, bytes]]:
     """(key prefix, manifest, raw files) for one parsed file."""
     fmt, workload = workloads.tool_format(tool), workloads.for_tool(tool)
     metrics = record["metrics"]
@@ -115,7 +116,7 @@ def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, 
     if fmt.samples_name:
         raw[fmt.samples_name] = json.dumps(record["samples"], indent=1).encode()
     stamp = now()
-    manifest = {
+    manifest: RunManifest = {
         "schema_version": 1, "sweep_id": sweep_id, "cell_id": cell_id, "run_id": run_id,
         **cell, "workload": workload.name, **run, "params": params,
         "status": "ok", "error": None, "attempt": 1, "started_at": stamp, "finished_at": stamp,
@@ -131,7 +132,7 @@ def build_run(tool: str, record: dict[str, Any], data: bytes, labels: dict[str, 
 
 
 def prepare(tool: str, paths: list[Path], labels: dict[str, str], **options: Any
-            ) -> list[tuple[str, dict[str, Any], dict[str, bytes]]]:
+            ) -> list[tuple[str, RunManifest, dict[str, bytes]]]:
     """Every file parsed and turned into a run, or SpecError naming what is wrong (nothing stored)."""
     check_required(tool, labels)
     records, problems = parsing.parse_files(tool, paths, **options)
