@@ -345,7 +345,7 @@ def oci_image(lab: Lab, log: Log, name: str, ref: str, key: str, fill: Callable[
     run(["umoci", "rm", "--image", f"{layout}:{tag}"])   # the layout only stages: the archive is the artifact
     run(["umoci", "gc", "--layout", layout])
     os.replace(tmp, out)
-    keyfile.write_text(f"{key}\n")
+    write_text(keyfile, f"{key}\n")
     log(f"{lab.arch} image {ref} ({out.stat().st_size >> 20} MiB, {time.monotonic() - t0:.0f} s)")
     return True
 

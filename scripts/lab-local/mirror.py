@@ -87,6 +87,33 @@ class Mirror:
             text += Path(f"{self.base}/.stamp").read_text()
         return ll.key16(text)
 
+    def image_specs(self, pause: str) -> list[tuple[str, str, str, list[tuple[str, str]], str | None]]:
+        """The images `build` makes: (name, reference, base, [(source, path in the image)], entrypoint)."""
+        kb, b = self.lab.k8s_bin, self.lab.bin
+        conf = (f"{b}/flannel-install-conf", "/opt/bin/install-conf")
+        return [
+            ("pause", "registry.k8s.io/pause:3.10", "static", [(pause, "/pause")], "/pause"),
+            ("etcd", "registry.k8s.io/etcd:3.5.21-0", "static", [(f"{b}/etcd", "/usr/local/bin/etcd")], None),
+            ("coredns", "registry.k8s.io/coredns/coredns:v1.12.0", "static", [(f"{b}/coredns", "/coredns")],
+             "/coredns"),
+            *[(c, f"registry.k8s.io/{c}:{ll.K8S_VERSION}", "static", [(f"{kb}/{c}", f"/usr/local/bin/{c}")], None)
+              for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")],
+            ("kube-proxy", f"registry.k8s.io/kube-proxy:{ll.K8S_VERSION}", "debian",
+             [(f"{kb}/kube-proxy", "/usr/local/bin/kube-proxy")], None),
+            ("flannel", f"ghcr.io/flannel-io/flannel:{ll.FLANNEL_VERSION}", "debian",
+             [(f"{b}/flanneld", "/opt/bin/flanneld"), conf], None),
+            # a second version for paired reruns (build.sh builds flanneld-VERSION)
+            *[(f"flannel-{v}", f"ghcr.io/flannel-io/flannel:{v}", "debian",
+               [(f"{b}/flanneld-{v}", "/opt/bin/flanneld"), conf], None) for v in ll.FLANNEL_EXTRA],
+            ("flannel-cni-plugin", "edgebench.local/flannel-cni-plugin:v0.9.1", "debian",
+             [(f"{b}/flannel", "/flannel")], None),
+            # the manifest gives args only: the image names the program
+            ("kube-router", "docker.io/cloudnativelabs/kube-router:v2.1.0", "debian",
+             [(f"{b}/kube-router", "/usr/local/bin/kube-router")], "/usr/local/bin/kube-router"),
+            ("http", "ghcr.io/edgebench/edgebench-http:0.1.0", "static", [(f"{b}/fortio", "/usr/bin/fortio")],
+             "/usr/bin/fortio"),
+        ]
+
     def image(self, name: str, ref: str, base: str, files: list[tuple[str, str]], entry: str | None = None) -> None:
         """MIRROR/images/ARCH/NAME.tar: the FILES (source, path in the image) on a static or the Debian base."""
         for src, _ in files:
@@ -248,26 +275,8 @@ class Mirror:
         self.manifests()
         self.debs()
         self.base_rootfs()
-        self.image("pause", "registry.k8s.io/pause:3.10", "static", [(self.pause_bin(), "/pause")], "/pause")
-        self.image("etcd", "registry.k8s.io/etcd:3.5.21-0", "static", [(f"{b}/etcd", "/usr/local/bin/etcd")])
-        self.image("coredns", "registry.k8s.io/coredns/coredns:v1.12.0", "static", [(f"{b}/coredns", "/coredns")],
-                   "/coredns")
-        for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-            self.image(c, f"registry.k8s.io/{c}:{ll.K8S_VERSION}", "static", [(f"{kb}/{c}", f"/usr/local/bin/{c}")])
-        self.image("kube-proxy", f"registry.k8s.io/kube-proxy:{ll.K8S_VERSION}", "debian",
-                   [(f"{kb}/kube-proxy", "/usr/local/bin/kube-proxy")])
-        conf = (f"{b}/flannel-install-conf", "/opt/bin/install-conf")
-        self.image("flannel", f"ghcr.io/flannel-io/flannel:{ll.FLANNEL_VERSION}", "debian",
-                   [(f"{b}/flanneld", "/opt/bin/flanneld"), conf])
-        for v in ll.FLANNEL_EXTRA:   # a second version for paired reruns (build.sh builds flanneld-VERSION)
-            self.image(f"flannel-{v}", f"ghcr.io/flannel-io/flannel:{v}", "debian",
-                       [(f"{b}/flanneld-{v}", "/opt/bin/flanneld"), conf])
-        self.image("flannel-cni-plugin", "edgebench.local/flannel-cni-plugin:v0.9.1", "debian",
-                   [(f"{b}/flannel", "/flannel")])
-        self.image("kube-router", "docker.io/cloudnativelabs/kube-router:v2.1.0", "debian",   # the manifest gives
-                   [(f"{b}/kube-router", "/usr/local/bin/kube-router")], "/usr/local/bin/kube-router")   # args only
-        self.image("http", "ghcr.io/edgebench/edgebench-http:0.1.0", "static", [(f"{b}/fortio", "/usr/bin/fortio")],
-                   "/usr/bin/fortio")
+        for spec in self.image_specs(self.pause_bin()):
+            self.image(*spec)
         self.runner()
         cilium_image.Cilium(lab).build()   # binaries, agent + operator images, helm, the chart repository
         self.index()
@@ -275,8 +284,10 @@ class Mirror:
     def index(self) -> None:
         from edgebench.substrates.clusters.install import artifacts
 
-        self.root.mkdir(parents=True, exist_ok=True)
-        artifacts.write_index(self.root)
+        import yaml
+
+        # artifacts.write_index's text, replaced only when it changes (a served index stays as it is)
+        ll.write_text(self.root / "index.yaml", yaml.safe_dump(artifacts.build_index(self.root), sort_keys=False))
         log(f"index: {self.root}/index.yaml")
 
     def print_index(self) -> None:
