@@ -112,7 +112,8 @@ class Cilium:
         Path(f"{r}/.stamp").unlink(missing_ok=True)
         ll.run(["cp", "/etc/resolv.conf", f"{r}/etc/resolv.conf"])
         ll.ensure_emulation(self.lab, log)
-        log("clang-19 and bpftool into the agent's root (apt, a few minutes once; under qemu for a foreign ARCH: longer)")
+        log("clang-19 and bpftool into the agent's root (apt, a few minutes once; under qemu for a foreign ARCH: "
+            "longer)")
         with open(aptlog, "w") as f:
             apt = ("export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q "
                    "--no-install-recommends clang-19 bpftool && apt-get purge -y -q --auto-remove llvm-19 "
@@ -233,11 +234,13 @@ def _helm() -> int:
 
 
 COMMANDS = {
-    "build": ll.Command(lambda: cilium().build(), "[build]", "bins, rootfs, images and chart, each cached; the default"),
+    "build": ll.Command(lambda: cilium().build(), "[build]",
+                        "bins, rootfs, images and chart, each cached; the default"),
     "bins": ll.Command(lambda: cilium().bins(), "bins", "the binaries into $LABC/bin/ARCH/cilium (each stamped with "
                        "the version in .NAME.version, its build log in .NAME.log)"),
     "rootfs": ll.Command(lambda: cilium().rootfs(), "rootfs", "the agent's root $LABC/rootfs/cilium-agent-ARCH: the "
-                         "base root + clang-19, bpftool, iptables-wrapper (rebuilt when the base root's stamp is newer)"),
+                         "base root + clang-19, bpftool, iptables-wrapper (rebuilt when the base root's stamp is "
+                         "newer)"),
     "images": ll.Command(lambda: cilium().images(), "images", "the agent and operator images into MIRROR/images/ARCH "
                          "(rebuilt when their key, in NAME.tar.key, changes)"),
     "chart": ll.Command(lambda: cilium().chart(), "chart", "the chart repository MIRROR/charts/cilium"),

@@ -126,7 +126,8 @@ class Builder:
         self.go_build(d, f"{self.out}/coredns", "github.com/coredns/coredns")
 
     def _flannel(self, name: str, version: str, out: str) -> str:
-        d = self.wrapper(name, "github.com/flannel-io/flannel", version, imports="github.com/flannel-io/flannel/pkg/version")
+        d = self.wrapper(name, "github.com/flannel-io/flannel", version,
+                         imports="github.com/flannel-io/flannel/pkg/version")
         # flannel links every backend; the module proxy answers 403 for the Tencent Cloud VPC SDK it pins (v1.3.149),
         # so the tencentvpc backend (a cloud route table API, never used here) builds against v1.0.1000 instead.
         # The udp backend is cgo on amd64: flanneld is linked against the Debian root's glibc (the image has it).

@@ -221,13 +221,10 @@ class Mirror:
 
     def cni_tarball(self) -> None:
         """bin/ARCH/cni-plugins.tgz: the CNI plugins (`tar -czf ... -C BIN/cni .`, as before: the same bytes)."""
-        out = self.root / "bin" / self.lab.arch / "cni-plugins.tgz"
-        tmp = Path(f"{out}.tmp")
-        ll.run(["tar", "-czf", tmp, "-C", f"{self.lab.bin}/cni", "."])
-        if ll.same_file(tmp, out):
-            tmp.unlink()
-        else:
-            os.replace(tmp, out)
+        tgz = subprocess.run(["tar", "-czf", "-", "-C", f"{self.lab.bin}/cni", "."], capture_output=True)
+        if tgz.returncode:
+            raise ll.Fail(f"tar of {self.lab.bin}/cni failed: {tgz.stderr.decode(errors='replace').strip()}")
+        ll.write_bytes(self.root / "bin" / self.lab.arch / "cni-plugins.tgz", tgz.stdout)
 
     def runner(self) -> None:
         """The runner image of scripts/e2e-argo/images.sh (runner-ARCH.tar, or runner.tar for amd64 by older ones),
@@ -495,11 +492,11 @@ def cmd_serve_stop() -> int:
 
 
 COMMANDS = {
-    "build": ll.Command(lambda: mirror().build(), "build",
-                        "assemble the mirror for ARCH (default: this machine's) from the cached builds, then the index"),
+    "build": ll.Command(lambda: mirror().build(), "build", "assemble the mirror for ARCH (default: this machine's) "
+                        "from the cached builds, then the index"),
     "index": ll.Command(lambda: mirror().index(), "index", "(re)write index.yaml from what the mirror holds"),
-    "serve": ll.Command(cmd_serve, "serve [ADDR]", f"serve the mirror on http://ADDR:MIRROR_PORT (default {DEFAULT_ADDR}, "
-                        f"the lab's bridge; 8089); stops a server serve started before; waits up to {SERVE_TIMEOUT} s "
+    "serve": ll.Command(cmd_serve, "serve [ADDR]", "serve the mirror on http://ADDR:MIRROR_PORT "
+                        f"(default {DEFAULT_ADDR}, the lab's bridge; 8089); stops a server serve started before; waits up to {SERVE_TIMEOUT} s "
                         "for it to answer", 1),
     "serve-stop": ll.Command(cmd_serve_stop, "serve-stop", "stop the server serve started (its process group)"),
     "prove": ll.Command(lambda: mirror().prove(), "prove", "every ARCH binary runs here (under qemu for a foreign "
