@@ -496,8 +496,8 @@ COMMANDS = {
                         "from the cached builds, then the index"),
     "index": ll.Command(lambda: mirror().index(), "index", "(re)write index.yaml from what the mirror holds"),
     "serve": ll.Command(cmd_serve, "serve [ADDR]", "serve the mirror on http://ADDR:MIRROR_PORT "
-                        f"(default {DEFAULT_ADDR}, the lab's bridge; 8089); stops a server serve started before; waits up to {SERVE_TIMEOUT} s "
-                        "for it to answer", 1),
+                        f"(default {DEFAULT_ADDR}, the lab's bridge; 8089); stops a server serve started before; "
+                        f"waits up to {SERVE_TIMEOUT} s for it to answer", 1),
     "serve-stop": ll.Command(cmd_serve_stop, "serve-stop", "stop the server serve started (its process group)"),
     "prove": ll.Command(lambda: mirror().prove(), "prove", "every ARCH binary runs here (under qemu for a foreign "
                         "ARCH), the images say ARCH: MIRROR/proof-ARCH.txt; exit 1 when a check fails"),
