@@ -131,8 +131,11 @@ def test_build_stamps_are_the_bash_stamps(tmp_path):
 
 
 def _script(name: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("ARCH", "PY")}
-    full.update(env, PY=sys.executable)
+    """bash NAME ARGS with none of the caller's lab settings: every path under tmp_path (HOME too)."""
+    lab_vars = ("ARCH", "PY", "MIRROR_PORT", "RUNNER_TAR", "CILIUM_VERSION", "K8S_VERSION")
+    full = {k: v for k, v in os.environ.items() if k not in lab_vars and not k.startswith("EDGEBENCH_")}
+    home = Path(env["EDGEBENCH_LAB_CACHE"]).parent / "home"
+    full.update(env, PY=sys.executable, HOME=str(home))
     return subprocess.run(["bash", str(LAB / name), *args], capture_output=True, text=True, env=full, timeout=60)
 
 
