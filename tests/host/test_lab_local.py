@@ -409,5 +409,10 @@ def test_a_rerun_at_a_version_the_mirror_carries_takes_that_versions_image_and_m
     assert url.endswith("manifests/flannel/v0.28.9/kube-flannel.yml") and art["version"] == "v0.28.9"
     # the mirror builds exactly the versions the catalog says it carries
     carried = " ".join(artifacts.spec()["versions"]["flannel"])
-    assert f'FLANNEL_EXTRA="{carried}"' in (LAB / "mirror.sh").read_text()
-    assert f'FLANNEL_EXTRA="{carried}"' in (LAB / "build.sh").read_text()
+    # (scripts/lab-local/lablib.py's FLANNEL_EXTRA: build.sh builds them, mirror.sh makes their images and manifests)
+    sys.path.insert(0, str(LAB))
+    import lablib
+    import mirror
+
+    assert " ".join(lablib.FLANNEL_EXTRA) == carried
+    assert {f"flannel-manifest@{v}" for v in lablib.FLANNEL_EXTRA} <= set(mirror.MANIFEST_SOURCES)
