@@ -16,6 +16,8 @@
 #   lab.sh exec NODE CMD run CMD inside a node (as root, in its namespaces and cgroup)
 #   lab.sh leftovers     print what a lab left on this machine; exit 1 if anything
 #   lab.sh env           print the variables a sweep needs (EDGEBENCH_INVENTORY, EDGEBENCH_SSH_KEY, EDGEBENCH_KNOWN_HOSTS)
+#   lab.sh vm CMD ...    VM nodes with a kernel of their own (qemu, TCG): vm up x86:1,arm64:1 | down | status | ...
+#                        (scripts/lab-local/vm.py --help); VMS=x86:1 lab.sh up [N] starts them after the N nodes
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=${EDGEBENCH_LAB:-/srv/edgebench-lab}
@@ -23,6 +25,8 @@ BRIDGE=eblab0
 NET=10.77.0
 HOST_IP=$NET.1
 CG=edgebench-lab
+VM="python3 $HERE/vm.py"   # the VM nodes' lifecycle (vm.py: qemu argv, base image cache, taps, state)
+export EDGEBENCH_LAB=$LAB
 log() { echo "lab-local: $*" >&2; }
 die() { echo "lab-local: error: $*" >&2; exit 2; }
 
@@ -126,6 +130,7 @@ up() {
     echo "$(node_addr "$node") $(cut -d' ' -f1-2 "$LAB/nodes/$node/host_ed25519.pub")" >> "$LAB/known_hosts"
   done
   log "inventory: $LAB/inventory.yaml; key: $LAB/id_ed25519; host keys: $LAB/known_hosts"
+  if [[ -n ${VMS:-} ]]; then $VM up "$VMS"; fi   # VM nodes join the inventory as agents
 }
 
 node_addr() { awk -v n="$1" '$2 == n {print $1}' <(grep -E '^[0-9]' "$LAB/hosts" 2>/dev/null); }
@@ -174,6 +179,7 @@ down() {
     die "the lab is in use by $holder: stop that sweep first (it tears its cluster down), or FORCE=1 $0 down"
   fi
   [[ -z $holder ]] || log "FORCE=1: removing the lab under its holder $holder"
+  $VM down || log "down: the VM nodes were not all removed (vm.py down, above)"
   for d in "$LAB"/nodes/*/; do
     [[ -d $d ]] || continue
     node=$(basename "$d")
@@ -219,9 +225,10 @@ leftovers() {   # what the lab leaves on the machine: one line per thing; exit 1
     echo "cgroup: $h/$CG ($(find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l) processes)"; found=1
   done
   local v
-  for v in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^(eblab-|$BRIDGE$)" || true); do
+  for v in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^(eblab-[0-9]|$BRIDGE$)" || true); do
     echo "interface: $v"; found=1
   done
+  $VM leftovers || found=1   # qemu processes, taps (eblab-v*), overlays and state of VM nodes
   local m
   for m in $(awk -v l="$LAB" 'index($2, l) == 1 {print $2}' /proc/mounts); do echo "mount: $m"; found=1; done
   local p
@@ -232,10 +239,12 @@ leftovers() {   # what the lab leaves on the machine: one line per thing; exit 1
 
 status() {
   local node
-  [[ -e $LAB/hosts ]] || { echo "no lab (lab.sh up)"; return 0; }
-  while read -r addr node; do
-    if alive "$node"; then echo "$node $addr up (PID $(init_pid "$node"))"; else echo "$node $addr down"; fi
-  done < "$LAB/hosts"
+  if [[ -e $LAB/hosts ]]; then
+    while read -r addr node; do
+      if alive "$node"; then echo "$node $addr up (PID $(init_pid "$node"))"; else echo "$node $addr down"; fi
+    done < "$LAB/hosts"
+  else echo "no lab (lab.sh up)"; fi
+  [[ ! -d $LAB/vms ]] || $VM status
 }
 
 case ${1:-} in
@@ -244,7 +253,8 @@ case ${1:-} in
   status) status ;;
   exec) shift; [[ $# -ge 2 ]] || die "usage: lab.sh exec NODE CMD..."; node_exec "$@" ;;
   leftovers) leftovers ;;
+  vm) shift; exec $VM "$@" ;;
   env) echo "export EDGEBENCH_INVENTORY=$LAB/inventory.yaml EDGEBENCH_SSH_KEY=$LAB/id_ed25519 EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts" ;;
   -h|--help|help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "usage: lab.sh up [N]|down|status|exec NODE CMD|leftovers|env (--help)" >&2; exit 2 ;;
+  *) echo "usage: lab.sh up [N]|down|status|exec NODE CMD|leftovers|env|vm CMD (--help)" >&2; exit 2 ;;
 esac
