@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,7 @@ def test_inventory_of_vms_alone_has_one_server_and_strips_to_nothing():
     text = vm.merge_inventory(None, vm.nodes_of(vm.parse_spec("x86:2")))
     inv = loads(text, source="test")
     assert [(n.name, n.role) for n in inv.nodes] == [("lab-vx1", "server"), ("lab-vx2", "agent")]
+    assert vm.merge_inventory(text, vm.nodes_of(vm.parse_spec("x86:2"))) == text, "a second up rewrites it the same"
     assert vm.strip_inventory(text) == ""
 
 
@@ -184,3 +186,21 @@ def test_help_explains_the_commands():
     out = subprocess.run([sys.executable, str(VM_PY), "--help"], capture_output=True, text=True, check=True).stdout
     for word in ("up SPEC", "down", "leftovers", "x86:1,arm64:1", "TCG", "eblab0", "qcow2 overlay"):
         assert word in out, word
+
+
+def test_rtt_reads_pings_summary():
+    out = "5 packets transmitted, 5 received, 0% packet loss, time 1204ms\nrtt min/avg/max/mdev = 11.257/13.044/16.1/1.7 ms\n"
+    assert vm.rtt(out) == (11.257, 13.044)
+    assert vm.rtt("3 packets transmitted, 0 received, 100% packet loss") is None
+
+
+def test_smoke_steps_tear_down_what_they_set_up():
+    steps = vm.smoke_steps("10.77.0.31", "10.77.0.32")
+    assert [s[0] for s in steps] == ["geneve", "wireguard", "ipip", "esp", "netem"]
+    for mode, setup, check, teardown in steps:
+        assert setup and teardown and check.startswith("ping ")
+        assert {who for who, _ in setup} >= {who for who, _ in teardown}
+        for dev in set(re.findall(r"ip link add (\S+)", " ".join(c for _, c in setup))):
+            assert any(f"ip link del {dev}" in c for _, c in teardown), (mode, dev)
+    netem = dict((s[0], s) for s in steps)["netem"]
+    assert netem[1] == [("A", "tc qdisc add dev eth0 root netem delay 10ms")]
