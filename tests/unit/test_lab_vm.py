@@ -204,3 +204,16 @@ def test_smoke_steps_tear_down_what_they_set_up():
             assert any(f"ip link del {dev}" in c for _, c in teardown), (mode, dev)
     netem = dict((s[0], s) for s in steps)["netem"]
     assert netem[1] == [("A", "tc qdisc add dev eth0 root netem delay 10ms")]
+
+
+def test_vm_cell_picks_nodes_the_first_the_server():
+    spec = importlib.util.spec_from_file_location("lab_vm_cell", REPO / "scripts" / "lab-local" / "vm_cell.py")
+    cell = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cell)
+    text = vm.merge_inventory(LAB_SH_INVENTORY, vm.nodes_of(vm.parse_spec("x86:1,arm64:1")))
+    inv = loads(cell.sub_inventory(text, ["lab-vx1", "lab-cp", "lab-va1"]), source="test")
+    assert [(n.name, n.role, n.arch) for n in inv.nodes] == [
+        ("lab-vx1", "server", "amd64"), ("lab-cp", "agent", "amd64"), ("lab-va1", "agent", "arm64")]
+    assert inv.artifact_source == "http://10.77.0.1:8089"
+    with pytest.raises(SystemExit, match="lab-vx9 not in the lab's inventory"):
+        cell.sub_inventory(text, ["lab-cp", "lab-vx9"])
