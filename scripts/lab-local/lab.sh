@@ -41,7 +41,13 @@ hierarchies() {   # name and mount options of every cgroup hierarchy: "cpu cpu",
          print n, opts}
        $3 == "cgroup2" {n = $2; sub(".*/", "", n); if ($2 != "/sys/fs/cgroup") print n, "cgroup2"}' /proc/mounts
 }
-cg_dirs() { awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts; }
+# the directory of every cgroup hierarchy the lab's cgroups go below; EDGEBENCH_LAB_FREEZER_PARENT=G puts them below G
+# in the freezer hierarchy (a machine shared with benchmarks that freeze G while they measure: the nodes pause too)
+# (up keeps it in $LAB/freezer-parent for down and leftovers)
+cg_dirs() {
+  awk -v fp="${EDGEBENCH_LAB_FREEZER_PARENT:-$(cat "$LAB/freezer-parent" 2>/dev/null)}" '$3 == "cgroup" || $3 == "cgroup2" {
+    d = $2; if (fp != "" && $4 ~ /(^|,)freezer(,|$)/) d = d "/" fp; print d}' /proc/mounts
+}
 join_cgroup() {   # join_cgroup NODE PID: PID into /edgebench-lab/NODE of every hierarchy
   local node=$1 pid=$2 h
   for h in $(cg_dirs); do
@@ -66,7 +72,7 @@ node_exec() {   # node_exec NODE CMD...: CMD in the node's namespaces and cgroup
   local node=$1; shift
   alive "$node" || die "node $node is not running (lab.sh up)"
   local p; p=$(init_pid "$node")
-  bash -c 'for h in $(awk '\''$3 == "cgroup" || $3 == "cgroup2" {print $2}'\'' /proc/mounts); do
+  CGDIRS=$(cg_dirs) bash -c 'for h in $CGDIRS; do
              [[ -d $h/'"$CG/$node"' ]] && echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
            exec "$@"' _ nsenter -t "$p" -a -- "$@"
 }
@@ -81,6 +87,11 @@ up() {
     command -v "$c" >/dev/null || die "$c is not installed (make lab-local installs openssh-server, sudo, util-linux)"
   done
   mkdir -p "$LAB/nodes"
+  if [[ -n ${EDGEBENCH_LAB_FREEZER_PARENT:-} ]]; then
+    [[ -d /sys/fs/cgroup/freezer/$EDGEBENCH_LAB_FREEZER_PARENT ]] ||
+      die "EDGEBENCH_LAB_FREEZER_PARENT=$EDGEBENCH_LAB_FREEZER_PARENT: no such freezer cgroup"
+    echo "$EDGEBENCH_LAB_FREEZER_PARENT" > "$LAB/freezer-parent"
+  elif ! alive lab-cp; then rm -f "$LAB/freezer-parent"; fi
   # host-wide sysctls a CNI agent writes from a node (one kernel): kept to be restored by `down` (cilium sets
   # kernel.timer_migration=0; its kernel.unprivileged_bpf_disabled=1 cannot be undone before a reboot)
   [[ -e $LAB/host-sysctls ]] || echo "kernel.timer_migration=$(sysctl -n kernel.timer_migration 2>/dev/null || echo 1)" > "$LAB/host-sysctls"
@@ -104,7 +115,7 @@ up() {
     install -m 755 "$HERE/systemctl.py" "$st/systemctl.py"
     make_cgroups "$node"
     # the new process joins the node's cgroup first, so its cgroup namespace is rooted there
-    setsid bash -c 'for h in $(awk '\''$3 == "cgroup" || $3 == "cgroup2" {print $2}'\'' /proc/mounts); do
+    CGDIRS=$(cg_dirs) setsid bash -c 'for h in $CGDIRS; do
                       echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
                     exec unshare --fork --pid --mount --net --uts --ipc --cgroup --propagation private \
                       "$0" "$@"' "$HERE/node-init.sh" "$node" "$st" "$addr" "$(cat "$LAB/id_ed25519.pub")" \
