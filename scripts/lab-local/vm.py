@@ -369,6 +369,7 @@ def build_image(kind: Kind) -> float:
     for cmd, pkg in (("debootstrap", "debootstrap"), ("qemu-img", "qemu-utils"), ("mkfs.ext4", "e2fsprogs")):
         need(cmd, pkg)
     t0 = time.monotonic()
+    states = {freezer_state()}
     build = cache_dir() / f"build-{kind.name}"
     root = build / "root"
     if build.exists():
@@ -418,7 +419,8 @@ def build_image(kind: Kind) -> float:
         run("qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(build / "base.qcow2"), log_to=blog)
         raw.unlink()
         took = time.monotonic() - t0
-        meta = {"kind": kind.name, "arch": kind.arch, "suite": SUITE, "kernel_package": kind.kernel_package,
+        states.add(freezer_state())
+        meta = {"freezer_start_end": sorted(states), "kind": kind.name, "arch": kind.arch, "suite": SUITE, "kernel_package": kind.kernel_package,
                 "kernel": kver, "key": cache_key(kind, debian_mirror()), "built_s": round(took, 1),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "modules_present": sorted(m.removesuffix(".ko") for m in need_mods & have),
@@ -575,12 +577,15 @@ def up(spec_text: str, memory: int, smp: int) -> None:
     timeout_env = os.environ.get("EDGEBENCH_VM_TIMEOUT")
     for node, p, t0 in started:
         timeout = int(timeout_env) if timeout_env else node.kind.timeout
-        wait_ssh(lab, node, p, t0, timeout)
+        seen = {freezer_state()}
+        wait_ssh(lab, node, p, t0, timeout, seen)
         took = time.monotonic() - t0
+        seen.add(freezer_state())
         cold = built[node.kind.name] > 0
         rec = {"name": node.name, "kind": node.kind.name, "boot_to_ssh_s": round(took, 1), "cold": cold,
                "image_build_s": round(built[node.kind.name], 1), "smp": smp, "memory_mib": memory,
-               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "freezer": freezer_state()}
+               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "freezer": sorted(seen),
+               "valid": "FROZEN" not in seen and "FREEZING" not in seen}  # a pause in the timing: repeat it
         with open(cache_dir() / "boot-times.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")
         st = vms / node.name
@@ -613,8 +618,10 @@ def write_lab_files(lab: Path, nodes: list[VmNode]) -> None:
     kh.write_text(text)
 
 
-def wait_ssh(lab: Path, node: VmNode, p: subprocess.Popen, t0: float, timeout: int) -> None:
+def wait_ssh(lab: Path, node: VmNode, p: subprocess.Popen, t0: float, timeout: int, seen: set[str]) -> None:
+    """Until the node answers over SSH; `seen` collects the CPU-sharing freezer's states meanwhile."""
     while time.monotonic() - t0 < timeout:
+        seen.add(freezer_state())
         if p.poll() is not None:
             tail = console_tail(lab / "vms" / node.name)
             qlog = (lab / "vms" / node.name / "qemu.log").read_text().strip().splitlines()[-1:]
