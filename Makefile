@@ -49,7 +49,8 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep papers warehouse summary portal test bench clean \
-        up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64
+        up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64 \
+        lab-vm lab-vm-down lab-vm-test
 
 help: ## list the targets
 	@echo "edgebench - benchmark Kubernetes networking stacks for edge clusters"
@@ -260,6 +261,31 @@ lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) n
 	@ARCH=arm64 scripts/e2e-argo/images.sh build runner
 	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh build
 	@ARCH=arm64 PY=$(PY) scripts/lab-local/mirror.sh prove
+
+# VM nodes with a kernel of their own beside the lab (scripts/lab-local/vm.py): qemu full-system guests under TCG with
+# Debian bookworm's stock kernel (x86: linux-image-cloud-amd64; arm64: linux-image-arm64 on -M virt, a Pi stand-in),
+# for what this machine's kernel lacks (WireGuard, Geneve, IPIP, ESP, netem). Only these targets install qemu;
+# `make test` boots no VM (tests/unit/test_lab_vm.py is offline, tests/live/test_lab_vm_live.py is opt-in).
+# VMS=x86:1,arm64:1 (default x86:1). The base image is built once per kind (debootstrap, minutes). docs/lab-local.md.
+LAB_VM_PACKAGES := qemu-system-x86 qemu-system-arm qemu-utils qemu-user-static debootstrap e2fsprogs openssh-client
+VMS ?= x86:1
+lab-vm: ## VM nodes (qemu TCG, Debian's stock kernel) on the lab's bridge: VMS=x86:1,arm64:1 (root; opt-in)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-vm needs root (taps, debootstrap, chroot)" >&2; exit 1; }
+	@missing=$$(for p in $(LAB_VM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@scripts/lab-local/lab.sh vm up $(VMS)
+
+lab-vm-down: ## stop the VM nodes: qemu, taps, overlays, state (lab.sh down also does)
+	@scripts/lab-local/lab.sh vm down
+
+lab-vm-test: venv ## the opt-in live test of the VM nodes (boots an x86 guest; builds its base image when missing)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make lab-vm-test needs root" >&2; exit 1; }
+	@missing=$$(for p in $(LAB_VM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "apt: installing $$missing"; DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	@python3 scripts/lab-local/vm.py image x86
+	@EDGEBENCH_VM_LIVE=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests/live/test_lab_vm_live.py
 
 # ---- management cluster: kind (opt-in; root) ------------------------------------------------------------------------
 # `make up` builds everything from this machine's own builds and runs offline (scripts/kind/mgmt.sh: a Docker engine of

@@ -16,6 +16,8 @@
 #   lab.sh exec NODE CMD run CMD inside a node (as root, in its namespaces and cgroup)
 #   lab.sh leftovers     print what a lab left on this machine; exit 1 if anything
 #   lab.sh env           print the variables a sweep needs (EDGEBENCH_INVENTORY, EDGEBENCH_SSH_KEY, EDGEBENCH_KNOWN_HOSTS)
+#   lab.sh vm CMD ...    VM nodes with a kernel of their own (qemu, TCG): vm up x86:1,arm64:1 | down | status | ...
+#                        (scripts/lab-local/vm.py --help); VMS=x86:1 lab.sh up [N] starts them after the N nodes
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=${EDGEBENCH_LAB:-/srv/edgebench-lab}
@@ -23,6 +25,8 @@ BRIDGE=eblab0
 NET=10.77.0
 HOST_IP=$NET.1
 CG=edgebench-lab
+VM="python3 $HERE/vm.py"   # the VM nodes' lifecycle (vm.py: qemu argv, base image cache, taps, state)
+export EDGEBENCH_LAB=$LAB
 log() { echo "lab-local: $*" >&2; }
 die() { echo "lab-local: error: $*" >&2; exit 2; }
 
@@ -37,7 +41,13 @@ hierarchies() {   # name and mount options of every cgroup hierarchy: "cpu cpu",
          print n, opts}
        $3 == "cgroup2" {n = $2; sub(".*/", "", n); if ($2 != "/sys/fs/cgroup") print n, "cgroup2"}' /proc/mounts
 }
-cg_dirs() { awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts; }
+# the directory of every cgroup hierarchy the lab's cgroups go below; EDGEBENCH_LAB_FREEZER_PARENT=G puts them below G
+# in the freezer hierarchy (a machine shared with benchmarks that freeze G while they measure: the nodes pause too)
+# (up keeps it in $LAB/freezer-parent for down and leftovers)
+cg_dirs() {
+  awk -v fp="${EDGEBENCH_LAB_FREEZER_PARENT:-$(cat "$LAB/freezer-parent" 2>/dev/null)}" '$3 == "cgroup" || $3 == "cgroup2" {
+    d = $2; if (fp != "" && $4 ~ /(^|,)freezer(,|$)/) d = d "/" fp; print d}' /proc/mounts
+}
 join_cgroup() {   # join_cgroup NODE PID: PID into /edgebench-lab/NODE of every hierarchy
   local node=$1 pid=$2 h
   for h in $(cg_dirs); do
@@ -62,7 +72,7 @@ node_exec() {   # node_exec NODE CMD...: CMD in the node's namespaces and cgroup
   local node=$1; shift
   alive "$node" || die "node $node is not running (lab.sh up)"
   local p; p=$(init_pid "$node")
-  bash -c 'for h in $(awk '\''$3 == "cgroup" || $3 == "cgroup2" {print $2}'\'' /proc/mounts); do
+  CGDIRS=$(cg_dirs) bash -c 'for h in $CGDIRS; do
              [[ -d $h/'"$CG/$node"' ]] && echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
            exec "$@"' _ nsenter -t "$p" -a -- "$@"
 }
@@ -77,6 +87,11 @@ up() {
     command -v "$c" >/dev/null || die "$c is not installed (make lab-local installs openssh-server, sudo, util-linux)"
   done
   mkdir -p "$LAB/nodes"
+  if [[ -n ${EDGEBENCH_LAB_FREEZER_PARENT:-} ]]; then
+    [[ -d /sys/fs/cgroup/freezer/$EDGEBENCH_LAB_FREEZER_PARENT ]] ||
+      die "EDGEBENCH_LAB_FREEZER_PARENT=$EDGEBENCH_LAB_FREEZER_PARENT: no such freezer cgroup"
+    echo "$EDGEBENCH_LAB_FREEZER_PARENT" > "$LAB/freezer-parent"
+  elif ! alive lab-cp; then rm -f "$LAB/freezer-parent"; fi
   # host-wide sysctls a CNI agent writes from a node (one kernel): kept to be restored by `down` (cilium sets
   # kernel.timer_migration=0; its kernel.unprivileged_bpf_disabled=1 cannot be undone before a reboot)
   [[ -e $LAB/host-sysctls ]] || echo "kernel.timer_migration=$(sysctl -n kernel.timer_migration 2>/dev/null || echo 1)" > "$LAB/host-sysctls"
@@ -100,7 +115,7 @@ up() {
     install -m 755 "$HERE/systemctl.py" "$st/systemctl.py"
     make_cgroups "$node"
     # the new process joins the node's cgroup first, so its cgroup namespace is rooted there
-    setsid bash -c 'for h in $(awk '\''$3 == "cgroup" || $3 == "cgroup2" {print $2}'\'' /proc/mounts); do
+    CGDIRS=$(cg_dirs) setsid bash -c 'for h in $CGDIRS; do
                       echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
                     exec unshare --fork --pid --mount --net --uts --ipc --cgroup --propagation private \
                       "$0" "$@"' "$HERE/node-init.sh" "$node" "$st" "$addr" "$(cat "$LAB/id_ed25519.pub")" \
@@ -126,6 +141,7 @@ up() {
     echo "$(node_addr "$node") $(cut -d' ' -f1-2 "$LAB/nodes/$node/host_ed25519.pub")" >> "$LAB/known_hosts"
   done
   log "inventory: $LAB/inventory.yaml; key: $LAB/id_ed25519; host keys: $LAB/known_hosts"
+  if [[ -n ${VMS:-} ]]; then $VM up "$VMS"; fi   # VM nodes join the inventory as agents
 }
 
 node_addr() { awk -v n="$1" '$2 == n {print $1}' <(grep -E '^[0-9]' "$LAB/hosts" 2>/dev/null); }
@@ -174,6 +190,7 @@ down() {
     die "the lab is in use by $holder: stop that sweep first (it tears its cluster down), or FORCE=1 $0 down"
   fi
   [[ -z $holder ]] || log "FORCE=1: removing the lab under its holder $holder"
+  $VM down || log "down: the VM nodes were not all removed (vm.py down, above)"
   for d in "$LAB"/nodes/*/; do
     [[ -d $d ]] || continue
     node=$(basename "$d")
@@ -219,9 +236,10 @@ leftovers() {   # what the lab leaves on the machine: one line per thing; exit 1
     echo "cgroup: $h/$CG ($(find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l) processes)"; found=1
   done
   local v
-  for v in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^(eblab-|$BRIDGE$)" || true); do
+  for v in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^(eblab-[0-9]|$BRIDGE$)" || true); do
     echo "interface: $v"; found=1
   done
+  $VM leftovers || found=1   # qemu processes, taps (eblab-v*), overlays and state of VM nodes
   local m
   for m in $(awk -v l="$LAB" 'index($2, l) == 1 {print $2}' /proc/mounts); do echo "mount: $m"; found=1; done
   local p
@@ -232,10 +250,12 @@ leftovers() {   # what the lab leaves on the machine: one line per thing; exit 1
 
 status() {
   local node
-  [[ -e $LAB/hosts ]] || { echo "no lab (lab.sh up)"; return 0; }
-  while read -r addr node; do
-    if alive "$node"; then echo "$node $addr up (PID $(init_pid "$node"))"; else echo "$node $addr down"; fi
-  done < "$LAB/hosts"
+  if [[ -e $LAB/hosts ]]; then
+    while read -r addr node; do
+      if alive "$node"; then echo "$node $addr up (PID $(init_pid "$node"))"; else echo "$node $addr down"; fi
+    done < "$LAB/hosts"
+  else echo "no lab (lab.sh up)"; fi
+  [[ ! -d $LAB/vms ]] || $VM status
 }
 
 case ${1:-} in
@@ -244,7 +264,8 @@ case ${1:-} in
   status) status ;;
   exec) shift; [[ $# -ge 2 ]] || die "usage: lab.sh exec NODE CMD..."; node_exec "$@" ;;
   leftovers) leftovers ;;
+  vm) shift; exec $VM "$@" ;;
   env) echo "export EDGEBENCH_INVENTORY=$LAB/inventory.yaml EDGEBENCH_SSH_KEY=$LAB/id_ed25519 EDGEBENCH_KNOWN_HOSTS=$LAB/known_hosts" ;;
   -h|--help|help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) echo "usage: lab.sh up [N]|down|status|exec NODE CMD|leftovers|env (--help)" >&2; exit 2 ;;
+  *) echo "usage: lab.sh up [N]|down|status|exec NODE CMD|leftovers|env|vm CMD (--help)" >&2; exit 2 ;;
 esac
