@@ -480,7 +480,7 @@ def test_papers_page_shows_ours_beside_published_and_the_claims(app):
     # the reproduction scorecard on top: a row per paper and substrate, and what would decide the undecided claims
     card = at.table[0].value
     assert {p for p, _ in card.index} == {f"seed {p}" for p in ("000", "001", "002", "003", "004")}
-    assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 42 / 3")
+    assert card.loc[("seed 000", "local"), "numbers printed / comparable / measured"].endswith("/ 44 / 3")
     assert frame(at, "to decide") is None  # on demand: neither sent nor drawn until asked for
     at.toggle(key="paper_undecided").set_value(True).run()
     undecided = frame(at, "to decide")
