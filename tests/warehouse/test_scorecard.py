@@ -31,7 +31,8 @@ def test_the_scorecard_counts_what_the_paper_report_judged(fixture_warehouse):
         for cid, outcome in mine.items():  # a claim judged on this substrate counts with the report's outcome
             assert outcome != "cannot tell" or cid in {u["claim_id"] for u in r["cannot_tell"]}
     s000 = next(r for r in rows if r["paper"] == "000" and r["substrate"] == "local")
-    # Tables I and II print 40 comparable numbers, Fig. 4 two more, the text on Fig. 5 two (CNI mode against CNI mode); the fixture measured 3 of them on the testbed
+    # Tables I and II print 40 comparable numbers, Fig. 4 two more, the text on Fig. 5 two (CNI mode against CNI
+    # mode); the fixture measured 3 of them on the testbed
     assert (s000["numbers_comparable"], s000["numbers_measured"]) == (44, 3)
     assert s000["numbers_printed"] > 40  # the paper's other numbers count as printed, without a counterpart
 
