@@ -147,7 +147,7 @@ manifests() {   # every manifest artifact of the catalog, from its module at the
   "$PY" - "$MIRROR" "${srcs[@]}" <<'PY'
 import sys
 from pathlib import Path
-from edgebench.substrates.clusters import artifacts as a
+from edgebench.substrates.clusters.install import artifacts as a
 root, sources = Path(sys.argv[1]), dict(x.split("=", 1) for x in sys.argv[2:])
 for name, art in a.spec()["artifacts"].items():
     if art["kind"] == "manifest":
