@@ -287,6 +287,8 @@ def leftovers(lab: Path, taps: list[str], procs: dict[int, str]) -> list[str]:
         overlays = sorted(str(p) for p in (lab / "vms").glob("*/disk.qcow2"))
         found += [f"overlay: {p}" for p in overlays]
         found.append(f"state: {lab / 'vms'}")
+    if (lab / "vm-cell").exists():  # vm_cell.py's work directory (its cells' inventory and kubeconfig)
+        found.append(f"state: {lab / 'vm-cell'}")
     return found
 
 
@@ -679,6 +681,7 @@ def down() -> None:
     names = {d.name for d in vms.iterdir()} if vms.exists() else set()
     if vms.exists():
         shutil.rmtree(vms)
+    shutil.rmtree(lab / "vm-cell", ignore_errors=True)
     inv = lab / "inventory.yaml"
     if inv.exists():
         rest = strip_inventory(inv.read_text())

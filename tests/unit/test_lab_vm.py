@@ -171,6 +171,8 @@ def test_leftovers_lists_qemu_taps_overlays_and_state(tmp_path):
     left = vm.leftovers(lab, ["eblab0", "eblab-0", "eblab-vx1", "eth0"], procs)
     assert left == [f"process: 4242 {procs[4242]}", "interface: eblab-vx1",
                     f"overlay: {lab}/vms/lab-vx1/disk.qcow2", f"state: {lab}/vms"]
+    (lab / "vm-cell").mkdir()
+    assert vm.leftovers(lab, [], {})[-1] == f"state: {lab}/vm-cell"
 
 
 def test_missing_qemu_is_one_line_naming_the_package(monkeypatch, capsys, tmp_path):
