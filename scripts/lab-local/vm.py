@@ -692,7 +692,11 @@ def down() -> None:
     kh = lab / "known_hosts"
     if kh.exists():
         addrs = {node_of(n).address for n in names if NAME_RE.match(n)}
-        kh.write_text(strip_known_hosts(kh.read_text(), addrs))
+        rest = strip_known_hosts(kh.read_text(), addrs)
+        if rest:
+            kh.write_text(rest)
+        else:
+            kh.unlink()
     # the bridge is the namespace lab's when it has nodes (lab.sh down removes it), else ours
     if not (lab / "nodes").exists() and BRIDGE in links():
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
