@@ -114,14 +114,24 @@ up() {
     # the node mounts its own /tmp and /run: what it needs from this checkout (which may live there) is copied first
     install -m 755 "$HERE/systemctl.py" "$st/systemctl.py"
     make_cgroups "$node"
-    # the new process joins the node's cgroup first, so its cgroup namespace is rooted there
-    CGDIRS=$(cg_dirs) setsid bash -c 'for h in $CGDIRS; do
+    # the new process joins the node's cgroup first, so its cgroup namespace is rooted there. The cgroup directories
+    # are read here, not in the background job: a command substitution there forks children of $outer, which the
+    # pgrep below could take for the node's init (in this machine's network namespace: "File exists" for eth0)
+    local cgdirs; cgdirs=$(cg_dirs)
+    CGDIRS=$cgdirs setsid bash -c 'for h in $CGDIRS; do
                       echo $$ > "$h/'"$CG/$node"'/cgroup.procs"; done
                     exec unshare --fork --pid --mount --net --uts --ipc --cgroup --propagation private \
                       "$0" "$@"' "$HERE/node-init.sh" "$node" "$st" "$addr" "$(cat "$LAB/id_ed25519.pub")" \
       "$hosts" "$st/systemctl.py" > "$st/init.log" 2>&1 < /dev/null &
     local outer=$! p=""
-    for _ in $(seq 1 300); do p=$(pgrep -P "$outer" 2>/dev/null | head -1) && [[ -n $p ]] && break; sleep 0.1; done
+    # the node's init: $outer's child once it lives in a network namespace of its own (before, it is not the node)
+    local here_net net; here_net=$(readlink /proc/$$/ns/net)
+    for _ in $(seq 1 300); do
+      p=$(pgrep -P "$outer" 2>/dev/null | head -1) || true   # nothing yet: pgrep fails (pipefail)
+      net=$( [[ -n $p ]] && readlink "/proc/$p/ns/net" 2>/dev/null) || net=""
+      [[ -n $net && $net != "$here_net" ]] && break
+      p=""; sleep 0.1
+    done
     [[ -n $p ]] || die "$node did not start: $(tail -n 3 "$st/init.log" 2>/dev/null | tr '\n' ' ')(log: $st/init.log)"
     echo "$p" > "$st/pid"
     ip link del "$veth" 2>/dev/null || true
