@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kindlib as kl  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 
 HERE = Path(__file__).resolve().parent
 CGROUP_PARENT = "/edgebench-docker"  # every container under /edgebench-docker in each hierarchy
@@ -36,7 +37,7 @@ BRIDGE = re.compile(r"^(br-[0-9a-f]{12}|docker0)$")
 UP_TIMEOUT = 60     # s for `docker info` to answer after dockerd started
 STOP_TIMEOUT = 30   # s for dockerd to end after SIGTERM
 CGROUP_TIMEOUT = 10  # s for the processes left in the engine's cgroups to die
-log = kl.Log("dockerd")
+log = ck.Log("dockerd")
 
 
 def _legacy_host_state(d: Path) -> dict:
@@ -70,7 +71,7 @@ class Engine:
         self.iptables = env.get("EDGEBENCH_DOCKER_IPTABLES", "true")  # false: no DOCKER chains (untested)
         self.purge = env.get("PURGE", "0") == "1"
         if self.iptables not in ("true", "false"):
-            raise kl.Fail(f"EDGEBENCH_DOCKER_IPTABLES={self.iptables}: true or false", 2)
+            raise ck.Fail(f"EDGEBENCH_DOCKER_IPTABLES={self.iptables}: true or false", 2)
         self.log_path = Path(f"{self.run}.log")  # beside the exec root: survives its removal
         self.state_dir = Path(self.data) / ".edgebench"
         self.state = kl.State(self.state_dir / "host.json", legacy=_legacy_host_state)
@@ -180,14 +181,14 @@ class Engine:
     def up(self) -> None:
         kl.need_root()
         if shutil.which("dockerd") is None:
-            raise kl.Fail("dockerd is not installed: dockerd.sh install", 2)
+            raise ck.Fail("dockerd is not installed: dockerd.sh install", 2)
         if not os.access(self.wrapper, os.X_OK):
-            raise kl.Fail(f"{self.wrapper} is missing: dockerd.sh install", 2)
+            raise ck.Fail(f"{self.wrapper} is missing: dockerd.sh install", 2)
         if self.running():
             log(f"already running (pid {self.pid()})")
             return
         if Path(self.sock).is_socket() and self.answers():
-            raise kl.Fail(f"another engine answers on {self.sock}", 2)
+            raise ck.Fail(f"another engine answers on {self.sock}", 2)
         Path(self.run).mkdir(parents=True, exist_ok=True)
         Path(self.data).mkdir(parents=True, exist_ok=True)
         cfg = Path(self.run) / "daemon.json"
@@ -228,13 +229,13 @@ class Engine:
 
         def ready() -> bool:
             if proc.poll() is not None:
-                raise kl.Fail(f"dockerd exited (code {proc.returncode}) before it answered (log: {self.log_path})")
+                raise ck.Fail(f"dockerd exited (code {proc.returncode}) before it answered (log: {self.log_path})")
             return self.answers()
 
         try:
-            kl.poll(ready, UP_TIMEOUT, "dockerd answering on " + self.sock, interval=1)
-        except kl.Timeout:
-            raise kl.Fail(f"dockerd did not answer within {UP_TIMEOUT} s (log: {self.log_path})") from None
+            ck.poll(ready, UP_TIMEOUT, "dockerd answering on " + self.sock, interval=1)
+        except ck.Timeout:
+            raise ck.Fail(f"dockerd did not answer within {UP_TIMEOUT} s (log: {self.log_path})") from None
         log(f"up in {time.monotonic() - t0:.0f} s (pid {self.pid()}); default runtime: "
             f"{self.info('{{.DefaultRuntime}}')}")
         if self.sock != "/var/run/docker.sock":
@@ -269,9 +270,9 @@ class Engine:
                 return not pids
 
             try:
-                kl.poll(engine_gone, CGROUP_TIMEOUT, f"the engine's processes in {cg} to die", interval=0.3)
+                ck.poll(engine_gone, CGROUP_TIMEOUT, f"the engine's processes in {cg} to die", interval=0.3)
                 cg.rmdir()
-            except (kl.Timeout, OSError) as e:
+            except (ck.Timeout, OSError) as e:
                 log(str(e))
         # processes still in the engine's cgroups (a node's systemd, kubelet, pods), then the cgroups, deepest first
         def emptied() -> bool:
@@ -281,8 +282,8 @@ class Engine:
             return not pids
 
         try:
-            kl.poll(emptied, CGROUP_TIMEOUT, f"the processes in the cgroups {CGROUP_PARENT} to die", interval=0.3)
-        except kl.Timeout as e:
+            ck.poll(emptied, CGROUP_TIMEOUT, f"the processes in the cgroups {CGROUP_PARENT} to die", interval=0.3)
+        except ck.Timeout as e:
             log(str(e))
         for h in self.cgroup_dirs():
             top = Path(f"{h}{CGROUP_PARENT}")
@@ -319,7 +320,7 @@ class Engine:
             log("down: nothing of the engine is left")
             return
         sys.stderr.write("".join(f"{x}\n" for x in left))
-        raise kl.Fail("down: something of the engine is left (above)")
+        raise ck.Fail("down: something of the engine is left (above)")
 
     def iptables_clean(self) -> None:
         """The jumps into DOCKER* chains and the MASQUERADE rules for its pool, then the chains."""
@@ -391,29 +392,29 @@ def docker_chains(rules: str) -> list[str]:
     return [line.split()[1] for line in rules.splitlines() if line.startswith("-N DOCKER") and len(line.split()) > 1]
 
 
-def commands(engine_factory=Engine) -> dict[str, kl.Command]:
+def commands(engine_factory=Engine) -> dict[str, ck.Command]:
     def e() -> Engine:
         return engine_factory()
 
     return {
-        "install": kl.Command(lambda: e().install(), "install",
+        "install": ck.Command(lambda: e().install(), "install",
                               "apt: docker.io without starting it (policy-rc.d), the wrapper runc-capdrop into "
                               "$EDGEBENCH_DOCKER_WRAPPER"),
-        "up": kl.Command(lambda: e().up(), "up",
+        "up": ck.Command(lambda: e().up(), "up",
                          f"start dockerd (idempotent) and wait for `docker info` (at most {UP_TIMEOUT} s); prints "
                          "the DOCKER_HOST to use when the socket is not the default one"),
-        "down": kl.Command(lambda: e().down(), "down",
+        "down": ck.Command(lambda: e().down(), "down",
                            "stop every container, remove networks, stop dockerd, remove what it left "
                            "(PURGE=1: images too); fails naming whatever is still left"),
-        "status": kl.Command(lambda: e().status(), "status",
+        "status": ck.Command(lambda: e().status(), "status",
                              "running or not, and `docker info`'s runtimes and cgroup driver"),
-        "leftovers": kl.Command(lambda: e().leftovers(), "leftovers",
+        "leftovers": ck.Command(lambda: e().leftovers(), "leftovers",
                                 "what an engine left on this machine, one line each; exit 1 if anything"),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    return kl.main("dockerd.sh", "dockerd", __doc__, commands(), sys.argv[1:] if argv is None else argv)
+    return ck.main("dockerd.sh", "dockerd", __doc__, commands(), sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

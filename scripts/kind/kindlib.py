@@ -1,6 +1,5 @@
-"""What scripts/kind's three programs (dockerd.py, mgmt.py, node_image.py) share: errors with an exit code, a poll
-with a deadline, the lock of one `up`/`down` at a time, a small JSON state file, process groups and /proc readers,
-and the sub-command dispatcher behind each program's `--help`. Stdlib only: it runs as root under the system Python.
+"""What scripts/kind's three programs (dockerd.py, mgmt.py, node_image.py) share: the lock of one `up`/`down` at a time, a small JSON state file, process groups and /proc readers,
+(errors, polls and the sub-command dispatcher are scripts/cmdkit.py's, shared with scripts/lab-local). Stdlib only: it runs as root under the system Python.
 """
 from __future__ import annotations
 
@@ -12,48 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts/: cmdkit
 
-class Fail(Exception):
-    """A one-line error; the program prints `PREFIX: error: MESSAGE` and exits with `code`.
-    2: bad input or a missing prerequisite (nothing was changed); 1: a step failed."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
-
-
-class Log:
-    def __init__(self, prefix: str):
-        self.prefix = prefix
-
-    def __call__(self, msg: str) -> None:
-        print(f"{self.prefix}: {msg}", file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------------------------------------ polls
-class Timeout(Fail):
-    pass
-
-
-def poll(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.5,
-         clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Any:
-    """Call `check` until it returns something truthy (returned) or `timeout` seconds passed (Timeout: `WHAT: not
-    within N s`). `check` may raise Fail to stop early (e.g. the process it waits for exited). At least one call."""
-    deadline = clock() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        left = deadline - clock()
-        if left <= 0:
-            raise Timeout(f"{what}: not within {timeout:g} s")
-        sleep(min(interval, left))
+from cmdkit import Fail, Timeout, poll  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------ the lock
@@ -276,62 +240,3 @@ def out(argv: list[str], check: bool = False, **kw: Any) -> str:
     if check and p.returncode:
         raise Fail(f"{' '.join(map(str, argv[:3]))} failed (exit {p.returncode})")
     return p.stdout if p.returncode == 0 else ""
-
-
-def exit_on_sigterm() -> None:
-    """SIGTERM (a timeout, `kill`) ends the program through its `finally` clauses and `with` blocks: the chroot's
-    mounts unmounted, a containerd it started stopped, the lock's pid note removed."""
-    def term(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, term)
-
-
-# ------------------------------------------------------------------------------------------------ sub-commands
-class Command:
-    def __init__(self, func: Callable[..., Any], usage: str, summary: str, args: bool = False):
-        self.func, self.usage, self.summary, self.args = func, usage, summary, args
-
-
-def help_text(prog: str, doc: str, commands: dict[str, Command]) -> str:
-    width = max(len(f"{prog} {c.usage}") for c in commands.values())
-    lines = [doc.strip(), "", "Commands:"]
-    for c in commands.values():
-        summary = textwrap.wrap(" ".join(c.summary.split()), max(40, 114 - width))
-        lines.append(f"  {f'{prog} {c.usage}':<{width}}  {summary[0]}")
-        lines += [f"  {'':<{width}}  {s}" for s in summary[1:]]
-    lines.append(f"  {f'{prog} COMMAND --help':<{width}}  what one command does")
-    return "\n".join(lines) + "\n"
-
-
-def main(prog: str, prefix: str, doc: str, commands: dict[str, Command], argv: list[str]) -> int:
-    """`PROG COMMAND [ARGS]`: no command or an unknown one prints the usage and exits 2; `--help` prints it and
-    exits 0; `COMMAND --help` says what COMMAND does. A Fail prints `PREFIX: error: ...` and exits with its code."""
-    if not argv:
-        sys.stderr.write(help_text(prog, doc, commands))
-        return 2
-    name, rest = argv[0], argv[1:]
-    if name in ("-h", "--help", "help"):
-        sys.stdout.write(help_text(prog, doc, commands))
-        return 0
-    cmd = commands.get(name)
-    if cmd is None:
-        print(f"{prefix}: error: unknown command {name!r}", file=sys.stderr)
-        sys.stderr.write(help_text(prog, doc, commands))
-        return 2
-    if rest[:1] in (["-h"], ["--help"]):
-        print(f"usage: {prog} {cmd.usage}\n\n" + textwrap.fill(" ".join(cmd.summary.split()), 114))
-        return 0
-    if rest and not cmd.args:
-        print(f"{prefix}: error: {name} takes no arguments (got {' '.join(rest)})", file=sys.stderr)
-        return 2
-    exit_on_sigterm()
-    try:
-        rc = cmd.func(*rest) if cmd.args else cmd.func()
-    except Fail as e:
-        print(f"{prefix}: error: {e}", file=sys.stderr, flush=True)
-        return e.code
-    except KeyboardInterrupt:
-        print(f"{prefix}: interrupted", file=sys.stderr)
-        return 130
-    return int(rc or 0)

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dockerd  # noqa: E402
 import kindlib as kl  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 import node_image  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -34,7 +35,7 @@ BUSY = "another mgmt.sh up/down runs (pid {pid}): wait for it, or stop it first"
 IMAGES = ("workflow-controller", "argoexec", "minio", "mc", "runner", "nats", "argo-events")
 INOTIFY = {"fs.inotify.max_user_instances": 512, "fs.inotify.max_user_watches": 524288}
 T0 = time.monotonic()
-log = kl.Log("mgmt")
+log = ck.Log("mgmt")
 
 
 def _legacy_state(d: Path) -> dict:
@@ -97,7 +98,7 @@ class Mgmt:
 
     def need_cluster(self) -> None:
         if not self.running():
-            raise kl.Fail(f"no kind cluster {self.cluster}: make up", 2)
+            raise ck.Fail(f"no kind cluster {self.cluster}: make up", 2)
 
     def script(self, rel: str, *args: str, quiet: bool = False) -> None:
         kl.run([str(REPO / rel), *args], quiet=quiet, code=2)
@@ -183,7 +184,7 @@ class Mgmt:
         with self.lock:
             kl.need_commands(["go", "umoci", "skopeo", "debootstrap", "jq"], " (make setup installs it)")
             if not self.config.is_file():
-                raise kl.Fail(f"no kind config at {self.config}", 2)
+                raise ck.Fail(f"no kind config at {self.config}", 2)
             self.state_dir.mkdir(parents=True, exist_ok=True)
             (self.state_dir / "up-times").write_text("")
             self.step("engine")
@@ -209,7 +210,7 @@ class Mgmt:
                             "--retain"], check=False)
                 if p.returncode:
                     log(f"kind create failed; the nodes' logs: {self.kind} export logs --name {self.cluster}")
-                    raise kl.Fail("kind create cluster failed", 2)
+                    raise ck.Fail("kind create cluster failed", 2)
             self.step("the nodes Ready (the image's default CNI: flannel vxlan from the lab's mirror)")
             self.k("-n", "kube-flannel", "rollout", "status", "ds/kube-flannel-ds", "--timeout=300s")
             self.k("wait", "--for=condition=Ready", "node", "--all", "--timeout=300s")
@@ -244,7 +245,7 @@ class Mgmt:
         p = subprocess.run([str(self.kind), "get", "kubeconfig", "--name", self.cluster], capture_output=True,
                            text=True)
         if p.returncode:
-            raise kl.Fail(f"no kind cluster {self.cluster}: mgmt.sh up", 2)
+            raise ck.Fail(f"no kind cluster {self.cluster}: mgmt.sh up", 2)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         path = self.state_dir / "kubeconfig"
         path.write_text(p.stdout)
@@ -259,14 +260,14 @@ class Mgmt:
         gw = kl.out(["docker", "network", "inspect", "kind", "-f",
                      "{{range .IPAM.Config}}{{.Gateway}} {{end}}"]).split()
         if not gw:
-            raise kl.Fail("no kind network: mgmt.sh up", 2)
+            raise ck.Fail("no kind network: mgmt.sh up", 2)
         return gw[0]
 
     def submit(self, *args: str) -> None:
         argo = self.e2e / "bin/argo"
         argo_s = str(argo) if os.access(argo, os.X_OK) else shutil.which("argo")
         if not argo_s:
-            raise kl.Fail("no argo CLI: scripts/e2e-argo/build.sh builds it", 2)
+            raise ck.Fail("no argo CLI: scripts/e2e-argo/build.sh builds it", 2)
         sweep = self.env.get("SWEEP") or str(REPO / "workflows/sweep.yaml")
         kc = self.kubeconfig()
         sys.stdout.flush()
@@ -303,37 +304,37 @@ class Mgmt:
             print(f"kind clusters: {' '.join(self.clusters())} ")
 
 
-def commands() -> dict[str, kl.Command]:
+def commands() -> dict[str, ck.Command]:
     m = Mgmt
     return {
-        "up": kl.Command(lambda: m().up(), "up", """
+        "up": ck.Command(lambda: m().up(), "up", """
             a Docker engine (the one running, else dockerd.sh's own), kind v0.33.0 (Go module proxy), the node image
             (node-image.sh), the cluster (kustomize/overlays/kind/kind-cluster.local.yaml: 1 control plane + 1
             worker; the image's default CNI: flannel), the project's images loaded (`kind load image-archive`),
             Argo Workflows v3.7.9, Argo Events v1.9.11, MinIO and edgebench (kustomize/overlays/e2e: the images
             built here); idempotent"""),
-        "down": kl.Command(lambda: m().down(), "down", """
+        "down": ck.Command(lambda: m().down(), "down", """
             the cluster deleted, then the engine stopped if up started it, and what up changed on the host
             restored; PURGE=1 also drops the engine's image cache"""),
-        "submit": kl.Command(lambda *a: m().submit(*a), "submit [ARGS]", """
+        "submit": ck.Command(lambda *a: m().submit(*a), "submit [ARGS]", """
             argo submit $SWEEP --watch on the cluster (the argo CLI v3.7.9 scripts/e2e-argo built); ARGS go to
-            argo submit""", args=True),
-        "e2e": kl.Command(lambda *a: m().e2e(*a), "e2e [ARGS]", """
+            argo submit""", max_args=None),
+        "e2e": ck.Command(lambda *a: m().e2e(*a), "e2e [ARGS]", """
             scripts/e2e-argo/e2e.py on the cluster: the smoke workflow, the tiny sweep, a CNI version bump that
-            Argo Events reruns, the warehouse (make e2e-kind: up, e2e, down)""", args=True),
-        "lab": kl.Command(lambda *a: m().lab(*a), "lab [ARGS]", """
+            Argo Events reruns, the warehouse (make e2e-kind: up, e2e, down)""", max_args=None),
+        "lab": ck.Command(lambda *a: m().lab(*a), "lab [ARGS]", """
             the local lab's sweep submitted here (make lab-argo): the runner image rebuilt if the checkout changed
             and loaded, then scripts/lab-local/argo.py with this cluster's kubeconfig, MinIO through a
-            port-forward and the kind network's gateway as the host address pods reach""", args=True),
-        "running": kl.Command(lambda: 0 if m().running() else 1, "running", "exit 0 when the cluster exists"),
-        "kubeconfig": kl.Command(lambda: m().print_kubeconfig(), "kubeconfig",
+            port-forward and the kind network's gateway as the host address pods reach""", max_args=None),
+        "running": ck.Command(lambda: 0 if m().running() else 1, "running", "exit 0 when the cluster exists"),
+        "kubeconfig": ck.Command(lambda: m().print_kubeconfig(), "kubeconfig",
                                  "write the cluster's kubeconfig and print its path"),
-        "status": kl.Command(lambda: m().status(), "status", "what runs: the engine, kind's clusters"),
+        "status": ck.Command(lambda: m().status(), "status", "what runs: the engine, kind's clusters"),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    return kl.main("mgmt.sh", "mgmt", __doc__, commands(), sys.argv[1:] if argv is None else argv)
+    return ck.main("mgmt.sh", "mgmt", __doc__, commands(), sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

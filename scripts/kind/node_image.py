@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kindlib as kl  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 
 HERE = Path(__file__).resolve().parent
 K8S_VERSION = "v1.33.4"
@@ -59,8 +60,8 @@ PRELOAD_TIMEOUT = 30  # s for the preload's containerd to answer
 # stay cached. A change to what goes into the image gets a new RECIPE (any new string) and, for the unit test that
 # guards it, the new RECIPE_FINGERPRINT (tests/unit/test_kind_scripts.py prints it).
 RECIPE = "63d9925906293ffb72faff751d68d3914d1d09d79b74cdd9f18a0874b46338b7"
-RECIPE_FINGERPRINT = "98614c86973f5320"
-say = kl.Log("kind-node")
+RECIPE_FINGERPRINT = "0474cb8cb5a01396"
+say = ck.Log("kind-node")
 
 
 def containerd_config(kind_toml: str) -> str:
@@ -83,9 +84,9 @@ def containerd_config(kind_toml: str) -> str:
         lines.append(line)
     text = "\n".join(lines) + "\n"
     if "restrict_oom_score_adj = true" not in text:
-        raise kl.Fail("containerd config: restrict_oom_score_adj not set")
+        raise ck.Fail("containerd config: restrict_oom_score_adj not set")
     if text.count(f'BinaryName = "{RUNC_CAPDROP}"') != 2:
-        raise kl.Fail("containerd config: BinaryName not set twice")
+        raise ck.Fail("containerd config: BinaryName not set twice")
     return text
 
 
@@ -93,9 +94,9 @@ def default_cni(flannel: str, source: str) -> str:
     """The mirror's flannel manifest as kind's default CNI: kind templates a manifest that holds the marker line with
     Go's text/template ({{ .PodSubnet }}); the flannel manifest must have no other braces."""
     if '"Network": "10.244.0.0/16"' not in flannel:
-        raise kl.Fail(f'no "Network" line to template in {source}')
+        raise ck.Fail(f'no "Network" line to template in {source}')
     if "{{" in flannel:
-        raise kl.Fail(f"{source} holds template braces")
+        raise ck.Fail(f"{source} holds template braces")
     return ("# would you kindly template this file\n"
             "# edgebench: the lab mirror's flannel v0.28.9 (vxlan), kind's default CNI in this node image\n"
             + flannel.replace('"Network": "10.244.0.0/16"', '"Network": "{{ .PodSubnet }}"'))
@@ -219,7 +220,7 @@ class Build:
                      env={**os.environ, "GOFLAGS": "-mod=mod"})
         d = Path(json.loads(got).get("Dir") or "/nonexistent")
         if not (d / "images/base/files").is_dir():
-            raise kl.Fail(f"no images/base/files in the kind module ({d})")
+            raise ck.Fail(f"no images/base/files in the kind module ({d})")
         return d / "images/base/files"
 
     def crictl_bin(self) -> Path:
@@ -330,12 +331,12 @@ class Build:
         try:
             def answers() -> bool:
                 if proc.poll() is not None:
-                    raise kl.Fail(f"the preload's containerd exited (code {proc.returncode}; log: "
+                    raise ck.Fail(f"the preload's containerd exited (code {proc.returncode}; log: "
                                   f"{self.work / 'preload-containerd.log'})")
                 return sock.is_socket() and subprocess.run(["ctr", "-a", str(sock), "version"],
                                                            stdout=subprocess.DEVNULL,
                                                            stderr=subprocess.DEVNULL).returncode == 0
-            kl.poll(answers, PRELOAD_TIMEOUT, f"the preload's containerd answering on {sock}", interval=0.5)
+            ck.poll(answers, PRELOAD_TIMEOUT, f"the preload's containerd answering on {sock}", interval=0.5)
             for n in PRELOAD:
                 f = self.mimg / f"{n}.tar"
                 kl.run([*ctr, "images", "import", "--all-platforms", "--no-unpack", "--digests", str(f)], quiet=True,
@@ -392,7 +393,7 @@ class Build:
         kl.need_commands(["debootstrap", "umoci", "skopeo", "jq", "go", "ctr"])
         miss = self.missing_inputs()
         if miss:
-            raise kl.Fail(f"missing {len(miss)} input(s): {'; '.join(miss)}", 2)
+            raise ck.Fail(f"missing {len(miss)} input(s): {'; '.join(miss)}", 2)
 
     def main(self, load: bool = True) -> None:
         self.check()
@@ -419,7 +420,7 @@ class Build:
     def print_key(self) -> None:
         miss = self.missing_inputs() + ([] if (self.base / ".stamp").is_file() else [f"{self.base}/.stamp"])
         if miss:
-            raise kl.Fail(f"missing {len(miss)} input(s): {'; '.join(miss)}", 2)
+            raise ck.Fail(f"missing {len(miss)} input(s): {'; '.join(miss)}", 2)
         print(self.key())
 
 
@@ -438,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv in (["-h"], ["--help"]):
         print(__doc__.strip())
         return 0
-    kl.exit_on_sigterm()
+    ck.exit_on_sigterm()
     try:
         if argv == ["key"]:
             Build().print_key()
@@ -448,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kind-node: error: unknown arguments {' '.join(argv)!r}: node-image.sh [--no-load] | key | --help",
                   file=sys.stderr)
             return 2
-    except kl.Fail as e:
+    except ck.Fail as e:
         say(f"error: {e}")
         return e.code
     return 0

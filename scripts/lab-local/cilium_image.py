@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lablib as ll  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 
 HELM_VERSION = "v3.18.4"
 BINARIES = {"cilium-agent": "./daemon", "cilium-cni": "./plugins/cilium-cni",
@@ -30,7 +31,7 @@ BINARIES = {"cilium-agent": "./daemon", "cilium-cni": "./plugins/cilium-cni",
             "cilium-mount": "./tools/mount", "cilium-sysctlfix": "./tools/sysctlfix", "cilium-bugtool": "./bugtool"}
 AGENT_BINARIES = ("cilium-agent", "cilium-dbg", "cilium-health", "cilium-health-responder", "cilium-bugtool",
                   "cilium-mount", "cilium-sysctlfix")
-log = ll.Log("lab-local: cilium")
+log = ck.Log("lab-local: cilium")
 
 
 class Cilium:
@@ -58,7 +59,7 @@ class Cilium:
             return
         mod = ll.go_mod_download(f"github.com/cilium/cilium@v{self.version}")
         if not os.path.isdir(mod.get("Dir", "")):
-            raise ll.Fail(f"go mod download github.com/cilium/cilium@v{self.version} failed")
+            raise ck.Fail(f"go mod download github.com/cilium/cilium@v{self.version} failed")
         ll.run(["rm", "-rf", self.src])
         Path(self.src).parent.mkdir(parents=True, exist_ok=True)
         ll.run(["cp", "-a", mod["Dir"], self.src])
@@ -92,7 +93,7 @@ class Cilium:
                                     stderr=subprocess.STDOUT).returncode
             if rc:
                 sys.stderr.write("".join(Path(logfile).read_text().splitlines(True)[-20:]))
-                raise ll.Fail(f"go build {name} failed (see {logfile})")
+                raise ck.Fail(f"go build {name} failed (see {logfile})")
             stamp.write_text(f"{self.version}\n")
             log(f"{name} ({time.monotonic() - t0:.0f} s)")
 
@@ -102,7 +103,7 @@ class Cilium:
         if os.path.exists(stamp) and ll.newer(stamp, f"{self.base}/.stamp"):
             return
         if not os.path.exists(f"{self.base}/.stamp"):
-            raise ll.Fail(f"no base root {self.base} (mirror.sh build makes it)", 2)
+            raise ck.Fail(f"no base root {self.base} (mirror.sh build makes it)", 2)
         self.source()
         t0, r, work = time.monotonic(), f"{self.rootfs_dir}.wip", self.lab.work
         aptlog = f"{work}/cilium-agent-apt.log"
@@ -200,7 +201,7 @@ class Cilium:
         out.mkdir(parents=True, exist_ok=True)
         ll.run([helm, "package", f"{self.src}/install/kubernetes/cilium", "--destination", out], quiet=True)
         if not tgz.exists():
-            raise ll.Fail(f"helm package did not write {tgz}")
+            raise ck.Fail(f"helm package did not write {tgz}")
         ll.run([helm, "repo", "index", out])
         log(f"chart repository {out} (cilium-{self.version}.tgz)")
 
@@ -234,18 +235,18 @@ def _helm() -> int:
 
 
 COMMANDS = {
-    "build": ll.Command(lambda: cilium().build(), "[build]",
+    "build": ck.Command(lambda: cilium().build(), "[build]",
                         "bins, rootfs, images and chart, each cached; the default"),
-    "bins": ll.Command(lambda: cilium().bins(), "bins", "the binaries into $LABC/bin/ARCH/cilium (each stamped with "
+    "bins": ck.Command(lambda: cilium().bins(), "bins", "the binaries into $LABC/bin/ARCH/cilium (each stamped with "
                        "the version in .NAME.version, its build log in .NAME.log)"),
-    "rootfs": ll.Command(lambda: cilium().rootfs(), "rootfs", "the agent's root $LABC/rootfs/cilium-agent-ARCH: the "
+    "rootfs": ck.Command(lambda: cilium().rootfs(), "rootfs", "the agent's root $LABC/rootfs/cilium-agent-ARCH: the "
                          "base root + clang-19, bpftool, iptables-wrapper (rebuilt when the base root's stamp is "
                          "newer)"),
-    "images": ll.Command(lambda: cilium().images(), "images", "the agent and operator images into MIRROR/images/ARCH "
+    "images": ck.Command(lambda: cilium().images(), "images", "the agent and operator images into MIRROR/images/ARCH "
                          "(rebuilt when their key, in NAME.tar.key, changes)"),
-    "chart": ll.Command(lambda: cilium().chart(), "chart", "the chart repository MIRROR/charts/cilium"),
-    "helm": ll.Command(_helm, "helm", "helm in the tools directory (go install when missing); prints its path"),
+    "chart": ck.Command(lambda: cilium().chart(), "chart", "the chart repository MIRROR/charts/cilium"),
+    "helm": ck.Command(_helm, "helm", "helm in the tools directory (go install when missing); prints its path"),
 }
 
 if __name__ == "__main__":
-    sys.exit(ll.main("cilium.sh", "lab-local: cilium", __doc__, COMMANDS, sys.argv[1:], default="build"))
+    sys.exit(ck.main("cilium.sh", "lab-local: cilium", __doc__, COMMANDS, sys.argv[1:], default="build"))

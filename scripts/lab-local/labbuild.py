@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lablib as ll  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 
 ETCD_VERSION = "v3.5.21"         # kubeadm v1.33's etcd (registry.k8s.io/etcd:3.5.21-0)
 COREDNS_VERSION = "v1.12.0"      # kubeadm v1.33's CoreDNS
@@ -45,7 +46,7 @@ import (
 
 func main() { etcdmain.Main(os.Args) }"""
 TENCENT_VPC = "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc"
-log = ll.Log("lab-local")
+log = ck.Log("lab-local")
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class Builder:
 
     def need_k8s_src(self) -> None:
         if not os.path.exists(f"{self.k8s_src}/go.mod"):
-            raise ll.Fail(f"{self.k8s_src} is missing: run scripts/e2e-argo/build.sh --k8s first", 2)
+            raise ck.Fail(f"{self.k8s_src} is missing: run scripts/e2e-argo/build.sh --k8s first", 2)
 
     # ---------------------------------------------------------------------------------------------- the builds
     def etcd(self, item: Item) -> None:
@@ -214,11 +215,11 @@ def cmd_print() -> int:
 
 
 COMMANDS = {
-    "build": ll.Command(cmd_build, "[build]", "build what is not cached (one status line per binary: cached or built "
+    "build": ck.Command(cmd_build, "[build]", "build what is not cached (one status line per binary: cached or built "
                         "in N s); the default"),
-    "--print": ll.Command(cmd_print, "--print", "what is cached, what is missing, one line per binary: ARCH NAME "
+    "--print": ck.Command(cmd_print, "--print", "what is cached, what is missing, one line per binary: ARCH NAME "
                           "VERSION cached|missing; builds nothing"),
 }
 
 if __name__ == "__main__":
-    sys.exit(ll.main("build.sh", "lab-local: build", __doc__, COMMANDS, sys.argv[1:], default="build"))
+    sys.exit(ck.main("build.sh", "lab-local: build", __doc__, COMMANDS, sys.argv[1:], default="build"))

@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "containers" / "runner" / "src"))
 import cilium_image  # noqa: E402
 import lablib as ll  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 
 DEFAULT_ADDR = "10.77.0.1"   # the lab's bridge
 SERVE_TIMEOUT = 10   # s for the HTTP server to answer
 STOP_TIMEOUT = 5   # s for it to end after SIGTERM
 PROVE_TIMEOUT = 120   # s per check of `prove`
-log = ll.Log("lab-local: mirror")
+log = ck.Log("lab-local: mirror")
 
 KUBELET_SERVICE = """[Unit]
 Description=kubelet: The Kubernetes Node Agent
@@ -146,7 +147,7 @@ class Mirror:
         log(f"debootstrap bookworm ({arch}) for the network images (a few minutes once; a foreign ARCH's second "
             "stage and apt run under qemu)")
         if not ll.debootstrap_root(self.lab, log, wip, logfile):
-            raise ll.Fail(f"debootstrap failed (see {logfile})")
+            raise ck.Fail(f"debootstrap failed (see {logfile})")
         shutil.copyfile("/etc/resolv.conf", f"{wip}/etc/resolv.conf")
         apt = ("export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q "
                "--no-install-recommends iptables ipset iproute2 conntrack ipvsadm kmod ca-certificates nftables && "
@@ -170,7 +171,7 @@ class Mirror:
         src = ll.go_mod_download(f"k8s.io/kubernetes@{ll.K8S_VERSION}")["Dir"]
         cc = "aarch64-linux-gnu-gcc" if self.lab.arch == "arm64" and self.lab.host != "arm64" else "gcc"
         if shutil.which(cc) is None:
-            raise ll.Fail(f"{cc} is missing (apt: gcc-aarch64-linux-gnu libc6-dev-arm64-cross)", 2)
+            raise ck.Fail(f"{cc} is missing (apt: gcc-aarch64-linux-gnu libc6-dev-arm64-cross)", 2)
         Path(self.lab.bin).mkdir(parents=True, exist_ok=True)
         ll.run([cc, "-Os", "-static", "-DVERSION=v3.10", "-o", out, f"{src}/build/pause/linux/pause.c"],
                stdout=sys.stderr)
@@ -195,9 +196,9 @@ class Mirror:
                         urllib.request.urlretrieve(base + f["Filename"], f"{d}/{f['Filename'].rsplit('/', 1)[1]}")
                         want.discard(f["Package"])
             except (OSError, urllib.error.URLError) as e:
-                raise ll.Fail(f"Debian's containerd and runc for {self.lab.arch}: {e}") from None
+                raise ck.Fail(f"Debian's containerd and runc for {self.lab.arch}: {e}") from None
             if want:
-                raise ll.Fail(f"not in bookworm/{self.lab.arch}: {sorted(want)}")
+                raise ck.Fail(f"not in bookworm/{self.lab.arch}: {sorted(want)}")
             out.parent.mkdir(parents=True, exist_ok=True)
             ll.run(["tar", "-czf", f"{out}.tmp", "-C", d, "."])
             os.replace(f"{out}.tmp", out)
@@ -210,7 +211,7 @@ class Mirror:
             if art["kind"] != "manifest":
                 continue
             if name not in MANIFEST_SOURCES:
-                raise ll.Fail(f"no source for manifest {name}")
+                raise ck.Fail(f"no source for manifest {name}")
             module, rel = MANIFEST_SOURCES[name]
             text = Path(ll.go_mod_download(module)["Dir"], rel).read_text()
             ll.write_text(self.root / art["path"], a.rewrite_manifest(text, art.get("rewrites", {})))
@@ -223,7 +224,7 @@ class Mirror:
         """bin/ARCH/cni-plugins.tgz: the CNI plugins (`tar -czf ... -C BIN/cni .`, as before: the same bytes)."""
         tgz = subprocess.run(["tar", "-czf", "-", "-C", f"{self.lab.bin}/cni", "."], capture_output=True)
         if tgz.returncode:
-            raise ll.Fail(f"tar of {self.lab.bin}/cni failed: {tgz.stderr.decode(errors='replace').strip()}")
+            raise ck.Fail(f"tar of {self.lab.bin}/cni failed: {tgz.stderr.decode(errors='replace').strip()}")
         ll.write_bytes(self.root / "bin" / self.lab.arch / "cni-plugins.tgz", tgz.stdout)
 
     def runner(self) -> None:
@@ -292,7 +293,7 @@ class Mirror:
 
         index = self.root / "index.yaml"
         if not index.exists():
-            raise ll.Fail(f"no index at {self.root} (mirror.sh build)", 2)
+            raise ck.Fail(f"no index at {self.root} (mirror.sh build)", 2)
         for n, a in yaml.safe_load(index.read_text())["artifacts"].items():
             print(f"{n:26} {a.get('version', '')!s:12} {','.join(a['arches']) or 'MISSING'}")
 
@@ -414,8 +415,8 @@ class Server:
         if pid is not None:
             try:
                 os.killpg(pid, signal.SIGTERM)
-                ll.poll(lambda: not _alive(pid), STOP_TIMEOUT, f"the mirror's HTTP server (pid {pid}) to end")
-            except ll.Timeout:
+                ck.poll(lambda: not _alive(pid), STOP_TIMEOUT, f"the mirror's HTTP server (pid {pid}) to end")
+            except ck.Timeout:
                 ll.kill_group(pid)
             except ProcessLookupError:
                 pass
@@ -437,7 +438,7 @@ class Server:
             if p.poll() is not None:
                 tail = self.logfile.read_text(errors="replace").strip().splitlines()[-1:]
                 self.pidfile.unlink(missing_ok=True)
-                raise ll.Fail(f"the mirror's HTTP server exited ({p.returncode}) on {addr}:{self.port}: "
+                raise ck.Fail(f"the mirror's HTTP server exited ({p.returncode}) on {addr}:{self.port}: "
                               f"{tail[0] if tail else 'no output'} (log: {self.logfile})")
             try:
                 with urllib.request.urlopen(url, timeout=2) as r:
@@ -446,8 +447,8 @@ class Server:
                 return False
 
         try:
-            ll.poll(answers, SERVE_TIMEOUT, f"the mirror's HTTP server to answer {url}")
-        except ll.Timeout:
+            ck.poll(answers, SERVE_TIMEOUT, f"the mirror's HTTP server to answer {url}")
+        except ck.Timeout:
             self.stop()
             raise
 
@@ -463,7 +464,7 @@ def _alive(pid: int) -> bool:
 def port() -> int:
     text = os.environ.get("MIRROR_PORT") or "8089"
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ll.Fail(f"MIRROR_PORT={text} is not a TCP port", 2)
+        raise ck.Fail(f"MIRROR_PORT={text} is not a TCP port", 2)
     return int(text)
 
 
@@ -475,10 +476,10 @@ def cmd_serve(addr: str = DEFAULT_ADDR) -> int:
     try:
         ipaddress.ip_address(addr)
     except ValueError:
-        raise ll.Fail(f"serve: {addr!r} is not an IP address to bind to", 2) from None
+        raise ck.Fail(f"serve: {addr!r} is not an IP address to bind to", 2) from None
     m, p = mirror(), port()
     if not (m.root / "index.yaml").exists():
-        raise ll.Fail(f"no mirror at {m.root} (mirror.sh build)", 2)
+        raise ck.Fail(f"no mirror at {m.root} (mirror.sh build)", 2)
     Server(m.lab.labc, str(m.root), p).start(addr)
     log(f"serving {m.root} on http://{addr}:{p}")
     return 0
@@ -492,17 +493,17 @@ def cmd_serve_stop() -> int:
 
 
 COMMANDS = {
-    "build": ll.Command(lambda: mirror().build(), "build", "assemble the mirror for ARCH (default: this machine's) "
+    "build": ck.Command(lambda: mirror().build(), "build", "assemble the mirror for ARCH (default: this machine's) "
                         "from the cached builds, then the index"),
-    "index": ll.Command(lambda: mirror().index(), "index", "(re)write index.yaml from what the mirror holds"),
-    "serve": ll.Command(cmd_serve, "serve [ADDR]", "serve the mirror on http://ADDR:MIRROR_PORT "
+    "index": ck.Command(lambda: mirror().index(), "index", "(re)write index.yaml from what the mirror holds"),
+    "serve": ck.Command(cmd_serve, "serve [ADDR]", "serve the mirror on http://ADDR:MIRROR_PORT "
                         f"(default {DEFAULT_ADDR}, the lab's bridge; 8089); stops a server serve started before; "
                         f"waits up to {SERVE_TIMEOUT} s for it to answer", 1),
-    "serve-stop": ll.Command(cmd_serve_stop, "serve-stop", "stop the server serve started (its process group)"),
-    "prove": ll.Command(lambda: mirror().prove(), "prove", "every ARCH binary runs here (under qemu for a foreign "
+    "serve-stop": ck.Command(cmd_serve_stop, "serve-stop", "stop the server serve started (its process group)"),
+    "prove": ck.Command(lambda: mirror().prove(), "prove", "every ARCH binary runs here (under qemu for a foreign "
                         "ARCH), the images say ARCH: MIRROR/proof-ARCH.txt; exit 1 when a check fails"),
-    "--print": ll.Command(lambda: mirror().print_index(), "--print", "what each artifact has, per architecture"),
+    "--print": ck.Command(lambda: mirror().print_index(), "--print", "what each artifact has, per architecture"),
 }
 
 if __name__ == "__main__":
-    sys.exit(ll.main("mirror.sh", "lab-local: mirror", __doc__, COMMANDS, sys.argv[1:]))
+    sys.exit(ck.main("mirror.sh", "lab-local: mirror", __doc__, COMMANDS, sys.argv[1:]))

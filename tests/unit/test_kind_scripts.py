@@ -20,6 +20,7 @@ sys.path.insert(0, str(KIND))
 
 import dockerd  # noqa: E402
 import kindlib as kl  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 import mgmt  # noqa: E402
 import node_image  # noqa: E402
 
@@ -45,27 +46,27 @@ def test_poll_returns_what_the_check_returned_once_it_is_truthy():
         calls.append(clock.t)
         return "ready" if len(calls) == 3 else None
 
-    assert kl.poll(check, 10, "x", interval=1, clock=clock, sleep=clock.sleep) == "ready"
+    assert ck.poll(check, 10, "x", interval=1, clock=clock, sleep=clock.sleep) == "ready"
     assert clock.slept == [1, 1]
 
 
 def test_poll_stops_at_the_deadline_with_what_it_waited_for():
     clock = FakeClock()
-    with pytest.raises(kl.Timeout, match=r"^dockerd answering: not within 2\.5 s$") as e:
-        kl.poll(lambda: False, 2.5, "dockerd answering", interval=1, clock=clock, sleep=clock.sleep)
+    with pytest.raises(ck.Timeout, match=r"^dockerd answering: not within 2\.5 s$") as e:
+        ck.poll(lambda: False, 2.5, "dockerd answering", interval=1, clock=clock, sleep=clock.sleep)
     assert e.value.code == 1
     assert clock.slept == [1, 1, 0.5] and clock.t == 102.5  # never sleeps past the deadline
 
 
 def test_poll_checks_once_even_with_no_time_and_lets_a_failure_through():
     clock = FakeClock()
-    assert kl.poll(lambda: 1, 0, "x", clock=clock, sleep=clock.sleep) == 1
+    assert ck.poll(lambda: 1, 0, "x", clock=clock, sleep=clock.sleep) == 1
 
     def died():
-        raise kl.Fail("dockerd exited (code 1) before it answered")
+        raise ck.Fail("dockerd exited (code 1) before it answered")
 
-    with pytest.raises(kl.Fail, match="exited"):
-        kl.poll(died, 60, "x", clock=clock, sleep=clock.sleep)
+    with pytest.raises(ck.Fail, match="exited"):
+        ck.poll(died, 60, "x", clock=clock, sleep=clock.sleep)
     assert clock.slept == []
 
 
@@ -74,7 +75,7 @@ def test_lock_is_exclusive_names_the_holder_and_is_flock_s(tmp_path):
     path = tmp_path / "mgmt.lock"
     first = kl.Lock(path, mgmt.BUSY).acquire()
     assert (tmp_path / "mgmt.lock.pid").read_text().strip() == str(os.getpid())
-    with pytest.raises(kl.Fail) as e:
+    with pytest.raises(ck.Fail) as e:
         kl.Lock(path, mgmt.BUSY).acquire()
     assert e.value.code == 2
     assert str(e.value) == (f"another mgmt.sh up/down runs (pid {os.getpid()}): wait for it, or stop it first")
@@ -94,8 +95,8 @@ def test_a_lock_held_by_flock_1_without_a_note_says_so(tmp_path):
     path = tmp_path / "mgmt.lock"
     holder = subprocess.Popen(["flock", str(path), "sleep", "30"])
     try:
-        kl.poll(lambda: subprocess.run(["flock", "-n", str(path), "true"]).returncode != 0, 10, "the holder")
-        with pytest.raises(kl.Fail, match=r"runs \(pid \?\)"):
+        ck.poll(lambda: subprocess.run(["flock", "-n", str(path), "true"]).returncode != 0, 10, "the holder")
+        with pytest.raises(ck.Fail, match=r"runs \(pid \?\)"):
             kl.Lock(path, mgmt.BUSY).acquire()
     finally:
         holder.kill()
@@ -112,7 +113,7 @@ def test_state_round_trip_is_one_json_file_written_whole(tmp_path):
         "started_engine": True, "sysctls": {"fs.inotify.max_user_watches": "8192"}}
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["state.json"]  # no temporary left
     (tmp_path / "s" / "state.json").write_text("{half")
-    with pytest.raises(kl.Fail, match="not JSON"):
+    with pytest.raises(ck.Fail, match="not JSON"):
         st.load()
 
 
@@ -137,29 +138,29 @@ def test_state_reads_what_the_bash_scripts_left(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ dispatcher
 def _cmds(called: list):
-    return {"up": kl.Command(lambda: called.append("up"), "up", "start it"),
-            "submit": kl.Command(lambda *a: called.append(("submit", a)), "submit [ARGS]", "argo submit", args=True),
-            "bad": kl.Command(lambda: (_ for _ in ()).throw(kl.Fail("no kind cluster x: make up", 2)), "bad", "f")}
+    return {"up": ck.Command(lambda: called.append("up"), "up", "start it"),
+            "submit": ck.Command(lambda *a: called.append(("submit", a)), "submit [ARGS]", "argo submit", max_args=None),
+            "bad": ck.Command(lambda: (_ for _ in ()).throw(ck.Fail("no kind cluster x: make up", 2)), "bad", "f")}
 
 
 def test_dispatch_usage_help_and_errors(capsys):
     called: list = []
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), []) == 2
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), []) == 2
     err = capsys.readouterr().err
     assert "p.sh up" in err and "p.sh submit [ARGS]" in err and "Doc." in err
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["--help"]) == 0
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["--help"]) == 0
     assert "p.sh up" in capsys.readouterr().out
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["bogus"]) == 2
-    assert capsys.readouterr().err.startswith("p: error: unknown command 'bogus'\n")
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["up", "--help"]) == 0
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["bogus"]) == 2
+    assert capsys.readouterr().err == "p: error: unknown command 'bogus' (commands: up, submit, bad; p.sh --help)\n"
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["up", "--help"]) == 0
     assert capsys.readouterr().out.startswith("usage: p.sh up\n\nstart it")
     # arguments to a command that takes none: one line, exit 2, nothing run
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["up", "now"]) == 2
-    assert capsys.readouterr().err == "p: error: up takes no arguments (got now)\n"
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["up", "now"]) == 2
+    assert capsys.readouterr().err == "p: error: up takes no arguments (got now; usage: p.sh up)\n"
     assert called == []
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["submit", "-p", "a=b"]) == 0
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["submit", "-p", "a=b"]) == 0
     assert called == [("submit", ("-p", "a=b"))]
-    assert kl.main("p.sh", "p", "Doc.", _cmds(called), ["bad"]) == 2
+    assert ck.main("p.sh", "p", "Doc.", _cmds(called), ["bad"]) == 2
     assert capsys.readouterr().err == "p: error: no kind cluster x: make up\n"
 
 
@@ -280,9 +281,9 @@ def test_containerd_config_edit_is_the_bash_script_s():
 
 
 def test_containerd_config_edit_refuses_a_config_it_cannot_change():
-    with pytest.raises(kl.Fail, match="BinaryName not set twice"):
+    with pytest.raises(ck.Fail, match="BinaryName not set twice"):
         node_image.containerd_config(KIND_TOML.replace("  SystemdCgroup = true\n", "", 1))
-    with pytest.raises(kl.Fail, match="restrict_oom_score_adj"):
+    with pytest.raises(ck.Fail, match="restrict_oom_score_adj"):
         node_image.containerd_config(KIND_TOML.replace("restrict_oom_score_adj = false", ""))
 
 
@@ -290,9 +291,9 @@ def test_default_cni_is_marked_for_kind_s_template():
     got = node_image.default_cni('net-conf.json: |\n  { "Network": "10.244.0.0/16" }\n', "f.yml")
     assert got.splitlines()[0] == "# would you kindly template this file"
     assert '"Network": "{{ .PodSubnet }}"' in got and "10.244.0.0/16" not in got
-    with pytest.raises(kl.Fail, match='no "Network" line'):
+    with pytest.raises(ck.Fail, match='no "Network" line'):
         node_image.default_cni("kind: DaemonSet\n", "f.yml")
-    with pytest.raises(kl.Fail, match="template braces"):
+    with pytest.raises(ck.Fail, match="template braces"):
         node_image.default_cni('"Network": "10.244.0.0/16" {{ x }}\n', "f.yml")
 
 
@@ -316,7 +317,7 @@ def test_daemon_config_and_environment(tmp_path):
     assert c["cgroup-parent"] == "/edgebench-docker" and c["default-address-pools"] == [
         {"base": "172.30.0.0/16", "size": 24}]
     assert e.log_path == Path(f"{tmp_path / 'r'}.log") and e.state.path == tmp_path / "d/.edgebench/host.json"
-    with pytest.raises(kl.Fail, match="EDGEBENCH_DOCKER_IPTABLES=yes: true or false") as err:
+    with pytest.raises(ck.Fail, match="EDGEBENCH_DOCKER_IPTABLES=yes: true or false") as err:
         dockerd.Engine({"EDGEBENCH_DOCKER_IPTABLES": "yes"})
     assert err.value.code == 2
 
@@ -362,7 +363,7 @@ def test_mgmt_reads_its_environment(tmp_path):
     assert m.kubectl == tmp_path / ".local/share/edgebench/lab/mirror/bin/amd64/kubectl"
     assert m.config == REPO / "kustomize/overlays/kind/kind-cluster.local.yaml"
     assert not m.running()
-    with pytest.raises(kl.Fail, match="^no kind cluster c1: make up$"):
+    with pytest.raises(ck.Fail, match="^no kind cluster c1: make up$"):
         m.need_cluster()
     assert not (tmp_path / "t").exists() and not (tmp_path / "state").exists()
 
@@ -370,8 +371,8 @@ def test_mgmt_reads_its_environment(tmp_path):
 def test_sigterm_runs_the_cleanup(tmp_path):
     """A program killed with SIGTERM leaves through its finally clauses (the chroot's mounts, the lock's note)."""
     marker = tmp_path / "cleaned"
-    prog = (f"import sys, time; sys.path.insert(0, {str(KIND)!r}); import kindlib as kl\n"
-            "kl.exit_on_sigterm()\n"
+    prog = (f"import sys, time; sys.path.insert(0, {str(KIND)!r}); import kindlib, cmdkit\n"
+            "cmdkit.exit_on_sigterm()\n"
             f"try:\n    print('ready', flush=True); time.sleep(60)\nfinally:\n    open({str(marker)!r}, 'w').close()\n")
     p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"

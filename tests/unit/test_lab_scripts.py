@@ -19,6 +19,7 @@ sys.path.insert(0, str(LAB))
 import cilium_image  # noqa: E402
 import labbuild  # noqa: E402
 import lablib as ll  # noqa: E402
+import cmdkit as ck  # noqa: E402 - on sys.path through kindlib / lablib
 import mirror as mm  # noqa: E402
 from edgebench.substrates.clusters.install import artifacts  # noqa: E402
 
@@ -49,7 +50,7 @@ def test_lab_paths_are_the_bash_scripts_strings_unnormalised(tmp_path):
     arm = lab(tmp_path, arch="arm64")
     assert arm.foreign and arm.k8s_bin == f"{tmp_path}/lab/bin/arm64/k8s"
     assert arm.rootfs("base") == f"{tmp_path}/lab/rootfs/base-arm64"
-    with pytest.raises(ll.Fail, match=r"^ARCH=sparc is not supported \(architectures: amd64 arm64\)$") as e:
+    with pytest.raises(ck.Fail, match=r"^ARCH=sparc is not supported \(architectures: amd64 arm64\)$") as e:
         lab(tmp_path, arch="sparc").check_arch()
     assert e.value.code == 2
 
@@ -216,10 +217,10 @@ def test_poll_gives_up_at_the_deadline_with_what_it_waited_for():
         slept.append(s)
         t[0] += s
 
-    with pytest.raises(ll.Timeout, match="the server to answer: not within 1 s"):
-        ll.poll(lambda: False, 1, "the server to answer", interval=0.3, clock=lambda: t[0], sleep=sleep)
+    with pytest.raises(ck.Timeout, match="the server to answer: not within 1 s"):
+        ck.poll(lambda: False, 1, "the server to answer", interval=0.3, clock=lambda: t[0], sleep=sleep)
     assert sum(slept) == pytest.approx(1.0)
-    assert ll.poll(lambda: "yes", 1, "x", clock=lambda: t[0], sleep=sleep) == "yes"
+    assert ck.poll(lambda: "yes", 1, "x", clock=lambda: t[0], sleep=sleep) == "yes"
 
 
 # ------------------------------------------------------------------------------------------------ arguments
