@@ -110,8 +110,12 @@ def test_mgmt_usage(args, rc):
     p = subprocess.run(["bash", str(KIND / "mgmt.sh"), *args], capture_output=True, text=True, timeout=30)
     assert p.returncode == rc
     text = p.stdout + p.stderr
-    for word in ("mgmt.sh up", "mgmt.sh down", "mgmt.sh e2e", "mgmt.sh lab"):
-        assert word in text
+    if args == ["bogus"]:  # one line: the error and the commands there are
+        assert text.startswith("mgmt: error: unknown command 'bogus' (commands: up, down, ") and text.count("\n") == 1
+        assert all(f" {c}," in text for c in ("up", "down", "e2e", "lab"))
+    else:
+        for word in ("mgmt.sh up", "mgmt.sh down", "mgmt.sh e2e", "mgmt.sh lab"):
+            assert word in text
     assert "set -euo" not in text
 
 

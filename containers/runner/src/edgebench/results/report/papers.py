@@ -88,7 +88,7 @@ GRAINS: dict[str, tuple[str, ...]] = {
 # naming one column of a set on either side of a claim frees the whole set from the grouping (the CNI decides its
 # datapath and pod MTU; the tool decides its mode and implementation)
 FREED_TOGETHER = (
-    frozenset({"cni", "cni_mode", "is_host_baseline", "datapath", "tuning_mtu", "cni_entry"}),
+    frozenset({"cni", "cni_mode", "is_host_baseline", "datapath", "tuning_mtu", counterparts.CNI_ENTRY}),
     frozenset({"intercluster", "intercluster_tool", "intercluster_mode", "intercluster_implementation",
                "is_emulated", "intercluster_model", "is_baseline"}),
 )

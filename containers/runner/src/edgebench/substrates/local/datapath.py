@@ -213,13 +213,11 @@ class Datapath:
         the node's uplink or its encrypting device)."""
         obj = ebpf.build(int(cm.local.get("vni", 0)))
         arrive = cm.local["device"] if cm.local["transport"] != "routed" else "eth0"
+        leaving = [("ingress", "from_pod" if tunnel else "from_pod_routed")]
+        arriving = [("ingress", "from_overlay")] + ([("egress", "to_overlay")] if tunnel else [])
         for i in range(1, self.nodes + 1):
-            lines = []
-            for j in range(1, PODS_PER_NODE + 1):
-                lines += ebpf.tc_lines(ptp_veth(i, j), "ingress", obj, "from_pod" if tunnel else "from_pod_routed")
-            lines += ebpf.tc_lines(arrive, "ingress", obj, "from_overlay")
-            if tunnel:
-                lines.append(f"filter add dev {arrive} egress bpf direct-action obj {obj} sec tc/to_overlay")
+            lines = [line for j in range(1, PODS_PER_NODE + 1) for line in ebpf.tc_lines(ptp_veth(i, j), obj, leaving)]
+            lines += ebpf.tc_lines(arrive, obj, arriving)
             self._ns(self.node_ns(i), "tc", "-batch", "-", input="\n".join(lines) + "\n")
 
     def _transport_geneve(self, i: int, j: int, cm: CniMode, keys: "_Keys") -> None:

@@ -66,10 +66,12 @@ def missing() -> str | None:
     return None
 
 
-def tc_lines(dev: str, direction: str, obj: Path, program: str) -> list[str]:
-    """`tc -batch` lines that attach `program` of `obj` to `dev` (ingress or egress) in direct-action mode."""
+def tc_lines(dev: str, obj: Path, hooks: list[tuple[str, str]]) -> list[str]:
+    """`tc -batch` lines that give `dev` a clsact qdisc and attach, per (direction, program) of `hooks`, that
+    program of `obj` in direct-action mode (direction: ingress or egress)."""
     return [f"qdisc add dev {dev} clsact",
-            f"filter add dev {dev} {direction} bpf direct-action obj {obj} sec tc/{program}"]
+            *(f"filter add dev {dev} {direction} bpf direct-action obj {obj} sec tc/{program}"
+              for direction, program in hooks)]
 
 
 def probe(scratch_ns: str, vni: int) -> str | None:
@@ -85,7 +87,7 @@ def probe(scratch_ns: str, vni: int) -> str | None:
         return f"the eBPF forwarding does not compile here: {e}"
     good, err = sh.ok(["ip", "-n", scratch_ns, "link", "add", "bpf0", "type", "veth", "peer", "name", "bpf1"])
     if good:
-        lines = tc_lines("bpf0", "ingress", obj, "from_overlay")
+        lines = tc_lines("bpf0", obj, [("ingress", "from_overlay")])
         proc = sh.call(["ip", "netns", "exec", scratch_ns, "tc", "-batch", "-"], input="\n".join(lines) + "\n",
                        capture_output=True, text=True, timeout=60)
         good, err = proc.returncode == 0, (proc.stderr or proc.stdout).strip()
