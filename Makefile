@@ -82,8 +82,8 @@ apt: ## install the Debian/Ubuntu packages (only those missing)
 	  (make up/submit; \`make mgmt-tools\` downloads it there). Nothing here downloads from outside the package registries."
 
 tools: $(TOOLS)/minio-$(MINIO_VERSION) $(TOOLS)/mc-$(MC_VERSION) $(TOOLS)/fortio-$(FORTIO_VERSION) \
-       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu $(TOOLS)/edgebench-relay \
-       $(TOOLS)/edgebench-ddsrr ## build MinIO, mc, fortio, kustomize, the netem emulator, the Skupper/ClusterLink relay (Go, pinned; ~4 min once), the round-robin DDS pinger (C, seconds)
+       $(TOOLS)/kustomize-$(KUSTOMIZE_VERSION) $(TOOLS)/edgebench-netem-emu $(TOOLS)/edgebench-relay $(TOOLS)/edgebench-httpduet \
+       $(TOOLS)/edgebench-ddsrr ## build MinIO, mc, fortio, kustomize, the netem emulator, the Skupper/ClusterLink relay, the interleaving HTTP client (Go, pinned; ~4 min once), the round-robin DDS pinger (C, seconds)
 
 $(TOOLS)/minio-$(MINIO_VERSION):
 	@echo "minio: go install github.com/minio/minio@$(MINIO_VERSION) (a few minutes, once)"
@@ -114,6 +114,10 @@ $(TOOLS)/edgebench-netem-emu: containers/netem-emulator/main.go containers/netem
 
 # the data-plane models of Skupper and ClusterLink for the local testbed (standard library only); rebuilt when its
 # sources change
+$(TOOLS)/edgebench-httpduet: $(wildcard containers/httpduet/*.go) containers/httpduet/go.mod
+	@echo "httpduet: go build ./containers/httpduet"
+	@mkdir -p $(TOOLS) && cd containers/httpduet && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-httpduet .
+
 $(TOOLS)/edgebench-relay: $(wildcard containers/relay/*.go) containers/relay/go.mod
 	@echo "relay: go build ./containers/relay"
 	@mkdir -p $(TOOLS) && cd containers/relay && GOFLAGS=-buildvcs=false go build -o $(TOOLS)/edgebench-relay .

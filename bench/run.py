@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the parts import ben
 
 from common import Row  # noqa: E402
 
-PARTS = ("fidelity", "overhead", "ebpf", "warehouse", "portal", "verdicts", "engine")
+PARTS = ("fidelity", "overhead", "ebpf", "warehouse", "portal", "verdicts", "httpduet", "engine")
 # opt-in: verdicts (two sweeps, ~10 min), engine (the e2e cluster up: make e2e-argo KEEP=1)
 DEFAULT = ("fidelity", "overhead", "ebpf", "warehouse", "portal")
 REPO = Path(__file__).resolve().parents[1]

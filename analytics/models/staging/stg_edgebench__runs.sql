@@ -210,7 +210,8 @@ renamed as (
         try_cast(manifest->'metrics'->>'response_p99_ms' as double)  as reported_response_p99_ms,
         try_cast(manifest->'metrics'->>'response_max_ms' as double)  as reported_response_max_ms,
         -- the load generator and the time resolution of its per-request times, ms (fortio's access log: 0.001;
-        -- hey's CSV: 0.1). HTTP runs whose metrics predate these fields were all measured with hey.
+        -- hey's CSV: 0.1; edgebench-httpduet, a duet round's interleaving client: 0.001). HTTP runs whose metrics
+        -- predate these fields were all measured with hey.
         case when manifest->>'workload' = 'http' and json_type(manifest->'metrics') = 'OBJECT'
              then coalesce(manifest->'metrics'->>'client', 'hey') end  as load_client,
         case when manifest->>'workload' = 'http' and json_type(manifest->'metrics') = 'OBJECT'

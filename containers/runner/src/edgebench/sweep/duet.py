@@ -20,7 +20,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from edgebench import sh, substrates
+from edgebench import sh, substrates, workloads
+from edgebench.plan import intercluster
 from edgebench.plan.cells import runs_for
 from edgebench.results.records.store import state_dir
 from edgebench.substrates.local.testbed import Testbed, default_prefix
@@ -89,6 +90,29 @@ def run_one(ctx: Any, run: Any) -> None:
 SETUP = phases.PHASES[:phases.PHASES.index("run-workloads")]
 
 
+def together(ctxs: dict[int, phases.CellContext], members: Sequence[tuple[int, Any]], log: Any) -> None:
+    """Measure one variant's runs on the members that can run it in one window, if its workload can (HTTP:
+    workloads/http.py measure_together); the results wait in each member's ctx.premeasured for run_one to store.
+    Otherwise (or for the members left out: a cell that is unsupported, a run an inter-cluster tool cannot carry)
+    run_one measures each in turn."""
+    able = [(i, r) for i, r in members if ctxs[i].state.get("supported") and not intercluster.run_reason(r)]
+    if len(able) < 2 or len({i for i, _ in able}) < len(able):
+        return
+    workload = workloads.REGISTRY[able[0][1].workload]
+    started = phases.now()
+    try:
+        got = workload.measure_together([(ctxs[i], r) for i, r in able])
+    except Exception as exc:  # noqa: BLE001 - measured one after another instead, with the reason in the log
+        got = f"{type(exc).__name__}: {exc}"
+    if isinstance(got, str):
+        if not got.endswith("one run at a time"):
+            log(f"duet: {able[0][1].workload} measured one member after another: {got}")
+        return
+    for i, r in able:
+        if r.run_id in got:
+            ctxs[i].premeasured[r.run_id] = (started, got[r.run_id])
+
+
 def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set[str]]], round_no: int,
               testbed: Testbed | None, previous: dict, results: Path, sink: Any, log: Any,
               on_phase: Any = None) -> None:
@@ -124,10 +148,10 @@ def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set
         if on_phase:
             on_phase("run-workloads, each variant on every member in turn")
         for var in variants(runs):
-            for i in seq:
-                for r in runs[i]:
-                    if adaptive.variant(r) == var:
-                        run_one(ctxs[i], r)
+            members = [(i, r) for i in seq for r in runs[i] if adaptive.variant(r) == var]
+            together(ctxs, members, log)
+            for i, r in members:
+                run_one(ctxs[i], r)
         for ctx in ctxs.values():
             phases.collect_results(ctx)
     finally:

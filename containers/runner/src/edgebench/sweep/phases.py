@@ -48,6 +48,8 @@ class CellContext:
     reuse: dict[str, Any] | None = None  # the previous cell's reset cluster: handover() of that cell
     keep: bool = False  # the next cell builds the same cluster: reset it for that cell instead of tearing it down
     on_phase: Callable[[str], None] | None = None  # told each phase's name as it starts (the sweep's progress)
+    # runs a duet round measured together with other members' (sweep/duet.py): run id -> (started, Measurement)
+    premeasured: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -248,22 +250,30 @@ def _run_all(ctx: CellContext, workload: str, measure: Callable[[Run], Measureme
             ctx.store(run, manifest(run, "unsupported", now(), error=f"unsupported: {across}", attempt=attempt,
                                     env=env, conditions=_conditions(ctx)), {})
             continue
-        started = now()
-        sampler = _sampler(ctx)
-        try:
-            raw, metrics, error, params = measure(run)
-        except Unsupported as exc:  # the substrate cannot do what this run needs
-            raw, metrics, error, params = {}, None, f"unsupported: {exc}", None
-        except Exception as exc:  # a setup command failed: record the run as failed, keep going
-            raw, metrics, error, params = {}, None, str(exc), None
-        finally:
-            samples = sampler.stop() if sampler else None
-        if samples:
-            raw["resources.json"] = json.dumps(samples).encode()
+        if run.run_id in ctx.premeasured:  # measured in one window with other members (sweep/duet.py)
+            started, (raw, metrics, error, params) = ctx.premeasured.pop(run.run_id)
+        else:
+            started, (raw, metrics, error, params) = now(), _measured(ctx, run, measure)
         status = "ok" if error is None else "unsupported" if error.startswith("unsupported:") else "failed"
         ctx.store(run, manifest(run, status, started, error=error, metrics=metrics, raw_files=sorted(raw),
                                 mtu=ctx.state.get("mtu"), attempt=attempt, env=env, params=params,
                                 conditions=_conditions(ctx)), raw)
+
+
+def _measured(ctx: CellContext, run: Run, measure: Callable[[Run], Measurement]) -> Measurement:
+    """One run measured, its resources sampled meanwhile (resources.json); a failure is the run's error."""
+    sampler = _sampler(ctx)
+    try:
+        raw, metrics, error, params = measure(run)
+    except Unsupported as exc:  # the substrate cannot do what this run needs
+        raw, metrics, error, params = {}, None, f"unsupported: {exc}", None
+    except Exception as exc:  # a setup command failed: record the run as failed, keep going
+        raw, metrics, error, params = {}, None, str(exc), None
+    finally:
+        samples = sampler.stop() if sampler else None
+    if samples:
+        raw["resources.json"] = json.dumps(samples).encode()
+    return raw, metrics, error, params
 
 
 def _conditions(ctx: CellContext) -> dict[str, Any]:

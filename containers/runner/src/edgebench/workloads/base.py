@@ -11,7 +11,7 @@ sweep/phases.py's context is one). See docs/workloads.md "Adding a workload".
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 from edgebench.drivers.protocol import Record, ToolFormat
 from edgebench.plan.dimensions import Cell, Run
@@ -77,6 +77,11 @@ class Workload:
     def measure(self, ctx: CellContext, run: Run) -> Measurement:
         """Measure one run through the cell's endpoints (ctx.provider)."""
         raise NotImplementedError
+
+    def measure_together(self, members: Sequence[tuple[CellContext, Run]]) -> dict[str, Measurement] | str:
+        """The runs of one variant on several duet members (sweep/duet.py), measured in one time window: {run id:
+        Measurement}; or why they cannot be (the duet then measures them one after another)."""
+        return f"{self.name} measures one run at a time"
 
     def versions(self) -> dict[str, str]:
         """{tool: version} of the tools that produce this workload's numbers, for the run's manifest."""

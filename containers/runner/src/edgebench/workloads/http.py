@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Sequence
 
+from edgebench import sh
 from edgebench.drivers import http as driver
 from edgebench.plan import workload_plans
 from edgebench.plan.dimensions import Run
 from edgebench.workloads.base import Measurement, Workload, endpoints
 
 PORT = 8080
+INTERLEAVE_ENV = "EDGEBENCH_DUET_INTERLEAVE"  # 0: a duet round measures its HTTP runs one after another
 
 
 class Http(Workload):
@@ -30,6 +33,32 @@ class Http(Workload):
         client, server, target = endpoints(ctx, run, PORT, pin=self.pin_cpus)
         return (*driver.measure(client, server, target, PORT, run.params["service"], run.length_bytes,
                                 run.params["requests"]), None)
+
+    def measure_together(self, members: Sequence[tuple[Any, Run]]) -> dict[str, Measurement] | str:
+        """A duet round's members (the host and the CNI modes, side by side on the namespace testbed) measured in one
+        window by edgebench-httpduet: bursts of requests to each member in turn, so that the machine's drift over
+        tens of milliseconds falls on every member alike (drivers/http/run.py measure_together)."""
+        if os.environ.get(INTERLEAVE_ENV, "1") == "0":
+            return f"{INTERLEAVE_ENV}=0"
+        if len(members) < 2:
+            return "a single member"
+        if sh.which(driver.DUET_CLIENT) is None:
+            return f"{driver.DUET_CLIENT} is not built (make tools)"
+        first = members[0][1]
+        ends = []
+        for ctx, run in members:
+            if run.cell.intercluster != "none" or not hasattr(ctx.provider, "pin"):
+                return "a member is not a single cluster of the namespace testbed"
+            if (run.params["service"], run.length_bytes, run.params["requests"]) != \
+                    (first.params["service"], first.length_bytes, first.params["requests"]):
+                return "the members' runs differ in service, length or requests"
+            client, server, target = endpoints(ctx, run, PORT, pin=self.pin_cpus)
+            if getattr(client, "container", None) or getattr(client, "cgroups", ()):
+                return "a member's client runs in a container or a CPU class's cgroup"
+            ends.append((run.run_id, client, server, target))
+        got = driver.measure_together(ends, PORT, first.params["service"], first.length_bytes,
+                                      first.params["requests"])
+        return {rid: (*m, None) for rid, m in got.items()}
 
     def versions(self) -> dict[str, str]:
         return dict(driver.version())

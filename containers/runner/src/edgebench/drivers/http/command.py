@@ -9,6 +9,12 @@ from edgebench.drivers.http.parser import HttpDriverError
 SERVICES = ("payload-echo", "payload-recv", "static-reply")
 STATIC_REPLY_BYTES = 1000
 CLIENT = "fortio"  # the load generator `measure` runs
+DUET_CLIENT = "edgebench-httpduet"  # the interleaving client `measure_together` runs (containers/httpduet)
+# consecutive requests to one member before the next in measure_together: 1 (strict alternation) raised the host's
+# p50 by a third and cut the measured overhead from 30 % to 17 % (the other path's work evicts the caches between
+# requests); bursts of 25 (about 3 ms) kept the sequential runs' level (28 % against 30 %) at 0.6x their pair SD
+# (docs/verdicts.md, "Interleaved HTTP duets")
+DUET_BURST = 25
 REQUEST_TIMEOUT_S = 30  # per request (fortio -timeout: connect and read); generous for 1 MB over slow/lossy links
 HTTP_BUFFER_MIN_KB = 128  # fortio's default -httpbufferkb
 HTTP_BUFFER_HEADROOM_KB = 64  # reply headers and slack on top of the reply body

@@ -11,7 +11,7 @@ from edgebench.drivers.protocol import Record, ToolFormat
 from edgebench.errors import EdgebenchError
 
 # time resolution of each client's per-request times, ms: fortio prints seconds with %f (1 us), hey with %4.4f
-RESOLUTION_MS = {"fortio": 0.001, "hey": 0.1}
+RESOLUTION_MS = {"fortio": 0.001, "hey": 0.1, "edgebench-httpduet": 0.001}
 PHASE_TOLERANCE_MS = RESOLUTION_MS["hey"]  # one step of hey's %4.4f-seconds resolution
 MAX_RESPONSE_MS = 3_600_000.0  # a per-request time beyond an hour is not a measurement
 # a fortio access-log timestamp outside 2000-01-01 .. 2200-01-01 (Unix ns) is not a real start time
@@ -206,6 +206,8 @@ def parse_fortio_access_log(text: str) -> list[dict[str, Any]]:
 PARSERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
     "fortio": parse_fortio_access_log,
     "hey": parse_hey_csv,
+    # the testbed's interleaving client (containers/httpduet) writes each member's log in fortio's line format
+    "edgebench-httpduet": parse_fortio_access_log,
 }
 
 
@@ -229,10 +231,16 @@ def _parse_hey(text: str) -> Record:
     return parse(text, "hey")
 
 
+def _parse_httpduet(text: str) -> Record:
+    return parse(text, "edgebench-httpduet")
+
+
 FORMATS = (
     ToolFormat("fortio", _parse_fortio, "fortio-access.jsonl", "http-requests.json",
                "fortio load access log (-access-log-format json, one line per request)"),
     ToolFormat("hey", _parse_hey, "hey.csv", "http-requests.json", "hey -o csv output"),
+    ToolFormat("edgebench-httpduet", _parse_httpduet, "httpduet-access.jsonl", "http-requests.json",
+               "edgebench-httpduet's per-member access log (fortio's JSON line format; duet rounds, interleaved)"),
 )
 
 def dropped_request(seq: int) -> dict[str, Any]:

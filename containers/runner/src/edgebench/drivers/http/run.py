@@ -41,12 +41,15 @@ below it are not measurable, and the warehouse says so instead of printing a per
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+Measured = tuple[dict[str, bytes], dict[str, Any] | None, str | None]
 
 from edgebench import sh
 from edgebench.drivers.http import command
@@ -131,30 +134,8 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
         if cli.returncode != 0:
             raise HttpDriverError(f"fortio load exited with {cli.returncode}: "
                                   f"{(cli.stderr or cli.stdout).decode(errors='replace').strip()[-500:]}")
-        rows = parse_fortio_access_log(cli.stdout.decode(errors="replace"))
-        logged = len(rows)
-        if logged > requests:
-            raise HttpDriverError(f"fortio logged {logged} requests, {requests} were planned")
-        rows += [dropped_request(seq) for seq in range(logged + 1, requests + 1)]
-        raw["http-requests.json"] = json.dumps(rows, indent=1).encode()
-        metrics = {**summarize(rows, expected=requests), "client": command.CLIENT,
-                   "resolution_ms": RESOLUTION_MS[command.CLIENT]}
-        problems = []
-        if logged < requests:
-            problems.append(f"fortio logged {logged} of {requests} requests")
-        transport = sum(1 for r in rows[:logged] if r["status"] == 0)
-        if transport:
-            problems.append(f"{transport} of {requests} requests failed at the transport level "
-                            "(refused, reset or timeout: see fortio-load.log)")
-        bad: dict[Any, int] = {}
-        for r in rows[:logged]:
-            if r["status"] not in (0, 200):
-                bad[r["status"]] = bad.get(r["status"], 0) + 1
-        if bad:
-            problems.append("non-200 responses: " + ", ".join(f"{k}: {v}" for k, v in sorted(bad.items(), key=str)))
-        if problems:
-            return raw, None, f"{service} {url}: " + "; ".join(problems)
-        return raw, metrics, None
+        metrics, error = _judge(raw, cli.stdout, requests, command.CLIENT, f"{service} {url}")
+        return raw, metrics, error
     except (HttpDriverError, subprocess.TimeoutExpired, OSError) as exc:
         return raw, None, str(exc)
     finally:
@@ -162,4 +143,99 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
             _stop(srv)
         if log_path.exists():
             raw["fortio-server.log"] = log_path.read_bytes()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+_CLIENT_LOG = {command.CLIENT: "fortio-load.log", command.DUET_CLIENT: "httpduet.log"}
+
+
+def _judge(raw: dict[str, bytes], log: bytes, requests: int, client: str,
+           what: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Metrics or the error of one run from its client's access log (fortio's JSON line format); adds
+    http-requests.json to `raw`, with `requests` rows (planned requests without a line as dropped rows)."""
+    rows = parse_fortio_access_log(log.decode(errors="replace"))
+    logged = len(rows)
+    if logged > requests:
+        raise HttpDriverError(f"{client} logged {logged} requests, {requests} were planned")
+    rows += [dropped_request(seq) for seq in range(logged + 1, requests + 1)]
+    raw["http-requests.json"] = json.dumps(rows, indent=1).encode()
+    metrics = {**summarize(rows, expected=requests), "client": client, "resolution_ms": RESOLUTION_MS[client]}
+    problems = []
+    if logged < requests:
+        problems.append(f"{client} logged {logged} of {requests} requests")
+    transport = sum(1 for r in rows[:logged] if r["status"] == 0)
+    if transport:
+        problems.append(f"{transport} of {requests} requests failed at the transport level "
+                        f"(refused, reset or timeout: see {_CLIENT_LOG.get(client, 'the client log')})")
+    bad: dict[Any, int] = {}
+    for r in rows[:logged]:
+        if r["status"] not in (0, 200):
+            bad[r["status"]] = bad.get(r["status"], 0) + 1
+    if bad:
+        problems.append("non-200 responses: " + ", ".join(f"{k}: {v}" for k, v in sorted(bad.items(), key=str)))
+    return (None, f"{what}: " + "; ".join(problems)) if problems else (metrics, None)
+
+
+def measure_together(members: Sequence[tuple[str, Any, Any, str]], port: int, service: str, payload_bytes: int,
+                     requests: int, burst: int = command.DUET_BURST) -> dict[str, Measured]:
+    """The runs of several testbed members measured in one time window by edgebench-httpduet (a duet round's
+    HTTP variant: the host baseline and the CNI modes side by side; containers/httpduet/main.go says why).
+
+    `members`: (key, client, server, target) per member, each client a namespace on this host. Every member's
+    fortio server starts in its server's namespace; one client process (pinned as the first member's client is)
+    holds a kept-alive connection per member, opened in that member's client namespace, and sends `burst`
+    consecutive requests to one member at a time, the members in a random order per cycle, until each member had
+    `requests`. Returns {key: (raw files, metrics or None, error or None)} as `measure` does, per member; a
+    client that fails fails every member's run with its message. An unknown service raises HttpDriverError."""
+    method, path, body_bytes = command.request_plan(service, payload_bytes)
+    tool = sh.exe(command.DUET_CLIENT)
+    out: dict[str, Measured] = {}
+    raws: dict[str, dict[str, bytes]] = {key: {} for key, *_ in members}
+    workdir = Path(tempfile.mkdtemp(prefix="edgebench-httpduet-"))
+    servers: dict[str, tuple[subprocess.Popen, Path]] = {}
+    urls = {key: f"http://{target}:{port}{path}" for key, _, _, target in members}
+    try:
+        body_file: str | None = None
+        if method != "GET":
+            body_file = str(workdir / "payload.bin")
+            (workdir / "payload.bin").write_bytes(os.urandom(int(body_bytes)))
+        for key, _, server, _ in members:
+            log_path = workdir / f"server-{len(servers)}.log"
+            with open(log_path, "wb") as log:
+                servers[key] = (sh.popen(server.cmd(command.server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=workdir), log_path)
+        for key, _, server, _ in members:
+            _wait_listening(server.cmd([]), port, *servers[key])
+        logs = {key: workdir / f"access-{n}.jsonl" for n, (key, *_) in enumerate(members)}
+        config = {"requests": requests, "burst": burst, "timeout_s": command.REQUEST_TIMEOUT_S,
+                  "seed": int.from_bytes(os.urandom(4), "big"),
+                  "targets": [{"name": key, "netns": f"/run/netns/{client.ns}", "url": urls[key], "method": method,
+                               "body_file": body_file or "", "access_log": str(logs[key])}
+                              for key, client, _, _ in members]}
+        cli = sh.call(members[0][1].cmd([tool]), input=json.dumps(config).encode(), capture_output=True,
+                      timeout=len(members) * requests * command.REQUEST_TIMEOUT_S + 30)
+        for key, *_ in members:
+            raw = raws[key]
+            raw["httpduet.log"] = cli.stderr
+            log = logs[key].read_bytes() if logs[key].exists() else b""
+            raw["httpduet-access.jsonl"] = log
+            if not log.strip():
+                out[key] = (raw, None, f"{command.DUET_CLIENT} exited with {cli.returncode}: "
+                                       f"{cli.stderr.decode(errors='replace').strip()[-500:]}")
+                continue
+            try:
+                metrics, error = _judge(raw, log, requests, command.DUET_CLIENT, f"{service} {urls[key]}")
+            except HttpDriverError as exc:
+                metrics, error = None, str(exc)
+            if metrics is not None:
+                metrics["interleaved"] = {"members": len(members), "burst": burst}
+            out[key] = (raw, metrics, error)
+        return out
+    except (HttpDriverError, subprocess.TimeoutExpired, OSError) as exc:
+        return {key: (raws[key], None, str(exc)) for key, *_ in members}
+    finally:
+        for key, (proc, log_path) in servers.items():
+            _stop(proc)
+            if log_path.exists():
+                raws[key]["fortio-server.log"] = log_path.read_bytes()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,3 @@
+module github.com/edgebench/httpduet
+
+go 1.24.0
