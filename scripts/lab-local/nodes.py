@@ -425,7 +425,7 @@ def run(argv: list[str]) -> None:
     except FileNotFoundError:
         raise die(f"{argv[0]} is not installed") from None
     if rc:
-        raise ck.Fail(f"{' '.join(argv[:4])} failed (exit {rc})", rc)
+        raise ck.Fail(f"{' '.join(argv[:4])} failed (exit {rc})", rc if rc > 0 else 1)
 
 
 def become(argv: list[str]) -> int:
