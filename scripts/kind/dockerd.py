@@ -1,8 +1,8 @@
 """A Docker engine of edgebench's own on a machine whose PID 1 is not systemd, for kind (issue 44; docs/substrates.md,
 "kind on this machine"). Debian's docker.io (dockerd 20.10.24, containerd 1.6.20, runc 1.1.5), its own data and exec
-roots, its own cgroup parent, and runc-capdrop (beside this file) as the default OCI runtime, so that
-`docker run --privileged` (kind's nodes) works although this machine's capability bounding set lacks
-CAP_SYS_RESOURCE. Everything it starts or creates is removed by `down`, which leaves the image cache (data root)
+roots, its own cgroup parent, and runc-capdrop (built from its Go source beside this file) as the default OCI
+runtime, so that `docker run --privileged` (kind's nodes) works although this machine's capability bounding set
+lacks CAP_SYS_RESOURCE. Everything it starts or creates is removed by `down`, which leaves the image cache (data root)
 unless PURGE=1.
 
 Environment: EDGEBENCH_DOCKER_DATA (/var/lib/edgebench-docker), EDGEBENCH_DOCKER_RUN (/run/edgebench-docker: exec
@@ -162,7 +162,7 @@ class Engine:
         dst = Path(self.wrapper)
         dst.parent.mkdir(parents=True, exist_ok=True)
         tmp = dst.with_name(dst.name + ".tmp")
-        shutil.copyfile(HERE / "runc-capdrop", tmp)
+        shutil.copyfile(kl.capdrop_bin(), tmp)
         tmp.chmod(0o755)
         os.replace(tmp, dst)
 

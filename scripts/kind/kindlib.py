@@ -1,10 +1,12 @@
 """What scripts/kind's three programs (dockerd.py, mgmt.py, node_image.py) share: the lock of one `up`/`down` at a time, a small JSON state file, process groups and /proc readers,
+and the build of runc-capdrop (the Go program in runc-capdrop/ beside this file)
 (errors, polls and the sub-command dispatcher are scripts/cmdkit.py's, shared with scripts/lab-local). Stdlib only: it runs as root under the system Python.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -240,3 +242,45 @@ def out(argv: list[str], check: bool = False, **kw: Any) -> str:
     if check and p.returncode:
         raise Fail(f"{' '.join(map(str, argv[:3]))} failed (exit {p.returncode})")
     return p.stdout if p.returncode == 0 else ""
+
+
+# ------------------------------------------------------------------------------------------------ runc-capdrop
+CAPDROP_DIR = Path(__file__).resolve().parent / "runc-capdrop"   # the Go program: go.mod, *.go
+
+
+def capdrop_sources(src: Path | None = None) -> list[Path]:
+    """What runc-capdrop is built from: go.mod and the .go files but the tests, by name."""
+    src = src or CAPDROP_DIR
+    return sorted([src / "go.mod", *(p for p in src.glob("*.go") if not p.name.endswith("_test.go"))])
+
+
+def capdrop_key(src: Path | None = None) -> str:
+    """sha256 (hex) over the sources' names and bytes: the built binary's cache key and the kind node image's input
+    (a change to the program rebuilds both; a change to its tests neither)."""
+    h = hashlib.sha256()
+    for p in capdrop_sources(src):
+        data = p.read_bytes()
+        h.update(f"{p.name} {len(data)}\n".encode() + data)
+    return h.hexdigest()
+
+
+def capdrop_bin(cache: Path | None = None) -> Path:
+    """runc-capdrop built for this machine, static (CGO_ENABLED=0, standard library only), once per source:
+    CACHE/bin/runc-capdrop-KEY (KEY: capdrop_key's first 16 hex digits; CACHE: $EDGEBENCH_KIND_CACHE, else
+    ~/.local/share/edgebench/kind, node_image.py's). Built by `go build` as node_image.py builds crictl."""
+    if cache is None:
+        home = Path(os.environ.get("HOME") or Path.home())
+        cache = Path(os.environ.get("EDGEBENCH_KIND_CACHE") or home / ".local/share/edgebench/kind")
+    b = cache / "bin" / f"runc-capdrop-{capdrop_key()[:16]}"
+    if os.access(b, os.X_OK):
+        return b
+    need_commands(["go"], " (make setup installs it): runc-capdrop is built from scripts/kind/runc-capdrop")
+    tmp = b.with_name(f".{b.name}.{os.getpid()}")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."], cwd=CAPDROP_DIR,
+            env={**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"}, fail="go build of runc-capdrop failed")
+        os.replace(tmp, b)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return b

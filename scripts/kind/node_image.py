@@ -6,8 +6,8 @@ What goes in, all of it already built by the project or from Debian:
   - kind v0.33.0's images/base/files (entrypoint, systemd units, containerd config, /kind/bin/*), from the Go module
     cache (the module zip of sigs.k8s.io/kind holds images/base)
   - kubeadm, kubelet, kubectl v1.33.4 and the CNI plugins from the lab's mirror (scripts/lab-local/mirror.sh build),
-    crictl v1.37.0 (go install), runc-capdrop beside this file (the node's runc: a pod that adds a capability this
-    machine's bounding set lacks would otherwise not start)
+    crictl v1.37.0 (go install), runc-capdrop built from its Go source beside this file (the node's runc: a pod that
+    adds a capability this machine's bounding set lacks would otherwise not start)
   - containerd's image store preloaded (namespace k8s.io, pinned, not unpacked, as kind's own build does): the
     mirror's control plane, kube-proxy, etcd, CoreDNS, pause and flannel archives, under their upstream names
   - the default CNI: kind's own (kindnetd) is not served by the module proxy (403), so /kind/manifests/default-cni.yaml
@@ -58,9 +58,11 @@ PRELOAD_TIMEOUT = 30  # s for the preload's containerd to answer
 # The recipe's identity in the cache key. The key hashed the bash script node-image.sh itself; its steps are this
 # module's now, unchanged, so the key carries that script's sha256 (commit 81cbba9) and node.tar files built before
 # stay cached. A change to what goes into the image gets a new RECIPE (any new string) and, for the unit test that
-# guards it, the new RECIPE_FINGERPRINT (tests/unit/test_kind_scripts.py prints it).
+# guards it, the new RECIPE_FINGERPRINT (tests/unit/test_kind_scripts.py prints it). (Issue 45: runc-capdrop became
+# a Go program that assemble() copies from its build; RECIPE stays, the key changes through the program's input,
+# kindlib.capdrop_key, in place of the bash script's sha256.)
 RECIPE = "63d9925906293ffb72faff751d68d3914d1d09d79b74cdd9f18a0874b46338b7"
-RECIPE_FINGERPRINT = "0474cb8cb5a01396"
+RECIPE_FINGERPRINT = "3a14403e7757be4a"
 say = ck.Log("kind-node")
 
 
@@ -247,14 +249,14 @@ class Build:
         return miss
 
     def key(self) -> str:
-        """What the image is made of: rebuilt when it changes (see RECIPE)."""
-        files = [HERE / "runc-capdrop", *(self.bin / b for b in ("kubeadm", "kubelet", "kubectl")), self.flannel,
-                 self.bin / "cni-plugins.tgz"]
-        return inputs_key((self.base / ".stamp").read_text(), [RECIPE, *map(sha256_file, files)],
+        """What the image is made of: rebuilt when it changes (see RECIPE). runc-capdrop counts by its Go source
+        (kindlib.capdrop_key: `key` needs no Go; the bash script's own sha256 was this place's before issue 45)."""
+        files = [*(self.bin / b for b in ("kubeadm", "kubelet", "kubectl")), self.flannel, self.bin / "cni-plugins.tgz"]
+        return inputs_key((self.base / ".stamp").read_text(), [RECIPE, kl.capdrop_key(), *map(sha256_file, files)],
                           [sha256_file(self.mimg / f"{n}.tar") for n in PRELOAD])
 
     # -------------------------------------------------------------------------------------------- stage 2
-    def assemble(self, files: Path, crictl: Path) -> None:
+    def assemble(self, files: Path, crictl: Path, capdrop: Path) -> None:
         root = self.root
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
@@ -285,7 +287,7 @@ class Build:
             0o644)
         (root / "etc/containerd/config.toml").write_text(containerd_config((files / "etc/containerd/config.toml")
                                                                            .read_text()))
-        shutil.copyfile(HERE / "runc-capdrop", root / RUNC_CAPDROP.lstrip("/"))
+        shutil.copyfile(capdrop, root / RUNC_CAPDROP.lstrip("/"))
         os.chmod(root / RUNC_CAPDROP.lstrip("/"), 0o755)
         # kind's unit starts /usr/local/bin/containerd; Debian's is /usr/bin/containerd
         (root / "usr/local/bin/containerd").unlink(missing_ok=True)
@@ -405,7 +407,7 @@ class Build:
         else:
             t0 = time.monotonic()
             files, crictl = self.kind_files(), self.crictl_bin()
-            self.assemble(files, crictl)
+            self.assemble(files, crictl, kl.capdrop_bin(self.kindc))
             self.preload()
             self.pack(key)
             keyfile.write_text(f"{key}\n")

@@ -1,0 +1,3 @@
+module edgebench/runc-capdrop
+
+go 1.24.0
