@@ -116,3 +116,66 @@ def test_provisioning_keeps_the_record_of_the_nodes_for_the_runs(tmp_path):
     lab = p.lab_record()
     assert lab["shared_kernel"] is False and lab["cpu"] == "emulated" and lab["node_kind"] == "vm-x86"
     assert [n["kernel"] for n in lab["node_list"]] == ["6.18", "6.18", "6.1.0"]
+
+
+class _Provider:
+    """A provider whose preflight recorded VM nodes; then the cell is unsupported (or provisioning fails)."""
+
+    LAB = {"target": "lab-local", "nodes": 2, "shared_kernel": False, "node_kind": "vm-arm64", "cpu": "emulated",
+           "node_list": [{"name": "lab-va1", "arch": "arm64", "cpu": "emulated", "kernel": "6.1.0-50-arm64",
+                          "kind": "vm-arm64"}]}
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+
+    def provision(self):
+        if self.fail:
+            raise RuntimeError("kubeadm init: wait-control-plane: context deadline exceeded")
+
+    def lab_record(self):
+        return dict(self.LAB)
+
+    def install_cni(self, cm):
+        from edgebench.substrates.base import Unsupported
+        raise Unsupported("unsupported: flannel:wireguard needs wireguard on every node")
+
+
+def _ctx(tmp_path, provider):
+    from edgebench.plan import spec
+    from edgebench.plan.cells import expand
+    from edgebench.sweep.phases import CellContext
+
+    sweep = spec.load(REPO / "workflows" / "sweep.yaml", {"cnis": '["flannel:wireguard"]', "workloads": '["iperf3:tcp"]',
+                                                           "repetitions": "1", "sweep-id": "nodes-1"}, substrate="local")
+    return CellContext(sweep, expand(sweep)[0], workdir=tmp_path / "work", results=tmp_path / "out",
+                       provider=provider, log=lambda m: None)
+
+
+def _stored(tmp_path) -> list[dict]:
+    import json
+    return [json.loads(p.read_text()) for p in sorted((tmp_path / "out").rglob("manifest.json"))]
+
+
+def test_the_runs_of_an_unsupported_cell_carry_its_nodes(tmp_path):
+    from edgebench.sweep import phases
+
+    ctx = _ctx(tmp_path, _Provider())
+    phases.provision_cluster(ctx)
+    phases.install_cni(ctx)
+    phases.run_workload(ctx, "iperf3")
+    docs = _stored(tmp_path)
+    assert docs and all(d["status"] == "unsupported" for d in docs)
+    assert all(d["environment"]["cluster"] == _Provider.LAB for d in docs)
+
+
+def test_the_runs_of_a_cell_whose_provisioning_failed_carry_its_nodes(tmp_path):
+    from edgebench.sweep import phases
+
+    ctx = _ctx(tmp_path, _Provider(fail=True))
+    with pytest.raises(RuntimeError):
+        phases.provision_cluster(ctx)
+    phases.collect_results(ctx, reason="provisioning failed")
+    docs = _stored(tmp_path)
+    assert docs and all(d["status"] == "failed" and d["error"] == "provisioning failed" for d in docs)
+    assert all(d["environment"]["cluster"]["node_kind"] == "vm-arm64" for d in docs)
+    assert all(d["environment"]["tools"] is not None for d in docs)
