@@ -16,6 +16,7 @@ from imagelib import REPO, SUITE, Chroot, Conf, Layout, base_files, install_bina
 import cmdkit as ck  # noqa: E402 - on sys.path through imagelib
 import lablib as ll  # noqa: E402
 import imagekeys as ik  # noqa: E402
+import runner_image as ri  # noqa: E402
 
 # applets of busybox linked in the mc image (the make-bucket Job runs `/bin/sh -c 'until mc ...; do sleep 3; done'`)
 BUSYBOX_APPLETS = ("sh", "ash", "cat", "cp", "echo", "env", "false", "id", "ls", "mkdir", "mv", "printf", "rm",
@@ -225,10 +226,16 @@ class Recipes:
         self.layout.ensure_stage(venv, lambda tag: self.runner_venv(base, w, tag, spec))
         if self.layout.has("runner"):
             self.layout.rm("runner")
-        env = [x for k, v in spec["env"].items() for x in ("--config.env", f"{k}={v}")]
-        commit = ["--config.env", f"EDGEBENCH_COMMIT={ik.edgebench_commit()}"]
-        uid = spec["user"]["uid"]
         ll.run(["umoci", "config", "--image", f"{self.layout.path}:{venv}", "--tag", "runner",
-                *env[:2], *commit, *env[2:], "--config.workingdir", spec["user"]["home"],
-                "--config.user", f"{uid}:{uid}", "--config.entrypoint", spec["entrypoint"][0],
-                f"--config.cmd={spec['cmd'][0]}"])
+                *runner_config(spec, ik.edgebench_commit())])
+
+
+def runner_config(spec: dict, commit: str) -> list[str]:
+    """umoci config's options of the runner image: its environment (PATH first, then EDGEBENCH_COMMIT), working
+    directory, user, entrypoint and command."""
+    env = [f"{k}={v}" for k, v in ri.offline_env(spec).items()]
+    env.insert(1, f"EDGEBENCH_COMMIT={commit}")
+    uid = spec["user"]["uid"]
+    return [*(x for e in env for x in ("--config.env", e)), "--config.workingdir", spec["user"]["home"],
+            "--config.user", f"{uid}:{uid}", "--config.entrypoint", spec["entrypoint"][0],
+            f"--config.cmd={spec['cmd'][0]}"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import inspect
 import io
 import json
 import os
@@ -233,6 +235,23 @@ class Images:
                 raise ck.Fail(f"edgebench --help fails in the arm64 runner (as uid {uid}): {p.stdout.strip()}")
             print(f"--- edgebench --help (as uid {uid})\n{p.stdout.rstrip()}", flush=True)
         say("prove-arm64: ok: the arm64 runner's iperf3 and edgebench run under qemu-aarch64")
+
+
+def recipe_fingerprint() -> str:
+    """A hash of the Python that decides what goes into the images (the recipes, the layout and chroot steps,
+    debootstrap, the runner's spec less what only the Dockerfile uses): tests/unit/test_e2e_images.py fails when it no
+    longer matches imagekeys.RECIPE_FINGERPRINT, i.e. when a recipe changed but no key did (see RECIPE_REVISIONS)."""
+    import imagelib as il
+
+    parts = [inspect.getsource(x) for x in (
+        ir.Recipes, ir.runner_config, il.Layout, il.base_files, il.install_binary, il.ldd_libs, il.chroot_argv,
+        il.Chroot, ll.debootstrap_root, ri.offline_packages, ri.offline_env, ri.host_extra, ri.cross_tools)]
+    spec = {k: v for k, v in ri.load().items() if k != "dockerfile"}
+    offline = {*spec["offline"]["tools"], *spec["offline"]["host_tools"]}
+    spec["tools"] = {k: v for k, v in spec["tools"].items() if k in offline}  # kind, kubectl, helm: Dockerfile only
+    parts += [repr((ir.BUSYBOX_APPLETS, ir.DPKG_SLIM, ir.PROXY_VARS, il.DEV_NODES, il.DEV_LINKS, il.CHROOT_PATH)),
+              json.dumps(spec, sort_keys=True)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def doc(c: Conf) -> str:
