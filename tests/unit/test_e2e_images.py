@@ -24,6 +24,7 @@ import imagekeys as ik  # noqa: E402
 import imagerecipes as ir  # noqa: E402
 import images  # noqa: E402
 import runner_image as ri  # noqa: E402
+import binaries  # noqa: E402
 
 INPUTS = "arch amd64\nsome input 0123"
 MIRROR, SECURITY = "http://mirror.example/debian", "http://mirror.example/debian-security"
@@ -258,3 +259,64 @@ def test_e2e_argo_scripts_stay_short():
     assert len((E2E_SCRIPTS / "images.sh").read_text().splitlines()) < 10
     for py in E2E_SCRIPTS.glob("*.py"):
         assert len(py.read_text().splitlines()) <= 600, py.name
+
+
+# ------------------------------------------------------------------------------------------------ build.sh
+
+UPSTREAM_K8S_MOD = """module k8s.io/kubernetes
+
+go 1.24.0
+
+require (
+\tgithub.com/x/y v1.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/client-go => ./staging/src/k8s.io/client-go
+)
+"""
+UPSTREAM_ARGO_MOD = "module github.com/argoproj/argo-workflows/v3\n\nreplace a.b/c => a.b/c v1.2.3\n\nrequire x v1\n"
+
+
+def test_wrapper_go_mods_are_the_bash_ones():
+    k8s = subprocess.run(
+        ["bash", "-c", 'K8S_VERSION=v1.33.4; staging=v0.${K8S_VERSION#v1.}; { echo "module edgebench.local/e2e/k8s"; '
+         'echo; echo "go 1.24.0"; echo; echo "require k8s.io/kubernetes $K8S_VERSION"; echo; '
+         "awk -v v=\"$staging\" '/=> \\.\\/staging\\/src\\//{print \"replace \" $1 \" => \" $1 \" \" v}'; }"],
+        input=UPSTREAM_K8S_MOD, capture_output=True, text=True, check=True).stdout
+    assert binaries.k8s_gomod("v1.33.4", UPSTREAM_K8S_MOD) == k8s
+    assert "replace k8s.io/api => k8s.io/api v0.33.4\n" in k8s
+    argo = subprocess.run(
+        ["bash", "-c", 'v=v3.7.9; { echo "module edgebench.local/e2e/argo"; echo; echo "go 1.24.10"; echo; '
+         'echo "require github.com/argoproj/argo-workflows/v3 $v"; echo; awk \'/^replace /{print}\'; '
+         'echo "replace github.com/argoproj/argo-workflows/v3 => ./argo-workflows"; }'],
+        input=UPSTREAM_ARGO_MOD, capture_output=True, text=True, check=True).stdout
+    assert binaries.argo_gomod("v3.7.9", UPSTREAM_ARGO_MOD) == argo
+
+
+def _build_sh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBENCH_")}
+    full.update(HOME=str(tmp_path / "home"), EDGEBENCH_E2E=str(tmp_path / "e2e"), PY=sys.executable)
+    return subprocess.run(["bash", str(E2E_SCRIPTS / "build.sh"), *args], capture_output=True, text=True, env=full,
+                          timeout=60)
+
+
+def test_build_sh_print_reads_the_stamps_and_builds_nothing(tmp_path):
+    (tmp_path / "e2e" / "bin").mkdir(parents=True)
+    (tmp_path / "e2e" / "bin" / ".kubectl-v1.33.4").touch()
+    (tmp_path / "e2e" / "bin" / ".nats-server-v2.10.29").touch()
+    p = _build_sh(tmp_path, "--print")
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert len(lines) == 11 and "kubectl v1.33.4 cached" in lines and "nats-server v2.10.29 cached" in lines
+    assert "argoexec v3.7.9 missing" in lines and "kube-apiserver v1.33.4 missing" in lines
+    assert sorted(os.listdir(tmp_path / "e2e" / "bin")) == [".kubectl-v1.33.4", ".nats-server-v2.10.29"]
+
+
+def test_build_sh_help_and_bad_input(tmp_path):
+    top = _build_sh(tmp_path, "--help")
+    assert top.returncode == 0 and all(f"build.sh {c}" in top.stdout for c in ("[build]", "--k8s", "--print"))
+    bad = _build_sh(tmp_path, "nope")
+    assert bad.returncode == 2 and bad.stderr.startswith("e2e-argo: error: unknown command 'nope'")
+    assert len(bad.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
