@@ -38,7 +38,7 @@ BASE_FNS = ("stage_runner_base", "debootstrap_root")
 VENV_FNS = ("stage_runner_venv", "chroot_enter", "in_chroot")
 # image or stage (runner-base, runner-venv) -> why its recipe changed since recipe-v1.txt; an entry changes the key
 RECIPE_REVISIONS: dict[str, str] = {}
-RECIPE_FINGERPRINT = "7e76ce2d87864d18"
+RECIPE_FINGERPRINT = "022023b573d51f0d"
 
 
 def _functions() -> dict[str, str]:

@@ -7,7 +7,6 @@ Stdlib only: it runs as root under the system Python.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -75,7 +76,7 @@ def cross_tools(spec: dict, arch: str, out: str, log: str) -> None:
             for argv, cwd, e in steps:
                 if subprocess.run(argv, cwd=cwd, env=e, stdout=f, stderr=subprocess.STDOUT).returncode:
                     f.flush()
-                    print("".join(Path(log).read_text().splitlines(True)[-20:]), end="", flush=True)
+                    sys.stderr.write("".join(Path(log).read_text().splitlines(True)[-20:]))
                     raise ck.Fail(f"cross-compiling the runner's tools for {arch} failed (log: {log})")
     for t in tools:
         what = ll.out(["file", "-b", f"{out}/{t}"])
