@@ -320,3 +320,14 @@ def test_build_sh_help_and_bad_input(tmp_path):
     bad = _build_sh(tmp_path, "nope")
     assert bad.returncode == 2 and bad.stderr.startswith("e2e-argo: error: unknown command 'nope'")
     assert len(bad.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_cached_stamps_on_this_machine_keep_their_keys():
+    """Every stamp images.sh left in the cache (bash-built ones included) recomputes to the key it records."""
+    cache = Path(os.environ.get("EDGEBENCH_E2E") or Path.home() / ".local/share/edgebench/e2e-argo") / "images"
+    stamps = [s for s in sorted(cache.glob("*.tar.inputs")) if s.name.rsplit("-", 1)[0] in ik.IMAGE_FNS]
+    if not stamps:
+        pytest.skip(f"no cached image stamps in {cache}")
+    for s in stamps:
+        key, inputs = s.read_text().rstrip("\n").split("\n", 1)
+        assert key == f"key {ik.image_key(s.name.rsplit('-', 1)[0], inputs)}", s
