@@ -112,7 +112,7 @@ def test_cache_key_changes_with_the_recipe_only(monkeypatch):
 
 def test_the_x86_kind_takes_the_kernel_that_has_the_tunnel_modules():
     # checked 2026-11-29 in the package: linux-image-6.1.0-56-cloud-amd64 has wireguard, geneve, ipip, esp4,
-    # xfrm_user, sch_netem, qemu_fw_cfg as modules (docs/lab-local.md, "VM nodes")
+    # xfrm_user, sch_netem, qemu_fw_cfg as modules (docs/lab-vm.md)
     assert vm.KINDS["x86"].kernel_package == "linux-image-cloud-amd64"
     assert vm.KINDS["arm64"].kernel_package == "linux-image-arm64"
     assert {"wireguard-tools", "openssh-server", "sudo", "iperf3", "systemd-sysv"} <= set(vm.PACKAGES)
