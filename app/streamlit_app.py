@@ -1,6 +1,7 @@
 """edgebench portal: routes to the pages in app_pages/ (run: streamlit run app/streamlit_app.py): the overview, one
 page per workload (the registry in edgebench.workloads names it), and the cross-workload pages (link conditions,
-tuning, resources, inter-cluster tools, CNI version regression cards, the seed papers reproduced)."""
+tuning, resources, inter-cluster tools, CNI version regression cards, the seed papers reproduced, the functional
+support matrix)."""
 import sys
 from pathlib import Path
 
@@ -29,4 +30,5 @@ st.navigation([
     st.Page("app_pages/emulation.py", title="Emulation vs real", icon=":material/compare:", url_path="emulation"),
     st.Page("app_pages/regressions.py", title="CNI versions", icon=":material/update:", url_path="cni_versions"),
     st.Page("app_pages/papers.py", title="Papers", icon=":material/menu_book:", url_path="papers"),
+    st.Page("app_pages/support.py", title="Support", icon=":material/fact_check:", url_path="support"),
 ], expanded=True).run()  # every page listed: the sidebar also holds the data age (ui.freshness)

@@ -33,7 +33,7 @@ target "_common" {
 
 target "runner" {
   inherits   = ["_common"]
-  dockerfile = "containers/runner/Dockerfile"
+  dockerfile = "containers/runner/Dockerfile" # generated from containers/runner/image.toml (images.sh dockerfile)
   tags       = ["${REGISTRY}/edgebench-runner:${VERSION}"]
   args       = { EDGEBENCH_COMMIT = "${EDGEBENCH_COMMIT}" }
 }

@@ -1,7 +1,7 @@
 """What the lab's artifact builds share (mirror.py, labbuild.py, cilium_image.py): the cache layout and the
 environment it is read from, commands, the cache keys of the OCI images, files written whole (a served mirror never
 shows half a file) and the emulation of a foreign architecture (binfmt_misc + qemu-user-static, as
-scripts/e2e-argo/lib/arch.sh does it). Errors, polls and the sub-command dispatcher are scripts/cmdkit.py's, shared
+for scripts/e2e-argo/images.py too). Errors, polls and the sub-command dispatcher are scripts/cmdkit.py's, shared
 with scripts/kind. Stdlib only.
 
 Cache keys are the bash scripts' byte for byte (the same text hashed, the same paths in it): caches built by the
@@ -374,17 +374,18 @@ def unmount_below(root: str | Path, log: Log) -> None:
             log(f"could not unmount {m}")
 
 
-def debootstrap_root(lab: Lab, log: Log, root: str, logfile: str) -> bool:
-    """debootstrap --variant=minbase of bookworm for ARCH into ROOT (a foreign ARCH in two stages, the second in
-    the chroot under qemu), its output in LOGFILE. False when it failed."""
+def debootstrap_root(lab: Lab, log: Log, root: str, logfile: str, mirror: str = DEBIAN) -> bool:
+    """debootstrap --variant=minbase of bookworm for ARCH from MIRROR into ROOT (a foreign ARCH in two stages, the
+    second in the chroot under qemu), its output in LOGFILE. False when it failed. The lab's images and
+    scripts/e2e-argo's runner both start here."""
     t0 = time.monotonic()
     with open(logfile, "w") as f:
         if not lab.foreign:
-            return subprocess.run(["debootstrap", "--variant=minbase", f"--arch={lab.arch}", SUITE, root, DEBIAN],
+            return subprocess.run(["debootstrap", "--variant=minbase", f"--arch={lab.arch}", SUITE, root, mirror],
                                   stdout=f, stderr=subprocess.STDOUT).returncode == 0
         ensure_emulation(lab, log)
         if subprocess.run(["debootstrap", "--foreign", "--variant=minbase", f"--arch={lab.arch}", SUITE, root,
-                           DEBIAN], stdout=f, stderr=subprocess.STDOUT).returncode:
+                           mirror], stdout=f, stderr=subprocess.STDOUT).returncode:
             return False
         if subprocess.run(["chroot", root, "/bin/true"], stdout=f, stderr=subprocess.STDOUT).returncode:
             log(f"the {lab.arch} root does not run here: chroot {root} /bin/true fails")

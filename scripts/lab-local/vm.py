@@ -5,7 +5,7 @@ Each node is a qemu guest under TCG (no KVM: nested guests hang here), booted di
 and initrd (-kernel/-initrd/-append: no boot loader), its disk a qcow2 overlay over one cached base image per kind.
 It hangs off the lab's bridge eblab0 through a tap (eblab-vx1, eblab-va1, ...: its uplink, where link conditions apply
 as on the namespace nodes' veths), with a static address, sshd with the lab's key, the user `edgebench` with
-passwordless sudo, and a line in the lab's inventory (the Pi lab's format, role agent).
+passwordless sudo, and a line in the lab's inventory (the Pi lab's format, role agent, `cpu: emulated`).
 
     vm.py up SPEC          start VM nodes, SPEC = KIND:COUNT[,KIND:COUNT] (kinds: x86, arm64), e.g. x86:1,arm64:1;
                            builds a kind's base image first when it is not cached (debootstrap; minutes)
@@ -88,7 +88,7 @@ def node_env(node: VmNode, pubkey: str, hosts: str) -> str:
 
 def inventory_line(node: VmNode, role: str = "agent") -> str:
     return (f"  - {{name: {node.name}, address: {node.address}, arch: {node.kind.arch}, role: {role}, "
-            f"user: edgebench, port: 22}}   # VM node ({node.kind.name}, qemu TCG, own kernel)")
+            f"user: edgebench, port: 22, cpu: emulated}}   # VM node ({node.kind.name}, qemu TCG, own kernel)")
 
 
 def merge_inventory(text: str | None, nodes: list[VmNode]) -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from vm_common import REPO, Kind, VmError, freezer_state, log, need, need_root, run
+from vm_common import Kind, VmError, freezer_state, log, need, need_root, run
 
 SUITE = "bookworm"
 RECIPE = 1  # bump to rebuild every base image
@@ -106,16 +106,22 @@ def unmount_below(root: Path) -> None:
 
 
 def ensure_emulation(kind: Kind) -> None:
-    """binfmt_misc runs kind's executables in a chroot (scripts/e2e-argo/lib/arch.sh's ensure_emulation)."""
+    """binfmt_misc runs kind's executables in a chroot (lablib.ensure_emulation: the one home of these steps, shared
+    with the lab's builds and scripts/e2e-argo's arm64 runner)."""
     host = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
     if kind.arch == host:
         return
     need("qemu-aarch64-static", "qemu-user-static")
-    script = ('say() { echo "lab-local: vm: $*" >&2; }; warn() { say "$*"; }; die() { say "error: $*"; exit 2; }; '
-              f'ARCH={kind.arch}; source {shlex.quote(str(REPO / "scripts/e2e-argo/lib/arch.sh"))}; ensure_emulation')
-    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
-    if p.returncode:
-        raise VmError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "binfmt_misc emulation failed")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import lablib
+
+    def say(msg: str) -> None:
+        print(f"lab-local: vm: {msg}", file=sys.stderr)
+
+    try:
+        lablib.ensure_emulation(lablib.Lab(arch=kind.arch, host=host, labc="", mirror="", e2e="", tools=""), say)
+    except lablib.Fail as e:
+        raise VmError(str(e)) from None
 
 
 def build_image(kind: Kind) -> float:

@@ -208,7 +208,7 @@ def test_preflight_names_each_unreachable_node_and_installs_nothing(tmp_path):
                         fetch=lambda url: pytest.fail("nothing may be fetched"), cell_id="c-test")
     with pytest.raises(SpecError):
         p.provision()
-    assert {c.text for c in t.calls} == {"cat /proc/sys/kernel/random/boot_id"}
+    assert {c.text for c in t.calls} == {preflight.BOOT_ID}
 
 
 def test_provider_refuses_missing_artifact_before_install(tmp_path):
@@ -218,7 +218,7 @@ def test_provider_refuses_missing_artifact_before_install(tmp_path):
                         fetch=lambda url: "", cell_id="c-test", artifacts=source(fake_mirror(tmp_path / "m")))
     with pytest.raises(SpecError, match="pi-w2 \\(arm64\\)"):
         p.provision()
-    assert {c.text for c in t.calls} == {"cat /proc/sys/kernel/random/boot_id"}  # reachability only
+    assert {c.text for c in t.calls} == {preflight.BOOT_ID}  # reachability only
     calico = ClusterProvider("ssh", "kubeadm", "calico", "bgp", tmp_path, inventory=INV, transport=t,
                              artifacts=source(tmp_path / "m"), cell_id="c-test")
     t.calls.clear()
@@ -387,8 +387,11 @@ def test_runs_record_the_lab_and_its_shared_kernel(tmp_path):
                         local=lambda *a, **k: "", fetch=lambda url: "", cell_id="c-test")
     p.provision()
     lab = p._read_state()["lab"]
+    nodes = lab.pop("node_list")
     assert lab == {"target": "lab-local", "nodes": 3, "shared_kernel": True,
-                   "kernel_boot_id": "6f1c0e2a-0000-4000-8000-000000000001"}
+                   "kernel_boot_id": "6f1c0e2a-0000-4000-8000-000000000001", "node_kind": "namespace", "cpu": "native"}
+    assert [(n["name"], n["kind"]) for n in nodes] == [("lab-cp", "namespace"), ("lab-w1", "namespace"),
+                                                       ("pi-w2", "namespace")]
 
 
 def test_a_rerun_at_a_version_the_mirror_carries_takes_that_versions_image_and_manifest(tmp_path):

@@ -121,6 +121,27 @@ renamed as (
              else manifest->>'substrate' end                       as lab,
         manifest->'environment'->'cluster'->>'artifact_source'      as artifact_source,
         manifest->'environment'->'cluster'->>'cni_version_pinned'   as cni_version_pinned,
+        -- the cell's nodes (environment.cluster, issue 47: preflight.nodes_record). cpu_emulated: a node's CPU was
+        -- emulated (a qemu TCG guest, the local lab's VM nodes): such a run shows what works, never how fast, and is
+        -- made invalid below, which keeps it out of every comparison. node_kind: where the run was made, the support
+        -- matrix's column: the testbed; for real clusters namespace (nodes sharing this machine's kernel), vm-x86,
+        -- vm-arm64 (a VM node among the cell's nodes), machine (a lab of real machines); runs recorded before the
+        -- nodes were fall back on shared_kernel (namespace) or machine; kind and imported runs keep the substrate.
+        coalesce(manifest->'environment'->'cluster'->>'cpu' = 'emulated', false) as cpu_emulated,
+        case when manifest->>'substrate' = 'local' then 'testbed'
+             when manifest->>'substrate' = 'ssh'
+             then coalesce(nullif(manifest->'environment'->'cluster'->>'node_kind', ''),
+                           case when lab_shared_kernel then 'namespace' else 'machine' end)
+             else manifest->>'substrate' end                       as node_kind,
+        -- each node's architecture, kind and kernel release, distinct and sorted, comma-separated (null: not recorded)
+        nullif(array_to_string(list_sort(list_distinct(
+            json_extract_string(manifest, '$.environment.cluster.node_list[*].arch'))), ','), '') as node_arches,
+        nullif(array_to_string(list_sort(list_distinct(
+            json_extract_string(manifest, '$.environment.cluster.node_list[*].kind'))), ','), '') as node_kinds,
+        nullif(array_to_string(list_sort(list_distinct(
+            json_extract_string(manifest, '$.environment.cluster.node_list[*].kernel'))), ','), '') as node_kernels,
+        nullif(array_to_string(
+            json_extract_string(manifest, '$.environment.cluster.node_list[*].name'), ','), '') as node_names,
         -- the trigger of a rerun sweep ({cni, new, previous, source, at}); all null for a plain sweep
         coalesce(json_type(manifest->'trigger') = 'OBJECT', false) as is_triggered_rerun,
         manifest->'trigger'->>'cni'                                as trigger_cni,
@@ -129,11 +150,15 @@ renamed as (
         manifest->'trigger'->>'source'                             as trigger_source,
         timezone('UTC', try_cast(manifest->'trigger'->>'at' as timestamptz)) as triggered_at,
         -- absent (older manifests) or JSON null = valid; anything that is not a boolean becomes null and fails
-        -- the not_null data test instead of silently counting as valid
-        case when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true
+        -- the not_null data test instead of silently counting as valid. A run on an emulated CPU is never valid:
+        -- this is the one place that keeps such runs out of every comparison (each reads `is_valid` runs only)
+        case when cpu_emulated then false
+             when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true
              when json_type(manifest->'is_valid') = 'BOOLEAN' then (manifest->>'is_valid')::boolean
         end                                                        as is_valid,
-        manifest->>'invalid_reason'                                as invalid_reason,
+        case when cpu_emulated
+             then concat_ws('; ', nullif(manifest->>'invalid_reason', ''), '{{ var('emulated_cpu_reason') }}')
+             else manifest->>'invalid_reason' end                  as invalid_reason,
         manifest->>'workload'                                      as workload,
         manifest->>'protocol'                                      as protocol,
         manifest->>'path'                                          as path,

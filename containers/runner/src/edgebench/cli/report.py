@@ -1,6 +1,7 @@
 """`edgebench report`: the CNI version regression cards (cmp_cni_version_regressions) for a terminal or a CI log, and
 with --paper ID one seed paper's published numbers and claims beside our measurements (edgebench.results.report.papers);
-the tables of --emulation, --efficiency and --paper are cli/report_tables.py's."""
+with --support the functional matrix (CNI mode x node kind); the tables of --emulation, --efficiency, --paper and
+--support are cli/report_tables.py's."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ import typer
 from rich.table import Table
 
 from edgebench.cli.report_tables import (num, print_efficiency, print_emulation, print_normalized, print_paper,
-                                         print_scorecard)
+                                         print_scorecard, print_support)
 from edgebench.console import err, out
 from edgebench.results import warehouse as wh
 from edgebench.results.report import changepoints, marts, papers, scorecard
 from edgebench.results.report.labels import diff_pct_text, metric_label, version_card_caveat, version_card_title
 from edgebench.results.report.marts import reports as report_marts
 from edgebench.results.report.marts import summaries
+from edgebench.results.report.marts import support as support_marts
 from edgebench.results.report.verdict import RULE_HELP
 
 WAREHOUSE_HELP = "Warehouse to read (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."
@@ -53,6 +55,12 @@ def report(
         False, "--efficiency",
         help="Instead of the regression cards: CPU per Gbit/s (iperf3) and per 1,000 messages/s (DDS throughput) per "
              "CNI mode beside the host network's, per substrate and component (cmp_resources_efficiency), with n."),
+    support: bool = typer.Option(
+        False, "--support",
+        help="Instead of the regression cards: the functional matrix (fct_cni_support), every CNI mode of the catalog "
+             "x node kind (namespace node with the shared kernel, x86 VM with a stock kernel, arm64 VM, a real "
+             "machine lab, the testbed): works (n ok runs, the sweeps), fails (the latest error), unsupported (the "
+             "recorded reason) or never tried. Runs on emulated CPUs count here, never in a comparison."),
     component: Optional[str] = typer.Option(
         None, "--component", help="With --efficiency: only this component (system, workload, cni)."),
     as_json: bool = typer.Option(False, "--json", help="Print the cards (or the paper report) as JSON instead of tables."),
@@ -72,6 +80,13 @@ def report(
         if not Path(path).is_file():
             raise wh.WarehouseError(f"no warehouse at {path}: nothing has been measured or built yet; run `make sweep` "
                                     "(or `make warehouse` to build it from the results in MinIO)")
+        if support:
+            matrix = support_marts.support_matrix(marts.path_fetcher(path))
+            if as_json:
+                typer.echo(json.dumps(support_marts.support_json(matrix), indent=2, default=_json_default))
+            else:
+                print_support(matrix)
+            return
         if efficiency:
             rows = report_marts.resources_efficiency(path, component)
             if as_json:

@@ -1,14 +1,17 @@
-"""The tables of `edgebench report --emulation`, `--efficiency` and `--paper` (cli/report.py runs the command)."""
+"""The tables of `edgebench report --emulation`, `--efficiency`, `--paper` and `--support` (cli/report.py runs
+the command)."""
 
 from __future__ import annotations
 
 import math
 
+from rich.markup import escape
 from rich.table import Table
 
 from edgebench.console import out
 from edgebench.results.report import emulation as emu
 from edgebench.results.report import papers, scorecard
+from edgebench.results.report.marts.support import support_table
 from edgebench.results.report.verdict import describe
 
 
@@ -182,3 +185,26 @@ def print_paper(rep: dict) -> None:
               "agrees when left is better or worse beyond the margin as claimed (within the tolerance for ~), "
               "disagrees when the other way or equivalent, cannot tell when inconclusive or a side has fewer than 2 "
               "runs.", highlight=False)
+
+
+def print_support(matrix: dict) -> None:
+    """`report --support`: the functional matrix, CNI mode x node kind (results/report/marts/support.py)."""
+    rows = support_table(matrix)
+    t = Table(title="Functional support: CNI mode x node kind (works / fails / unsupported / never tried)",
+              title_justify="left", show_lines=True)
+    for col in rows[0] if rows else ["CNI mode"]:
+        t.add_column(col, no_wrap=col == "CNI mode", overflow="fold")
+    style = {"works": "green", "fails": "red", "unsupported": "yellow"}
+    for r in rows:
+        cells = [r["CNI mode"]]
+        for col, text in r.items():
+            if col != "CNI mode":
+                word = text.split(" ")[0].rstrip(":")
+                cells.append(f"[{style[word]}]{escape(text)}[/]" if word in style else escape(text))
+        t.add_row(*cells)
+    out.print(t)
+    c = matrix["counts"]
+    out.print(f"{len(rows)} CNI modes x {len(matrix['columns'])} node kinds: {c['works']} works, {c['fails']} fails, "
+              f"{c['unsupported']} unsupported, {c['never tried']} never tried. Works = an ok run (n ok of all runs, "
+              "the sweeps); fails / unsupported = the latest run's error. Runs on emulated CPUs (VM nodes) count "
+              "here only, never in a performance comparison.", highlight=False)

@@ -97,6 +97,7 @@ def provision_cluster(ctx: CellContext) -> None:
             ctx.provider.provision()
         finally:
             _stages(ctx, "provision-cluster")
+            _record_lab(ctx)
     ctx.state["provisioned"] = True
     ctx.save()
 
@@ -149,6 +150,17 @@ def install_cni(ctx: CellContext) -> None:
         if ctx.keep:  # the next cell reuses this cluster: what reset_cluster must find again
             ctx.state["built"] = ctx.provider.fingerprint()
     ctx.save()
+
+
+def _record_lab(ctx: CellContext) -> None:
+    """A real cluster's preflight record (the lab, the cell's nodes: kind, arch, cpu, kernel) into the cell's state,
+    also when provisioning failed or the cell turns out unsupported: every run of the cell carries it
+    (environment.cluster), install-cni replaces it with the fuller readback."""
+    record = getattr(ctx.provider, "lab_record", None)
+    lab = record() if callable(record) else None
+    if lab:
+        ctx.state["cluster"] = lab
+        ctx.save()
 
 
 def connect_clusters(ctx: CellContext) -> None:
@@ -307,9 +319,11 @@ def collect_results(ctx: CellContext, reason: str | None = None) -> list[str]:
     return the run ids. Uploading is the caller's (local: the spool flush; Argo: the output artifact)."""
     stored = set(ctx.state.get("stored", []))
     expected = [r for r in runs_for(ctx.sweep, ctx.cell) if ctx.only is None or r.run_id in ctx.only]
+    lab = ctx.state.get("cluster")  # a real cluster's lab and nodes, as the other runs of the cell record them
     for run in expected:
         if run.run_id not in stored:
-            ctx.store(run, manifest(run, "failed", now(), attempt=ctx.attempts.get(run.run_id, 1),
+            env = {**environment(run.workload), "cluster": lab} if lab else None
+            ctx.store(run, manifest(run, "failed", now(), attempt=ctx.attempts.get(run.run_id, 1), env=env,
                                     error=reason or "the run did not complete (no manifest was written)"), {})
     return [r.run_id for r in expected]
 

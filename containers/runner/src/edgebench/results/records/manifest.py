@@ -21,6 +21,31 @@ dimension's field is missing, so a new dimension is declared here too.
 from typing import Any, Required, TypedDict
 
 
+class ClusterNode(TypedDict, total=False):
+    """One node a real cluster's cell used (preflight.nodes_record)."""
+
+    name: str
+    arch: str  # amd64, arm64 (the inventory's)
+    cpu: str  # native, or emulated (a qemu TCG guest: the local lab's VM nodes)
+    kernel: str | None  # `uname -r` on the node
+    kind: str  # namespace (shares a kernel with others), vm-x86, vm-arm64 (emulated CPU), machine
+
+
+class Cluster(TypedDict, total=False):
+    """A real cluster's lab (environment.cluster; kind and ssh substrates only)."""
+
+    target: str  # the inventory's target
+    nodes: int  # how many nodes
+    shared_kernel: bool  # the nodes share one kernel (one boot id): the local lab's namespace nodes, kind
+    kernel_boot_id: str  # that boot id
+    node_image: str  # kind's node image
+    artifact_source: str  # the lab's air-gapped mirror
+    cni_version_pinned: str  # the catalog's pin when another version was installed
+    node_kind: str  # the cell's kind: vm-arm64 / vm-x86 if such a node is among its nodes, else machine, namespace
+    cpu: str  # emulated if any node's CPU is (then the runs stay out of every performance comparison), else native
+    node_list: list[ClusterNode]  # each node: name, arch, cpu, kernel, kind
+
+
 class Environment(TypedDict, total=False):
     """Where and with what the run was made (provenance.environment; the importer fills what the output says)."""
 
@@ -33,6 +58,7 @@ class Environment(TypedDict, total=False):
     cni_version: str | None  # what a cluster reports; None on the testbed (no CNI software runs)
     cni_version_requested: str | None  # what a triggered rerun, or a cell of cni-versions, asked for
     cpu_pinning: dict[str, Any] | None  # {client_cpu, server_cpu} where the workload's tools were pinned
+    cluster: Cluster  # a real cluster's lab and the cell's nodes (absent on the testbed and in imported runs)
 
 
 class Trigger(TypedDict, total=False):

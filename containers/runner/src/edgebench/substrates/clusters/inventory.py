@@ -11,6 +11,13 @@ Inter-cluster cells (two clusters joined by a tool) mark each node's member clus
       - {name: pi-server-2, address: 192.0.2.31, arch: arm64, role: server, user: edgebench, cluster: 2}
       - {name: x86-agent-2, address: 192.0.2.41, arch: amd64, role: agent, user: edgebench, cluster: 2, gateway: true}
 
+A node whose CPU is emulated (a qemu TCG guest: the local lab's VM nodes, scripts/lab-local/vm.py) says so:
+
+      - {name: lab-va1, address: 10.77.0.41, arch: arm64, role: agent, user: edgebench, cpu: emulated}
+
+`cpu` is native (default) or emulated; the runs of a cell with an emulated node record it (preflight.node_kinds)
+and stay out of every performance comparison (they show what works, never how fast).
+
 `cluster` is 1 (default) or 2, each member cluster has exactly one server; `gateway` (default false) picks the node
 that carries the tool's tunnel/router (default: the member's first agent). Inventories without `cluster` are one
 cluster, as before.
@@ -36,6 +43,7 @@ from edgebench.errors import SpecError
 
 ARCHES = ("amd64", "arm64")
 ROLES = ("server", "agent")
+CPUS = ("native", "emulated")  # emulated: a qemu TCG guest (proves function, never speed)
 INVENTORY_MOUNT = Path("/etc/edgebench/inventory")  # ConfigMap edgebench-inventory (key inventory.yaml)
 INVENTORY_FILE = "inventory.yaml"
 SSH_MOUNT = Path("/etc/edgebench/ssh")  # Secret edgebench-ssh-key (keys id_ed25519, optional known_hosts)
@@ -49,7 +57,7 @@ _NODE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 _USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 _TARGET = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_NODE_FIELDS = {"name", "address", "arch", "role", "user", "port", "cluster", "gateway"}
+_NODE_FIELDS = {"name", "address", "arch", "role", "user", "port", "cluster", "gateway", "cpu"}
 CLUSTERS = (1, 2)
 _REPO_ROOT = Path(__file__).resolve().parents[6]  # containers/runner/src/edgebench/substrates/clusters/ -> repository root
 
@@ -64,6 +72,7 @@ class Node:
     port: int = 22
     cluster: int = 1  # member cluster of an inter-cluster cell (1 exports the server, 2 runs the client)
     gateway: bool = False  # carries the inter-cluster tool's tunnel / router
+    cpu: str = "native"  # or emulated (CPUS)
 
     @property
     def is_server(self) -> bool:
@@ -205,7 +214,11 @@ def parse(doc: Any, source: str = "<inventory>") -> Inventory:
         gateway = raw.get("gateway", False)
         if not isinstance(gateway, bool):
             raise SpecError(f"{where}: `gateway` {gateway!r} must be true or false")
-        nodes.append(Node(name, address, arch, role, user, port, cluster, gateway))
+        cpu = raw.get("cpu", "native")
+        if cpu not in CPUS:
+            raise SpecError(f"{where}: `cpu` {cpu!r} is not one of {', '.join(CPUS)} (emulated: a qemu TCG guest; "
+                            "default native)")
+        nodes.append(Node(name, address, arch, role, user, port, cluster, gateway, cpu))
     several = len({n.cluster for n in nodes}) > 1
     for c in sorted({n.cluster for n in nodes}):
         of = f" of cluster {c}" if several or c != 1 else ""

@@ -213,6 +213,7 @@ class ClusterProvider(WorkloadPods, Provider):
         if self.name == "ssh":  # unreachable node, refused key, missing artifact: SpecError, nothing installed
             lab = preflight.check(self.transport, self.inventory, self.distribution, self.cni, self.artifacts,
                                   self.cni_plan().version_requested)
+            self._lab = lab
         if self.name == "kind" and self.artifacts is not None:  # offline: kind would try to pull the image
             kind_mod.check_node_image(self.local, kind_mod.node_image(offline=True))
         self.teardown()  # replace a leftover cluster of this cell (its state file goes with it)
@@ -244,6 +245,11 @@ class ClusterProvider(WorkloadPods, Provider):
         except BaseException:
             self.teardown()
             raise
+
+    def lab_record(self) -> dict | None:
+        """What the preflight recorded of the lab and the cell's nodes (their kind, arch, cpu, kernel), also when the
+        cell then failed or was unsupported: the phases put it on every run of the cell (None: not probed)."""
+        return dict(self._read_state().get("lab") or getattr(self, "_lab", None) or {}) or None
 
     def check_kernel(self, plan: cni_mod.CniPlan) -> None:
         """Unsupported if a node's kernel is older than the mode needs (from the preflight `uname -r`)."""

@@ -10,7 +10,7 @@ the values that exist given the ones chosen before it. The queries themselves, b
 http.py (HTTP in one cluster and across inter-cluster tools), distributions.py (distributions and service proxies),
 reports.py (emulation vs real, CPU efficiency, version regressions and history, latency under load), answer.py (the
 headlines the answer ranks), papers.py (the seed papers' tables), summaries.py (`edgebench summary`'s tables, the
-regression cards, the versions measured)."""
+regression cards, the versions measured), support.py (the functional matrix: CNI mode x node kind)."""
 
 from __future__ import annotations
 
