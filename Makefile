@@ -243,7 +243,7 @@ lab-local-down: ## stop the local lab and remove everything it left (after a cra
 # The lab's sweep through the management cluster's Argo controller (argo submit -p substrate=ssh): the kind
 # management cluster (make up) and the lab with its mirror (make lab-local KEEP=1). CNIS='[...]' REPS=N;
 # PRESET=workflows/presets/seed-004-kubeadm.yaml submits a paper's preset instead of sweep.yaml; ARGS='--rerun' adds a
-# flannel version bump and Argo Events' rerun on the lab. See docs/lab-local.md, "The lab through Argo".
+# flannel version bump and Argo Events' rerun on the lab. See docs/lab-argo.md.
 LAB_ARGO_ARGS = $(if $(PRESET),--preset $(PRESET)) $(if $(CNIS),--cnis '$(CNIS)') $(if $(REPS),--reps $(REPS)) \
                 $(if $(SWEEP_ID),--sweep-id $(SWEEP_ID)) $(ARGS)
 lab-argo: setup ## the lab's sweep submitted with argo submit on the kind management cluster (after make up and make lab-local KEEP=1)
@@ -270,7 +270,7 @@ lab-mirror-arm64: setup ## the lab's air-gapped artifact mirror for arm64 (Pi) n
 # Debian bookworm's stock kernel (x86: linux-image-cloud-amd64; arm64: linux-image-arm64 on -M virt, a Pi stand-in),
 # for what this machine's kernel lacks (WireGuard, Geneve, IPIP, ESP, netem). Only these targets install qemu;
 # `make test` boots no VM (tests/unit/test_lab_vm.py is offline, tests/live/test_lab_vm_live.py is opt-in).
-# VMS=x86:1,arm64:1 (default x86:1). The base image is built once per kind (debootstrap, minutes). docs/lab-local.md.
+# VMS=x86:1,arm64:1 (default x86:1). The base image is built once per kind (debootstrap, minutes). docs/lab-vm.md.
 LAB_VM_PACKAGES := qemu-system-x86 qemu-system-arm qemu-utils qemu-user-static debootstrap e2fsprogs openssh-client
 VMS ?= x86:1
 lab-vm: ## VM nodes (qemu TCG, Debian's stock kernel) on the lab's bridge: VMS=x86:1,arm64:1 (root; opt-in)

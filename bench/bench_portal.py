@@ -78,11 +78,13 @@ def big_warehouse(runs: int, samples: int) -> tuple[Path, str]:
 
 
 def fixture_warehouse() -> tuple[Path, str]:
-    """The test suite's small warehouse (tests/fixture_manifests.py), cached like the big one."""
+    """The test suite's small warehouse (tests/fixture_manifests/), cached like the big one."""
     import fixture_manifests
     from edgebench.results import warehouse
 
-    h = hashlib.sha256((REPO / "tests" / "fixture_manifests.py").read_bytes())
+    h = hashlib.sha256()
+    for f in sorted((REPO / "tests" / "fixture_manifests").glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update(_fingerprint(0, 0).encode())
     path = CACHE / f"fixtures-{h.hexdigest()[:12]}.duckdb"
     if path.is_file():

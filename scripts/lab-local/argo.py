@@ -1,5 +1,5 @@
 """The local lab's sweep through the management cluster's Argo controller: `argo submit workflows/sweep.yaml -p
-substrate=ssh` as a user with a lab runs it (docs/lab-local.md, "The lab through Argo").
+substrate=ssh` as a user with a lab runs it (docs/lab-argo.md).
 
 Needs the kind management cluster up (`make up`; `make lab-argo` runs `scripts/kind/mgmt.sh lab`, which passes
 --kubeconfig, --minio-port-forward and --index-host for it) and the lab up with its mirror served (`make lab-local

@@ -37,7 +37,6 @@ EDGEBENCH_VM_TIMEOUT (seconds to wait for SSH; default 900 x86, 1800 arm64), EDG
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -47,174 +46,17 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-NET = "10.77.0"
-HOST_IP = f"{NET}.1"
-BRIDGE = "eblab0"
-SUITE = "bookworm"
-RECIPE = 1  # bump to rebuild every base image
-IMAGE_SIZE = "8G"  # the base filesystem (sparse; containerd's images of a worker go into each overlay)
-TAP_PREFIX = "eblab-v"
-NAME_RE = re.compile(r"^lab-v([xa])([1-9])$")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: vm_common, vm_image, vm_smoke
+
+from vm_common import (BRIDGE, HOST_IP, KINDS, NAME_RE, TAP_PREFIX, VmError, VmNode, freezer_state,  # noqa: E402
+                       lab_dir, log, need, need_root, node_of, nodes_of, parse_spec, run, ssh_argv)
+from vm_image import build_image, cache_dir, cache_key, image_dir  # noqa: E402,F401  cache_key: the tests'
+from vm_smoke import rtt, smoke, smoke_steps  # noqa: E402,F401  rtt, smoke_steps: the tests'
 
 
-class VmError(Exception):
-    """One line for the user; exit 2."""
-
-
-@dataclass(frozen=True)
-class Kind:
-    name: str  # x86, arm64
-    arch: str  # Debian's architecture
-    letter: str  # in node and tap names
-    qemu: str
-    apt_package: str  # what provides `qemu`
-    machine: tuple[str, ...]
-    cpu: str
-    console: str
-    kernel_package: str
-    first_octet: int
-    timeout: int  # seconds from qemu's start to SSH, default
-
-
-KINDS = {
-    "x86": Kind("x86", "amd64", "x", "qemu-system-x86_64", "qemu-system-x86", ("-M", "q35"), "max", "ttyS0",
-                "linux-image-cloud-amd64", 31, 900),
-    "arm64": Kind("arm64", "arm64", "a", "qemu-system-aarch64", "qemu-system-arm", ("-M", "virt"), "cortex-a57",
-                  "ttyAMA0", "linux-image-arm64", 41, 1800),
-}
-BY_LETTER = {k.letter: k for k in KINDS.values()}
-
-# what every guest has besides debootstrap's minbase: an init (systemd), sshd + sudo for the ssh substrate, what the
-# kubeadm node setup (substrates/clusters/install/artifacts.py) and kubeadm's preflight use, and the tunnel tools
-PACKAGES = (
-    "systemd-sysv", "udev", "kmod", "initramfs-tools", "openssh-server", "sudo", "iproute2", "iputils-ping",
-    "ca-certificates", "curl", "iptables", "conntrack", "ethtool", "socat", "ebtables", "procps", "netbase",
-    "wireguard-tools", "iperf3", "libseccomp2", "less",
-)
-# modules the initrd must carry to find the root disk (MODULES=most has them; listed so it does not depend on that)
-INITRD_MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "ext4")
-
-# the guest's per-node configuration comes from qemu's fw_cfg (opt/edgebench/node: shell assignments, .../hostkey:
-# the node's ed25519 host key, generated here so the lab's known_hosts is written before the guest boots)
-GUEST_INIT = r"""#!/bin/sh
-# edgebench VM node: name, address, host key and the lab's key from qemu's fw_cfg (scripts/lab-local/vm.py)
-set -eu
-modprobe qemu_fw_cfg
-d=/sys/firmware/qemu_fw_cfg/by_name/opt/edgebench
-for i in $(seq 1 100); do [ -r $d/node/raw ] && break; sleep 0.1; done
-cat $d/node/raw > /run/edgebench-node.env
-. /run/edgebench-node.env
-hostname "$EB_NAME"
-echo "$EB_NAME" > /etc/hostname
-printf '127.0.0.1 localhost\n%s\n' "$EB_HOSTS" > /etc/hosts
-install -m 600 $d/hostkey/raw /etc/ssh/ssh_host_ed25519_key
-ssh-keygen -y -f /etc/ssh/ssh_host_ed25519_key > /etc/ssh/ssh_host_ed25519_key.pub
-install -d -m 700 -o edgebench -g edgebench /home/edgebench/.ssh
-printf '%s\n' "$EB_PUBKEY" > /home/edgebench/.ssh/authorized_keys
-chown edgebench:edgebench /home/edgebench/.ssh/authorized_keys
-chmod 600 /home/edgebench/.ssh/authorized_keys
-ip link set lo up
-ip link set eth0 up
-ip addr replace "$EB_ADDR" dev eth0
-ip route replace default via "$EB_GW"
-"""
-GUEST_UNIT = """[Unit]
-Description=edgebench VM node configuration (fw_cfg)
-DefaultDependencies=no
-After=local-fs.target systemd-udevd.service
-Before=ssh.service network.target
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/local/sbin/edgebench-vm-init
-
-[Install]
-WantedBy=multi-user.target
-"""
-SSHD_CONF = ("HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-             "PermitRootLogin no\nUseDNS no\n")
-# timers and services a lab node does not need at boot (they cost minutes of emulated CPU)
-MASKED = ("apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer",
-          "systemd-networkd-wait-online.service", "getty@tty1.service")
-
-
-def log(msg: str) -> None:
-    print(f"lab-local: vm: {msg}", file=sys.stderr, flush=True)
-
-
-# ---- pure parts (tests/unit/test_lab_vm.py) -------------------------------------------------------------------------
-
-def parse_spec(spec: str) -> list[tuple[Kind, int]]:
-    """'x86:1,arm64:2' -> [(x86, 1), (arm64, 2)]; VmError naming what is wrong."""
-    out: list[tuple[Kind, int]] = []
-    seen: set[str] = set()
-    for part in [p.strip() for p in spec.split(",") if p.strip()]:
-        kind, _, count = part.partition(":")
-        if kind not in KINDS:
-            raise VmError(f"unknown VM kind {kind!r} in {spec!r} (kinds: {', '.join(KINDS)})")
-        if kind in seen:
-            raise VmError(f"VM kind {kind!r} given twice in {spec!r}")
-        seen.add(kind)
-        n = count or "1"
-        if not n.isdigit() or not 1 <= int(n) <= 9:
-            raise VmError(f"{part!r}: the count must be 1-9")
-        out.append((KINDS[kind], int(n)))
-    if not out:
-        raise VmError(f"empty VM spec {spec!r} (e.g. x86:1,arm64:1)")
-    return out
-
-
-@dataclass(frozen=True)
-class VmNode:
-    kind: Kind
-    index: int  # 1..9
-
-    @property
-    def name(self) -> str:
-        return f"lab-v{self.kind.letter}{self.index}"
-
-    @property
-    def tap(self) -> str:
-        return f"{TAP_PREFIX}{self.kind.letter}{self.index}"
-
-    @property
-    def address(self) -> str:
-        return f"{NET}.{self.kind.first_octet + self.index - 1}"
-
-    @property
-    def mac(self) -> str:
-        return "52:54:00:4d:00:%02x" % (self.kind.first_octet + self.index - 1)
-
-    @property
-    def uuid(self) -> str:  # the guest's product_uuid (kubeadm wants one per node)
-        return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{self.name}.edgebench-lab"))
-
-
-def node_of(name: str) -> VmNode:
-    m = NAME_RE.match(name)
-    if not m:
-        raise VmError(f"{name!r} is not a VM node name (lab-vx1..9, lab-va1..9)")
-    return VmNode(BY_LETTER[m.group(1)], int(m.group(2)))
-
-
-def nodes_of(spec: list[tuple[Kind, int]]) -> list[VmNode]:
-    return [VmNode(k, i) for k, n in spec for i in range(1, n + 1)]
-
-
-def cache_key(kind: Kind, mirror: str) -> str:
-    """What a base image is built from; a change to any of it is another image."""
-    recipe = {"recipe": RECIPE, "kind": kind.name, "arch": kind.arch, "suite": SUITE, "mirror": mirror,
-              "packages": sorted(PACKAGES + (kind.kernel_package,)), "initrd_modules": INITRD_MODULES,
-              "init": GUEST_INIT, "unit": GUEST_UNIT, "sshd": SSHD_CONF, "masked": MASKED, "size": IMAGE_SIZE}
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-
+# ---- the lifecycle: qemu argv, node configuration, inventory lines, leftovers (tests/unit/test_lab_vm.py) ----------
 
 def qemu_argv(node: VmNode, image: Path, state: Path, memory: int = 2048, smp: int = 2) -> list[str]:
     """The qemu command of a node: TCG, direct kernel boot from the base image's kernel and initrd, the overlay as a
@@ -292,195 +134,6 @@ def leftovers(lab: Path, taps: list[str], procs: dict[int, str]) -> list[str]:
     return found
 
 
-# ---- the machine ----------------------------------------------------------------------------------------------------
-
-def lab_dir() -> Path:
-    return Path(os.environ.get("EDGEBENCH_LAB", "/srv/edgebench-lab"))
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("EDGEBENCH_LAB_CACHE", Path.home() / ".local/share/edgebench/lab")) / "vm"
-
-
-def debian_mirror() -> str:
-    return os.environ.get("EDGEBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-
-
-def run(*cmd: str, log_to: Path | None = None, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    if log_to is None:
-        p = subprocess.run(list(cmd), capture_output=True, text=True, **kw)
-    else:
-        with open(log_to, "a") as f:
-            f.write(f"+ {shlex.join(cmd)}\n")
-            f.flush()
-            p = subprocess.run(list(cmd), stdout=f, stderr=subprocess.STDOUT, text=True, **kw)
-    if check and p.returncode:
-        tail = (p.stderr or p.stdout or "").strip().splitlines()[-1:] if log_to is None else \
-            log_to.read_text().strip().splitlines()[-3:]
-        raise VmError(f"{shlex.join(cmd)[:120]} failed (exit {p.returncode}): {' | '.join(tail)}"
-                      + (f" (log: {log_to})" if log_to else ""))
-    return p
-
-
-def need(cmd: str, package: str) -> None:
-    if not shutil.which(cmd):
-        raise VmError(f"{cmd} is not installed: apt install {package} (or make lab-vm)")
-
-
-def need_root() -> None:
-    if os.geteuid() != 0:
-        raise VmError("VM nodes need root (taps on the lab's bridge, debootstrap, chroot)")
-
-
-def image_dir(kind: Kind) -> Path:
-    return cache_dir() / f"{kind.name}-{cache_key(kind, debian_mirror())}"
-
-
-def image_ready(kind: Kind) -> bool:
-    d = image_dir(kind)
-    return all((d / f).is_file() for f in ("base.qcow2", "vmlinuz", "initrd.img", "image.json"))
-
-
-def unmount_below(root: Path) -> None:
-    real = str(root.resolve())
-    mounts = [ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()]
-    for m in sorted((m for m in mounts if m == real or m.startswith(real + "/")), reverse=True):
-        subprocess.run(["umount", "-l", m], capture_output=True)
-
-
-def ensure_emulation(kind: Kind) -> None:
-    """binfmt_misc runs kind's executables in a chroot (lablib.ensure_emulation: the one home of these steps, shared
-    with the lab's builds and scripts/e2e-argo's arm64 runner)."""
-    host = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
-    if kind.arch == host:
-        return
-    need("qemu-aarch64-static", "qemu-user-static")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import lablib
-
-    def say(msg: str) -> None:
-        print(f"lab-local: vm: {msg}", file=sys.stderr)
-
-    try:
-        lablib.ensure_emulation(lablib.Lab(arch=kind.arch, host=host, labc="", mirror="", e2e="", tools=""), say)
-    except lablib.Fail as e:
-        raise VmError(str(e)) from None
-
-
-def build_image(kind: Kind) -> float:
-    """debootstrap KIND's root with its stock kernel, configure it, make it an ext4 qcow2; returns the seconds taken
-    (0 when cached)."""
-    out = image_dir(kind)
-    if image_ready(kind):
-        return 0.0
-    need_root()
-    for cmd, pkg in (("debootstrap", "debootstrap"), ("qemu-img", "qemu-utils"), ("mkfs.ext4", "e2fsprogs")):
-        need(cmd, pkg)
-    t0 = time.monotonic()
-    states = {freezer_state()}
-    build = cache_dir() / f"build-{kind.name}"
-    root = build / "root"
-    if build.exists():
-        unmount_below(build)
-        shutil.rmtree(build)
-    build.mkdir(parents=True)
-    blog = build / "build.log"
-    log(f"{kind.name}: building the base image (debootstrap {SUITE} {kind.arch} + {kind.kernel_package}; "
-        f"log: {blog})")
-    include = ",".join(PACKAGES + (kind.kernel_package,))
-    foreign = kind.arch != subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
-                                          text=True).stdout.strip()
-    try:
-        if foreign:
-            ensure_emulation(kind)
-            run("debootstrap", "--foreign", "--variant=minbase", f"--arch={kind.arch}", f"--include={include}",
-                SUITE, str(root), debian_mirror(), log_to=blog)
-            # the initrd is built in the second stage (the kernel's postinst): its modules list goes in first
-            (root / "etc/initramfs-tools").mkdir(parents=True, exist_ok=True)
-            (root / "etc/initramfs-tools/modules").write_text("\n".join(INITRD_MODULES) + "\n")
-            log(f"{kind.name}: debootstrap first stage in {time.monotonic() - t0:.0f} s; second stage under "
-                f"qemu-user (slow)")
-            run("chroot", str(root), "/debootstrap/debootstrap", "--second-stage", log_to=blog)
-            unmount_below(root)
-        else:
-            run("debootstrap", "--variant=minbase", f"--arch={kind.arch}", f"--include={include}", SUITE, str(root),
-                debian_mirror(), log_to=blog)
-            (root / "etc/initramfs-tools/modules").write_text("\n".join(INITRD_MODULES) + "\n")
-            run("chroot", str(root), "sh", "-c", "mount -t proc proc /proc && update-initramfs -u -k all; "
-                "rc=$?; umount /proc; exit $rc", log_to=blog)
-        log(f"{kind.name}: debootstrap done in {time.monotonic() - t0:.0f} s; configuring")
-        configure_root(root, blog)
-        kernels = sorted((root / "boot").glob("vmlinuz-*"))
-        initrds = sorted((root / "boot").glob("initrd.img-*"))
-        if not kernels or not initrds:
-            raise VmError(f"{kind.kernel_package} left no /boot/vmlinuz-* and initrd.img-* in the root (log: {blog})")
-        shutil.copy2(kernels[-1], build / "vmlinuz")
-        shutil.copy2(initrds[-1], build / "initrd.img")
-        kver = kernels[-1].name.removeprefix("vmlinuz-")
-        mods = root / "lib/modules" / kver
-        need_mods = {"wireguard.ko", "geneve.ko", "ipip.ko", "esp4.ko", "xfrm_user.ko", "sch_netem.ko",
-                     "qemu_fw_cfg.ko", "vxlan.ko", "br_netfilter.ko", "overlay.ko"}
-        have = {p.name for p in mods.rglob("*.ko")} | {p.name.removesuffix(".xz") for p in mods.rglob("*.ko.xz")}
-        raw = build / "base.raw"
-        run("truncate", "-s", IMAGE_SIZE, str(raw))
-        run("mkfs.ext4", "-q", "-F", "-L", "ebroot", "-d", str(root), str(raw), log_to=blog)
-        run("qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(build / "base.qcow2"), log_to=blog)
-        raw.unlink()
-        took = time.monotonic() - t0
-        states.add(freezer_state())
-        meta = {"freezer_start_end": sorted(states), "kind": kind.name, "arch": kind.arch, "suite": SUITE, "kernel_package": kind.kernel_package,
-                "kernel": kver, "key": cache_key(kind, debian_mirror()), "built_s": round(took, 1),
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "modules_present": sorted(m.removesuffix(".ko") for m in need_mods & have),
-                "modules_missing": sorted(m.removesuffix(".ko") for m in need_mods - have)}
-        (build / "image.json").write_text(json.dumps(meta, indent=1) + "\n")
-        shutil.rmtree(root)
-        if out.exists():
-            shutil.rmtree(out)
-        build.rename(out)
-    except BaseException:
-        unmount_below(build)
-        raise
-    log(f"{kind.name}: base image {out} built in {took:.0f} s (kernel {kver}; modules missing: "
-        f"{', '.join(meta['modules_missing']) or 'none'})")
-    return took
-
-
-def configure_root(root: Path, blog: Path) -> None:
-    (root / "etc/fstab").write_text("/dev/vda / ext4 rw,errors=remount-ro 0 1\n")
-    (root / "etc/hostname").write_text("edgebench-vm\n")
-    (root / "etc/machine-id").write_text("")  # systemd makes one per boot: every node its own
-    (root / "var/lib/dbus/machine-id").unlink(missing_ok=True)
-    run("chroot", str(root), "sh", "-c", "id edgebench >/dev/null 2>&1 || useradd -m -s /bin/bash edgebench; "
-        "usermod -p '*' edgebench", log_to=blog)
-    (root / "etc/sudoers.d/edgebench").write_text("edgebench ALL=(ALL) NOPASSWD:ALL\n")
-    os.chmod(root / "etc/sudoers.d/edgebench", 0o440)
-    for f in (root / "etc/ssh").glob("ssh_host_*"):
-        f.unlink()
-    (root / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
-    (root / "etc/ssh/sshd_config.d/edgebench-lab.conf").write_text(SSHD_CONF)
-    init = root / "usr/local/sbin/edgebench-vm-init"
-    init.parent.mkdir(parents=True, exist_ok=True)
-    init.write_text(GUEST_INIT)
-    init.chmod(0o755)
-    (root / "etc/systemd/system/edgebench-vm-init.service").write_text(GUEST_UNIT)
-    wants = root / "etc/systemd/system/multi-user.target.wants"
-    wants.mkdir(parents=True, exist_ok=True)
-    (wants / "edgebench-vm-init.service").unlink(missing_ok=True)
-    (wants / "edgebench-vm-init.service").symlink_to("/etc/systemd/system/edgebench-vm-init.service")
-    dropin = root / "etc/systemd/system/ssh.service.d"
-    dropin.mkdir(parents=True, exist_ok=True)
-    (dropin / "edgebench.conf").write_text("[Unit]\nAfter=edgebench-vm-init.service\nRequires=edgebench-vm-init.service\n")
-    for unit in MASKED:
-        m = root / "etc/systemd/system" / unit
-        m.unlink(missing_ok=True)
-        m.symlink_to("/dev/null")
-    (root / "etc/modules-load.d/edgebench-vm.conf").write_text("qemu_fw_cfg\n")
-    run("chroot", str(root), "apt-get", "clean", log_to=blog)
-    for f in (root / "var/lib/apt/lists").glob("*_*"):
-        f.unlink()
-
-
 # ---- nodes ----------------------------------------------------------------------------------------------------------
 
 def links() -> list[str]:
@@ -510,12 +163,6 @@ def ensure_bridge_and_key(lab: Path) -> None:
     if not key.exists():
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "edgebench-lab", "-f", str(key))
     key.chmod(0o600)
-
-
-def ssh_argv(lab: Path, address: str, *cmd: str, timeout: int = 5) -> list[str]:
-    return ["ssh", "-i", str(lab / "id_ed25519"), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={lab / 'known_hosts'}", "-o", f"ConnectTimeout={timeout}",
-            "-o", "LogLevel=ERROR", f"edgebench@{address}", "--", *cmd]
 
 
 def qemu_pid(state: Path) -> int | None:
@@ -604,14 +251,6 @@ def up(spec_text: str, memory: int, smp: int) -> None:
             f"{took:.0f} s after qemu's start" + (f" (image built first: {built[node.kind.name]:.0f} s)" if cold
                                                   else " (cached image)"))
     log(f"inventory: {lab / 'inventory.yaml'}; key: {lab / 'id_ed25519'}; host keys: {lab / 'known_hosts'}")
-
-
-def freezer_state() -> str:
-    """The CPU-sharing freezer cgroup's state where this machine has one (a timing taken while FROZEN is invalid)."""
-    try:
-        return Path("/sys/fs/cgroup/freezer/eb-heavy/freezer.state").read_text().strip()
-    except OSError:
-        return "none"
 
 
 def write_lab_files(lab: Path, nodes: list[VmNode]) -> None:
@@ -725,112 +364,6 @@ def status() -> None:
                                                                   else "down (qemu not running)"))
     if not found:
         print("no VM nodes (vm.py up x86:1)")
-
-
-# ---- the stock kernel's modes, checked between two VM nodes --------------------------------------------------------
-
-def smoke_steps(a: str, b: str) -> list[tuple[str, list[tuple[str, str]], str, list[tuple[str, str]]]]:
-    """(mode, setup commands as (node, shell), the check on node A, teardown) of each mode between the nodes with
-    addresses a and b ("A"/"B" name the node). Every setup command runs with sudo on its node."""
-    xfrm_key = "0x" + "11" * 20  # rfc4106(gcm(aes)): 16-byte key + 4-byte salt
-    def esp(src: str, dst: str, spi: str) -> str:
-        return (f"ip xfrm state add src {src} dst {dst} proto esp spi {spi} mode transport "
-                f"aead 'rfc4106(gcm(aes))' {xfrm_key} 128")
-    return [
-        ("geneve", [("A", f"ip link add ebgnv0 type geneve id 77 remote {b} && ip addr add 192.168.77.1/24 dev ebgnv0 "
-                          "&& ip link set ebgnv0 up"),
-                    ("B", f"ip link add ebgnv0 type geneve id 77 remote {a} && ip addr add 192.168.77.2/24 dev ebgnv0 "
-                          "&& ip link set ebgnv0 up")],
-         "ping -c 3 -W 3 192.168.77.2",
-         [("A", "ip link del ebgnv0"), ("B", "ip link del ebgnv0")]),
-        ("wireguard", [("A", "umask 077 && wg genkey > /run/eb-wg.key && wg pubkey < /run/eb-wg.key > /run/eb-wg.pub"),
-                       ("B", "umask 077 && wg genkey > /run/eb-wg.key && wg pubkey < /run/eb-wg.key > /run/eb-wg.pub"),
-                       ("A", "ip link add ebwg0 type wireguard && ip addr add 192.168.78.1/24 dev ebwg0 && "
-                             "wg set ebwg0 listen-port 51820 private-key /run/eb-wg.key && ip link set ebwg0 up"),
-                       ("B", "ip link add ebwg0 type wireguard && ip addr add 192.168.78.2/24 dev ebwg0 && "
-                             "wg set ebwg0 listen-port 51820 private-key /run/eb-wg.key && ip link set ebwg0 up"),
-                       ("A", f"wg set ebwg0 peer PUB_B allowed-ips 192.168.78.2/32 endpoint {b}:51820"),
-                       ("B", f"wg set ebwg0 peer PUB_A allowed-ips 192.168.78.1/32 endpoint {a}:51820")],
-         "ping -c 3 -W 3 192.168.78.2 && wg show ebwg0 latest-handshakes",
-         [("A", "ip link del ebwg0; rm -f /run/eb-wg.*"), ("B", "ip link del ebwg0; rm -f /run/eb-wg.*")]),
-        ("ipip", [("A", f"ip link add ebipip0 type ipip local {a} remote {b} && "
-                        "ip addr add 192.168.79.1/24 dev ebipip0 && ip link set ebipip0 up"),
-                  ("B", f"ip link add ebipip0 type ipip local {b} remote {a} && "
-                        "ip addr add 192.168.79.2/24 dev ebipip0 && ip link set ebipip0 up")],
-         "ping -c 3 -W 3 192.168.79.2",
-         [("A", "ip link del ebipip0"), ("B", "ip link del ebipip0")]),
-        ("esp", [(n, f"{esp(a, b, '0x1001')} && {esp(b, a, '0x1002')} && "
-                     f"ip xfrm policy add src {a}/32 dst {b}/32 dir {d1} tmpl src {a} dst {b} proto esp mode transport "
-                     f"&& ip xfrm policy add src {b}/32 dst {a}/32 dir {d2} tmpl src {b} dst {a} proto esp mode "
-                     "transport") for n, d1, d2 in (("A", "out", "in"), ("B", "in", "out"))],
-         f"ping -c 3 -W 3 {b} && ip -s xfrm state get src {a} dst {b} proto esp spi 0x1001",
-         [(n, f"ip xfrm policy delete src {a}/32 dst {b}/32 dir {d1}; ip xfrm policy delete src {b}/32 dst {a}/32 "
-              f"dir {d2}; ip xfrm state delete src {a} dst {b} proto esp spi 0x1001; "
-              f"ip xfrm state delete src {b} dst {a} proto esp spi 0x1002")
-          for n, d1, d2 in (("A", "out", "in"), ("B", "in", "out"))]),
-        ("netem", [("A", "tc qdisc add dev eth0 root netem delay 10ms")],
-         f"ping -c 10 -i 0.3 -W 3 {b} && tc qdisc show dev eth0",
-         [("A", "tc qdisc del dev eth0 root")]),
-    ]
-
-
-def rtt(ping_out: str) -> tuple[float, float] | None:
-    """ping's summary line 'rtt min/avg/max/mdev = 0.4/0.5/0.7/0.1 ms' -> (0.4, 0.5): min and mean"""
-    m = re.search(r"= ([\d.]+)/([\d.]+)/[\d.]+/[\d.]+ ms", ping_out)
-    return (float(m.group(1)), float(m.group(2))) if m else None
-
-
-def smoke(name_a: str, name_b: str) -> dict:
-    """modprobe of the modules this machine's kernel lacks, then each mode between two VM nodes: works (with the
-    ping's mean RTT) or the exact error."""
-    lab = lab_dir()
-    na, nb = node_of(name_a), node_of(name_b)
-    addr = {"A": na.address, "B": nb.address}
-
-    def sh(who: str, cmd: str, timeout: int = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(ssh_argv(lab, addr[who], "sudo", "-n", "sh", "-c", shlex.quote(cmd), timeout=10),
-                              capture_output=True, text=True, timeout=timeout)
-
-    report: dict = {"a": name_a, "b": name_b, "kernel": sh("A", "uname -r").stdout.strip(), "modules": {},
-                    "modes": {}}
-    for m in ("wireguard", "geneve", "ipip", "esp4", "xfrm_user", "sch_netem"):
-        r = sh("A", f"modprobe {m}")
-        report["modules"][m] = "ok" if r.returncode == 0 else (r.stderr.strip() or f"exit {r.returncode}")
-    base = rtt(sh("A", f"ping -c 10 -i 0.3 -W 3 {addr['B']}").stdout)
-    report["baseline_rtt_ms"] = {"min": base[0], "mean": base[1]} if base else None
-    pubs = {}
-    for mode, setup, check, teardown in smoke_steps(addr["A"], addr["B"]):
-        entry: dict = {}
-        for who, cmd in setup:
-            cmd = cmd.replace("PUB_A", pubs.get("A", "")).replace("PUB_B", pubs.get("B", ""))
-            r = sh(who, cmd)
-            if r.returncode:
-                entry = {"result": "fails", "step": f"{who}: {cmd}", "error": (r.stderr or r.stdout).strip()}
-                break
-            if mode == "wireguard" and "wg pubkey" in cmd:
-                pubs[who] = sh(who, "cat /run/eb-wg.pub").stdout.strip()
-        if not entry:
-            r = sh("A", check)
-            if r.returncode:
-                entry = {"result": "fails", "step": f"A: {check}", "error": (r.stderr or r.stdout).strip()[-300:]}
-            else:
-                got = rtt(r.stdout)
-                entry = {"result": "works", "rtt_ms": {"min": got[0], "mean": got[1]} if got else None}
-                # every packet A sends waits 10 ms in netem: the fastest round trip is at least that (the emulated
-                # CPUs' jitter makes the means of a few pings incomparable)
-                if mode == "netem" and (got is None or got[0] < 10.0):
-                    entry = {"result": "fails", "error": f"with netem delay 10ms the fastest ping took {got and got[0]} "
-                                                         f"ms (< 10): {r.stdout.strip()[-200:]}"}
-                elif mode == "netem":
-                    entry["qdisc"] = r.stdout.strip().splitlines()[-1]
-                if mode == "esp" and not re.search(r"\d+\(bytes\), [1-9]\d*\(packets\)", r.stdout):
-                    entry = {"result": "fails", "error": "the ping answered but the ESP state counted no packets: "
-                                                         + r.stdout.strip()[-200:]}
-        for who, cmd in teardown:
-            sh(who, cmd)
-        report["modes"][mode] = entry
-        log(f"smoke {mode}: {json.dumps(entry)}")
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:

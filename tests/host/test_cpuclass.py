@@ -97,7 +97,7 @@ def _as_pi4(m: dict) -> dict:
     c.update(cpu_class="pi4", cell_id=m["cell_id"] + "p", run_id=m["run_id"] + "p",
              cpu_class_detail={"class": "pi4", "published_score": 1477.83,
                                "nodes": [{"node": 1, "achieved_score": 1450.0}, {"node": 2, "achieved_score": 1500.0}]})
-    c["metrics"] = {**m["metrics"], **fx._dds_metrics(c)}
+    c["metrics"] = {**m["metrics"], **fx.dds_metrics(c)}
     return c
 
 

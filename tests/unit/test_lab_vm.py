@@ -103,19 +103,21 @@ def test_cache_key_changes_with_the_recipe_only(monkeypatch):
     assert k == vm.cache_key(x86, "http://deb.debian.org/debian") and len(k) == 16
     assert k != vm.cache_key(arm, "http://deb.debian.org/debian")
     assert k != vm.cache_key(x86, "http://mirror.example/debian")
-    monkeypatch.setattr(vm, "PACKAGES", vm.PACKAGES + ("vim",))
+    image = sys.modules["vm_image"]  # the base image recipe, beside vm.py (scripts/lab-local/vm_image.py)
+    monkeypatch.setattr(image, "PACKAGES", image.PACKAGES + ("vim",))
     assert k != vm.cache_key(x86, "http://deb.debian.org/debian")
     monkeypatch.undo()
-    monkeypatch.setattr(vm, "GUEST_INIT", vm.GUEST_INIT + "echo\n")
+    monkeypatch.setattr(image, "GUEST_INIT", image.GUEST_INIT + "echo\n")
     assert k != vm.cache_key(x86, "http://deb.debian.org/debian"), "a changed guest init script is another image"
 
 
 def test_the_x86_kind_takes_the_kernel_that_has_the_tunnel_modules():
     # checked 2026-11-29 in the package: linux-image-6.1.0-56-cloud-amd64 has wireguard, geneve, ipip, esp4,
-    # xfrm_user, sch_netem, qemu_fw_cfg as modules (docs/lab-local.md, "VM nodes")
+    # xfrm_user, sch_netem, qemu_fw_cfg as modules (docs/lab-vm.md)
     assert vm.KINDS["x86"].kernel_package == "linux-image-cloud-amd64"
     assert vm.KINDS["arm64"].kernel_package == "linux-image-arm64"
-    assert {"wireguard-tools", "openssh-server", "sudo", "iperf3", "systemd-sysv"} <= set(vm.PACKAGES)
+    packages = sys.modules["vm_image"].PACKAGES  # the base image recipe (scripts/lab-local/vm_image.py)
+    assert {"wireguard-tools", "openssh-server", "sudo", "iperf3", "systemd-sysv"} <= set(packages)
 
 
 def test_node_env_is_shell_the_guest_sources():

@@ -72,6 +72,6 @@ def test_imported_runs_write_the_declared_fields():
 
 
 def test_fixture_manifests_are_declared():
-    """The manifests the warehouse tests build from (tests/fixture_manifests.py) use only declared fields too."""
+    """The manifests the warehouse tests build from (tests/fixture_manifests/) use only declared fields too."""
     for m in [*fx.fixture_manifests(), *fx.dds_manifests(), *fx.http_manifests(), *fx.intercluster_manifests()]:
         assert not set(m) - FIELDS, f"{fx.key(m)}: fields not declared in RunManifest: {sorted(set(m) - FIELDS)}"

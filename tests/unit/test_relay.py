@@ -1,6 +1,6 @@
 """edgebench-relay (containers/relay): the Go models of the Skupper and ClusterLink data planes.
 
-Its own Go tests (relay_test.go, offline, in-process: byte-exact relaying, keep-alive, concurrency, half-close,
+Its own Go tests (*_test.go, offline, in-process: byte-exact relaying, keep-alive, concurrency, half-close,
 AMQP frame sizes and session window, one TLS connection per application connection for ClusterLink, mutual TLS)
 run here when a Go toolchain is present; the installed binary is checked when `make tools` has built it.
 """

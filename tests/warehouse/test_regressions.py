@@ -354,7 +354,7 @@ def test_false_alarm_rate_of_the_rule_over_many_draws():
         for side in (0, 1):
             for _ in range(fx.VERSION_REPS):
                 for ci, (*_, metrics) in enumerate(fx.VERSION_CONFIGS):
-                    for metric, v in fx._version_values(rng, metrics).items():
+                    for metric, v in fx.version_values(rng, metrics).items():
                         draws[(side, ci, metric)].append(v)
         for (side, ci, metric), prev in draws.items():
             if side == 0:
