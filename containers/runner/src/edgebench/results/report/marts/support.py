@@ -45,13 +45,20 @@ def _short(text: str | None, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def _sweeps(ids: str | None, shown: int = 3) -> str:
+    """The first `shown` sweep ids of a comma-separated list, then how many more (a matrix cell stays a few lines;
+    --json keeps them all)."""
+    names = [n.strip() for n in (ids or "").split(",") if n.strip()]
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def cell_text(cell: dict[str, Any] | None, kind: str | None = None) -> str:
     """One matrix cell as text: `works (n 3 of 4; sweeps a, b)`, `fails: <error>`, `unsupported: <reason>` or
     `never tried`; a cell whose nodes were of several kinds says which."""
     if not cell:
         return NEVER
     if cell["support"] == "works":
-        text = f"works (n {cell['n_ok']} of {cell['n_runs']}; {cell['ok_sweeps']})"
+        text = f"works (n {cell['n_ok']} of {cell['n_runs']}; {_sweeps(cell['ok_sweeps'])})"
     else:
         text = f"{cell['support']}: {_short(cell['reason']) or 'no error recorded'}"
     kinds = {k for part in (cell.get("node_kinds") or "").split(" / ") for k in part.split(",") if k}
