@@ -299,6 +299,31 @@ def test_each_yml_names_the_columns_the_model_builds(fixture_warehouse):
     assert documented == FULLY_DOCUMENTED
 
 
+def test_the_per_run_models_spell_the_run_columns_alike(fixture_warehouse):
+    """The per-run models write their select lists out in plain SQL; the run's attributes (ids, cell dimensions,
+    MTU, link conditions, inter-cluster tool) lead each of them and its outcome ends each, under the same names in
+    the same order; the two DDS marts differ only in their mode's metrics, and the DDS parameters follow dds_mode."""
+    def columns(table):
+        return [r[0] for r in q(fixture_warehouse, "select column_name from information_schema.columns "
+                                                   "where table_name = ? order by ordinal_position", table)]
+
+    attributes = columns("fct_runs")[:columns("fct_runs").index("intercluster_model") + 1]
+    outcome = columns("fct_runs")[columns("fct_runs").index("status"):]
+    assert attributes[:3] == ["run_id", "sweep_id", "cell_id"] and outcome[-1] == "low_cpu_headroom"
+    for table in ("fct_iperf3_runs", "fct_http_runs", "fct_dds_latency", "fct_dds_throughput", "int_dds__runs"):
+        cols = columns(table)
+        assert cols[:len(attributes)] == attributes, table
+        assert cols[-len(outcome):] == outcome, table
+    dds = ["reliability", "transport", "subscribers", "discovery", "security", "batching", "rate", "ping_timeout_ms"]
+    latency, throughput = columns("fct_dds_latency"), columns("fct_dds_throughput")
+    assert latency[:latency.index("latency_mean_us")] == throughput[:throughput.index("samples_per_s")]
+    assert latency[latency.index("cpu_pub_pct"):] == throughput[throughput.index("cpu_pub_pct"):]
+    for table in ("int_dds__runs", "int_dds__samples"):
+        cols = columns(table)
+        assert cols[cols.index("dds_mode") + 1:cols.index("dds_mode") + 1 + len(dds)] == dds, table
+    assert latency[latency.index("repetition") + 1:latency.index("repetition") + 1 + len(dds)] == dds
+
+
 def test_the_cell_dimensions_are_named_in_one_macro(fixture_warehouse):
     """Models name the cell dimension columns only through macros/cell_dimensions.sql (staging too): a new
     dimension is one entry there. Every comparison mart carries them, in the macro's order, first or after the ids."""
