@@ -25,11 +25,15 @@ matched as (
         on  {{ host_match(host_match_dimensions(), null_safe=true) }}
         and {{ host_match(['workload']) }}
         -- workload parameters, null where they do not apply (e.g. the DDS parameters of iperf3 rows)
-        and {{ host_match(tuning_parameter_list()[1:], null_safe=true) }}
+        and {{ host_match(['protocol', 'path', 'placement', 'length_bytes', 'duration_s', 'dds_mode', 'reliability',
+                           'transport', 'subscribers', 'security', 'rate', 'ping_timeout_ms'], null_safe=true) }}
         and (host.tuning_mtu >= stats.tuning_mtu or (host.tuning_mtu is null and stats.tuning_mtu is null))
     -- the nearest host MTU at or above the CNI's
     qualify row_number() over (
-        partition by {{ cell_dimension_columns('stats.') }}, stats.tuning_mtu, {{ tuning_parameter_columns('stats.') }}
+        partition by {{ cell_dimension_columns('stats.') }}, stats.tuning_mtu, stats.workload, stats.protocol,
+                     stats.path, stats.placement, stats.length_bytes, stats.duration_s, stats.dds_mode,
+                     stats.reliability, stats.transport, stats.subscribers, stats.security, stats.rate,
+                     stats.ping_timeout_ms
         order by host.tuning_mtu asc nulls last
     ) = 1
 
@@ -38,7 +42,19 @@ matched as (
 select
     {{ cell_dimension_columns() }},
     tuning_mtu,
-    {{ tuning_parameter_columns() }},
+    workload,
+    protocol,
+    path,
+    placement,
+    length_bytes,
+    duration_s,
+    dds_mode,
+    reliability,
+    transport,
+    subscribers,
+    security,
+    rate,
+    ping_timeout_ms,
     cni = 'host'                            as is_host_baseline,
     n_runs,
     throughput_mbps,

@@ -18,7 +18,24 @@ compliance as (
 )
 
 select
-    {{ run_attribute_columns('runs.') }},
+    runs.run_id,
+    runs.sweep_id,
+    runs.cell_id,
+    {{ cell_dimension_columns('runs.') }},
+    runs.mtu,
+    runs.netem_mechanism,
+    runs.netem_delay_ms,
+    runs.netem_jitter_ms,
+    runs.netem_loss_pct,
+    runs.netem_rate_mbit,
+    runs.netem_scope,
+    runs.tuning_mtu,
+    runs.intercluster,
+    runs.intercluster_tool,
+    runs.intercluster_mode,
+    runs.intercluster_implementation,
+    runs.is_emulated,
+    runs.intercluster_model,
     runs.protocol,
     runs.service,
     runs.path,
@@ -41,7 +58,17 @@ select
     runs.reported_errors,
     runs.load_client,
     runs.resolution_ms,
-    {{ run_outcome_columns('runs.') }}
+    runs.status,
+    runs.error,
+    runs.is_valid,
+    runs.invalid_reason,
+    runs.attempt,
+    runs.started_at,
+    runs.finished_at,
+    runs.raw_key,
+    runs.is_imported,
+    runs.min_idle_cpu_pct,
+    runs.low_cpu_headroom
 from runs
 left join {{ ref('int_http__run_stats') }} as stats using (run_id)
 left join compliance using (run_id)

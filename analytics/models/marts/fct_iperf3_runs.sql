@@ -1,6 +1,23 @@
 -- One row per iperf3 run, every status: failed and unsupported runs stay visible (metrics null, reason in error).
 select
-    {{ run_attribute_columns() }},
+    run_id,
+    sweep_id,
+    cell_id,
+    {{ cell_dimension_columns() }},
+    mtu,
+    netem_mechanism,
+    netem_delay_ms,
+    netem_jitter_ms,
+    netem_loss_pct,
+    netem_rate_mbit,
+    netem_scope,
+    tuning_mtu,
+    intercluster,
+    intercluster_tool,
+    intercluster_mode,
+    intercluster_implementation,
+    is_emulated,
+    intercluster_model,
     service_proxy,
     service_proxy_mode,
     protocol,
@@ -20,6 +37,16 @@ select
     cpu_host_pct,
     cpu_remote_pct,
     mean_rtt_us,
-    {{ run_outcome_columns() }}
+    status,
+    error,
+    is_valid,
+    invalid_reason,
+    attempt,
+    started_at,
+    finished_at,
+    raw_key,
+    is_imported,
+    min_idle_cpu_pct,
+    low_cpu_headroom
 from {{ ref('int_runs__deduplicated') }}
 where workload = 'iperf3'

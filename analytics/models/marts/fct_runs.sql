@@ -1,7 +1,24 @@
 -- One row per run of every workload, every status: the run's identity, conditions, outcome and validity. What the
 -- portal's overview, link-condition and validity views read (they never read intermediates).
 select
-    {{ run_attribute_columns() }},
+    run_id,
+    sweep_id,
+    cell_id,
+    {{ cell_dimension_columns() }},
+    mtu,
+    netem_mechanism,
+    netem_delay_ms,
+    netem_jitter_ms,
+    netem_loss_pct,
+    netem_rate_mbit,
+    netem_scope,
+    tuning_mtu,
+    intercluster,
+    intercluster_tool,
+    intercluster_mode,
+    intercluster_implementation,
+    is_emulated,
+    intercluster_model,
     service_proxy,
     service_proxy_mode,
     lab_shared_kernel,  -- the lab's nodes share one kernel (the local lab): the portal's banner
@@ -17,5 +34,15 @@ select
     placement,
     length_bytes,
     repetition,
-    {{ run_outcome_columns() }}
+    status,
+    error,
+    is_valid,
+    invalid_reason,
+    attempt,
+    started_at,
+    finished_at,
+    raw_key,
+    is_imported,
+    min_idle_cpu_pct,
+    low_cpu_headroom
 from {{ ref('int_runs__deduplicated') }}
