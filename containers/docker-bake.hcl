@@ -33,7 +33,8 @@ target "_common" {
 
 target "runner" {
   inherits   = ["_common"]
-  dockerfile = "containers/runner/Dockerfile" # generated from containers/runner/image.toml (images.sh dockerfile)
+  # the Dockerfile is generated from containers/runner/image.toml (scripts/e2e-argo/images.sh dockerfile)
+  dockerfile = "containers/runner/Dockerfile"
   tags       = ["${REGISTRY}/edgebench-runner:${VERSION}"]
   args       = { EDGEBENCH_COMMIT = "${EDGEBENCH_COMMIT}" }
 }

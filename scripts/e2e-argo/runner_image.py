@@ -97,6 +97,7 @@ def dockerfile(spec: dict) -> str:
     py = f"python:{d['python']}-slim-{spec['suite']}"
     env = {"PATH": f"{spec['venv']}/bin:$PATH", "EDGEBENCH_COMMIT": "$EDGEBENCH_COMMIT", **spec["env"]}
     env_lines = " \\\n    ".join(f"{k}={v}" for k, v in env.items())
+    privileges = "\n".join(f"# {line}".rstrip() for line in d["privileges"].strip().splitlines())
     exec_form = lambda argv: "[" + ", ".join(f'"{a}"' for a in argv) + "]"  # noqa: E731
     return f"""# syntax=docker/dockerfile:1.7
 # GENERATED from containers/runner/image.toml by `scripts/e2e-argo/images.sh dockerfile`: edit that file, not this.
@@ -190,7 +191,7 @@ COPY --from=ddsrr /out/edgebench-ddsrr /usr/local/bin/edgebench-ddsrr
 COPY --from=cluster-tools /out/kind /usr/local/bin/kind
 COPY --from=downloads /out/kubectl /out/helm /usr/local/bin/
 COPY --from=venv {spec['venv']} {spec['venv']}
-# unprivileged by default (image.toml [user] says when steps run as root)
+{privileges}
 RUN groupadd --gid {u['uid']} {u['name']} \\
  && useradd --uid {u['uid']} --gid {u['uid']} --create-home --home-dir {u['home']} --shell /usr/sbin/nologin {u['name']}
 # the commit the image was built from, recorded in every run's manifest (environment.edgebench_commit)
