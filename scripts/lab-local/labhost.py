@@ -126,18 +126,24 @@ def spawn_init(argv: list[str], logfile: Path, enter: Callable[[], None], timeou
 
     The init is found through the handle on unshare (Popen): its child by the kernel's parent link, checked by its
     network namespace. Nothing else forks below unshare (commit d9d28c2: the bash version's job forked helpers that
-    its `pgrep -P` could take for the init, and eth0 went to this machine's namespace)."""
+    its `pgrep -P` could take for the init, and eth0 went to this machine's namespace). It counts once it has exec'd
+    its program: between unshare's fork and that exec the child is still unshare, setting up its mounts."""
     with open(logfile, "wb") as log:
         outer = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                  start_new_session=True, preexec_fn=enter)
     here_net = os.readlink("/proc/self/ns/net")
+    unshare_exe: list[str] = []  # unshare's own program, read once it runs (before that: the forked Python)
 
     def init() -> int | None:
         if outer.poll() is not None:
             raise ck.Fail("unshare exited")
+        try:
+            unshare_exe[:] = unshare_exe or [os.readlink(f"/proc/{outer.pid}/exe")]
+        except OSError:
+            return None
         for p in children(outer.pid):
-            try:
-                if os.readlink(f"/proc/{p}/ns/net") != here_net:
+            try:  # in its own network namespace AND past its exec (its mounts, e.g. --mount-proc, are done then)
+                if os.readlink(f"/proc/{p}/ns/net") != here_net and os.readlink(f"/proc/{p}/exe") != unshare_exe[0]:
                     return p
             except OSError:
                 pass
