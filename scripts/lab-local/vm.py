@@ -50,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside it: vm_common, vm_image, vm_smoke
 
+import labhost  # noqa: E402
 from vm_common import (BRIDGE, HOST_IP, KINDS, NAME_RE, TAP_PREFIX, VmError, VmNode, freezer_state,  # noqa: E402
                        lab_dir, log, need, need_root, node_of, nodes_of, parse_spec, run, ssh_argv)
 from vm_image import build_image, cache_dir, cache_key, image_dir  # noqa: E402,F401  cache_key: the tests'
@@ -136,20 +137,12 @@ def leftovers(lab: Path, taps: list[str], procs: dict[int, str]) -> list[str]:
 
 # ---- nodes ----------------------------------------------------------------------------------------------------------
 
-def links() -> list[str]:
-    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
-    return [ln.split(": ")[1].split("@")[0] for ln in p.stdout.splitlines() if ": " in ln]
+links = labhost.links  # this machine's interfaces, as lab.sh's node manager reads them
 
 
 def procs() -> dict[int, str]:
-    out = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                out[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                pass
-    return out
+    """Every process's command line (labhost.cmdlines), without the trailing space."""
+    return {pid: cmd.strip() for pid, cmd in labhost.cmdlines().items()}
 
 
 def ensure_bridge_and_key(lab: Path) -> None:
