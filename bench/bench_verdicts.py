@@ -94,12 +94,10 @@ def decisive(sweep, report, workload: str | None = None) -> tuple[int, int, dict
     docs: dict[str, list[dict]] = {}
     for d in report.results:
         docs.setdefault(d["cell_id"], []).append(d)
-    base = adaptive.baselines(cells)
     counts: dict[str, int] = {}
-    for i, cell in enumerate(cells):
-        if base.get(i) is None:
-            continue
-        for v, c in adaptive.judge(docs.get(cell.cell_id, []), docs.get(cells[base[i]].cell_id, [])).items():
+    # judged as the warehouse judges them: the cells paired with the same host runs pool their spreads
+    for comps in adaptive.judge_all(cells, docs, adaptive.baselines(cells)).values():
+        for v, c in comps.items():
             if workload is None or v[0] == workload:
                 counts[c.verdict] = counts.get(c.verdict, 0) + 1
     total = sum(counts.values())

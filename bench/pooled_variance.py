@@ -1,6 +1,6 @@
 """An analysis, not a benchmark part: what pooling the pair variance over the CNI modes of one workload variant
-(a moderated t, Smyth 2004, with a fixed prior weight d0) would decide on a stored sweep, beside the one rule's
-own verdicts (docs/verdicts.md). Reads the sweep's manifests from the store of `make minio` ($EDGEBENCH_S3_*).
+(a moderated t, Smyth 2004, with a fixed prior weight d0; d0 = 4 is the one rule's own, verdict.POOL_PRIOR_DF) would
+decide on a stored sweep, beside each comparison judged alone and fully pooled (docs/verdicts.md). Reads the sweep's manifests from the store of `make minio` ($EDGEBENCH_S3_*).
 
     bench/pooled_variance.py SWEEP host   every CNI mode against the host (iperf3 throughput, DDS latency p90, HTTP p50)
     bench/pooled_variance.py SWEEP aa     an A/A sweep: each mode at its second label against its first
@@ -62,15 +62,18 @@ def judge(values: dict, baseline_of, plan: str, d0: int | None) -> tuple[collect
             continue
         rel_var = [statistics.variance([x / hm for x in d]) for d, hm in comps]
         pooled, pooled_df = statistics.fmean(rel_var), sum(len(d) - 1 for d, _ in comps)
-        for (d, hm), var in zip(comps, rel_var):
+        members = [(len(d), statistics.stdev(d), hm) for d, hm in comps]
+        # the rule's own pooling (verdict.pooled_spreads) for `moderated`; `none` and `full` for comparison
+        moderated = V.pooled_spreads(members, d0) if plan == "moderated" else None
+        for k, ((d, hm), var) in enumerate(zip(comps, rel_var)):
             n, df = len(d), len(d) - 1
             if plan == "none":
-                s2, dft = var, df
+                ci = V.t95(df) * math.sqrt(var) * hm / math.sqrt(n)
             elif plan == "full":
-                s2, dft = pooled, pooled_df
+                ci = V.t95(pooled_df) * math.sqrt(pooled) * hm / math.sqrt(n)
             else:
-                s2, dft = (d0 * pooled + df * var) / (d0 + df), min(d0 + df, pooled_df)
-            ci = V.t95(dft) * math.sqrt(s2) * hm / math.sqrt(n)
+                sd, dft = moderated[k]
+                ci = V.t95(dft) * sd / math.sqrt(n)
             verdict = V.decide(statistics.fmean(d), ci, n, n, hm, higher_is_better,
                                V.margin_pct(V.family_of_unit(unit)))
             verdicts[verdict] += 1

@@ -77,36 +77,92 @@
 {%- endmacro %}
 
 {#- Pairing by round (docs/verdicts.md). round_pairs(match, null_safe_match, values): the body of a CTE `pairs` over a
-    CTE `runs` (per-run rows, host included): each configuration's run of round r joined with the host's run of the
-    same sweep and round under the same conditions (host_match_dimensions, null-safe; the workload's match columns
-    with =, null_safe_match with is not distinct from), in round-blocked sweeps only (int_sweeps__round_blocks);
-    per configuration: n_pairs and, per values entry name -> expression over '@' (the run), <name>_pair_sd, the
-    standard deviation of the paired differences. Join it with pairs_join(). -#}
+    CTE `runs` (per-run rows, host included) and the CTEs `stats` and `host` (stats_and_host_ctes): each
+    configuration's run of round r joined with the host's run of the same sweep and round under the same conditions
+    (host_match_dimensions, null-safe; the workload's match columns with =, null_safe_match with is not distinct
+    from), in round-blocked sweeps only (int_sweeps__round_blocks); per configuration: n_pairs, is_full (every run
+    of both sides has its pair, 2 or more: is_paired()), pool_n and, per values entry name -> expression over '@'
+    (the run):
+      <name>_pair_sd      the standard deviation of the paired differences;
+      <name>_pooled_sd / <name>_pooled_df
+                          that spread pooled with the other configurations paired with the same host runs (the same
+                          conditions and workload variant): Smyth's moderated t with prior weight var
+                          verdict_pool_prior_df, on the spreads relative to the host's mean (results/report/verdict.py
+                          pooled_spreads, the same definition; a configuration alone keeps its own sd and n - 1).
+    Join it with pairs_join(). -#}
 {% macro round_pairs(match, null_safe_match=[], values={}) -%}
+    {%- set d0 = var('verdict_pool_prior_df') -%}
+    {%- set pool_key = host_match_dimensions() + match + null_safe_match -%}
     select
-        {{ cell_dimension_columns('c.') }},
-        {%- for k in match + null_safe_match %}
-        c.{{ k }},
-        {%- endfor %}
-        count(*) as n_pairs,
-        {%- for name, expr in values.items() %}
-        stddev_samp(({{ expr | replace('@', 'c') }}) - ({{ expr | replace('@', 'h') }})) as {{ name }}_pair_sd
+        pooled.*,
+        {%- for name in values %}
+        case when pooled.is_full and pooled.{{ name }}_pool_df > 0 then
+            sqrt(({{ d0 }} * pooled.{{ name }}_pool_var * pooled.{{ name }}_host_mean ^ 2
+                  + (pooled.n_pairs - 1) * pooled.{{ name }}_pair_sd ^ 2) / ({{ d0 }} + pooled.n_pairs - 1))
+            else pooled.{{ name }}_pair_sd end as {{ name }}_pooled_sd,
+        case when pooled.is_full and pooled.{{ name }}_pool_df > 0
+            then least({{ d0 }} + pooled.n_pairs - 1, pooled.{{ name }}_pool_df)
+            else pooled.n_pairs - 1 end as {{ name }}_pooled_df
         {{- ',' if not loop.last }}
         {%- endfor %}
-    from runs as c
-    inner join runs as h
-        on  h.cni = 'host' and c.cni <> 'host'
-        and c.sweep_id = h.sweep_id and c.repetition = h.repetition
-        and {{ columns_match('c', 'h', host_match_dimensions(), null_safe=true, indent='\n        ') }}
-        {%- if match %}
-        and {{ columns_match('c', 'h', match, indent='\n        ') }}
-        {%- endif %}
-        {%- if null_safe_match %}
-        and {{ columns_match('c', 'h', null_safe_match, null_safe=true, indent='\n        ') }}
-        {%- endif %}
-    inner join {{ ref('int_sweeps__round_blocks') }} as blocks
-        on blocks.sweep_id = c.sweep_id and blocks.is_round_blocked
-    group by all
+    from (
+        select
+            full_pairs.*,
+            count(case when full_pairs.is_full then 1 end) over pool as pool_n,
+            {%- for name in values %}
+            {%- set usable = 'full_pairs.is_full and full_pairs.' ~ name ~ '_host_mean <> 0 and full_pairs.' ~ name ~ '_pair_sd is not null' %}
+            sum(case when {{ usable }} then (full_pairs.n_pairs - 1)
+                     * (full_pairs.{{ name }}_pair_sd / full_pairs.{{ name }}_host_mean) ^ 2 end) over pool
+                / sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_var,
+            sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_df
+            {{- ',' if not loop.last }}
+            {%- endfor %}
+        from (
+            select
+                per_config.*,
+                coalesce(per_config.n_pairs >= 2 and per_config.n_pairs = cfg.n_runs
+                         and per_config.n_pairs = base.n_runs, false) as is_full
+            from (
+                select
+                    {{ cell_dimension_columns('c.') }},
+                    {%- for k in match + null_safe_match %}
+                    c.{{ k }},
+                    {%- endfor %}
+                    count(*) as n_pairs,
+                    {%- for name, expr in values.items() %}
+                    stddev_samp(({{ expr | replace('@', 'c') }}) - ({{ expr | replace('@', 'h') }})) as {{ name }}_pair_sd,
+                    avg({{ expr | replace('@', 'h') }}) as {{ name }}_host_mean
+                    {{- ',' if not loop.last }}
+                    {%- endfor %}
+                from runs as c
+                inner join runs as h
+                    on  h.cni = 'host' and c.cni <> 'host'
+                    and c.sweep_id = h.sweep_id and c.repetition = h.repetition
+                    and {{ columns_match('c', 'h', host_match_dimensions(), null_safe=true, indent='\n                    ') }}
+                    {%- if match %}
+                    and {{ columns_match('c', 'h', match, indent='\n                    ') }}
+                    {%- endif %}
+                    {%- if null_safe_match %}
+                    and {{ columns_match('c', 'h', null_safe_match, null_safe=true, indent='\n                    ') }}
+                    {%- endif %}
+                inner join {{ ref('int_sweeps__round_blocks') }} as blocks
+                    on blocks.sweep_id = c.sweep_id and blocks.is_round_blocked
+                group by all
+            ) as per_config
+            left join stats as cfg
+                on {{ columns_match('per_config', 'cfg', cell_dimension_list() + match + null_safe_match, null_safe=true,
+                                    indent='\n                ') }}
+            left join host as base
+                on {{ columns_match('cfg', 'base', host_match_dimensions(), null_safe=true, indent='\n                ') }}
+                {%- if match %}
+                and {{ columns_match('cfg', 'base', match, indent='\n                ') }}
+                {%- endif %}
+                {%- if null_safe_match %}
+                and {{ columns_match('cfg', 'base', null_safe_match, null_safe=true, indent='\n                ') }}
+                {%- endif %}
+        ) as full_pairs
+        window pool as (partition by {{ column_list(pool_key, 'full_pairs.') }})
+    ) as pooled
 {%- endmacro %}
 
 {#- `left join pairs on` the configuration's columns (null-safe), after vs_host_tail. -#}
@@ -116,21 +172,26 @@ left join pairs
                         indent='\n    ') }}
 {%- endmacro %}
 
-{#- Is a vs-host comparison paired? Every run of both sides has its pair (2 or more). -#}
+{#- Is a vs-host comparison paired? Every run of both sides has its pair (2 or more): round_pairs' is_full. -#}
 {% macro is_paired() -%}
-    (coalesce(pairs.n_pairs, 0) >= 2 and pairs.n_pairs = stats.n_runs and pairs.n_pairs = host.n_runs)
+    coalesce(pairs.is_full, false)
 {%- endmacro %}
 
 {% macro paired_ci95(n_pairs, sd) -%}
     ({{ t_critical_95(n_pairs ~ ' - 1') }} * ({{ sd }}) / sqrt({{ n_pairs }}))
 {%- endmacro %}
 
-{#- The 95% half-width of stats - host: paired by round when is_paired(), else Welch's; verdict_method says which. -#}
+{#- The 95% half-width of stats - host: paired by round when is_paired(), its spread pooled with the other
+    configurations paired with the same host runs (round_pairs), else Welch's; verdict_method says which. -#}
 {% macro vs_host_interval(sd_col, pair_name) -%}
-    (case when {{ is_paired() }} then {{ paired_ci95('pairs.n_pairs', 'pairs.' ~ pair_name ~ '_pair_sd') }}
+    (case when {{ is_paired() }}
+          then ({{ t_critical_95('pairs.' ~ pair_name ~ '_pooled_df') }} * pairs.{{ pair_name }}_pooled_sd
+                / sqrt(pairs.n_pairs))
           else {{ vs_host_ci95(sd_col) }} end)
 {%- endmacro %}
 
+{#- 'pooled' (paired, in a pool of 2 or more configurations), 'paired' (alone with its host), 'welch'. -#}
 {% macro vs_host_method() -%}
-    (case when stats.cni = 'host' then null when {{ is_paired() }} then 'paired' else 'welch' end)
+    (case when stats.cni = 'host' then null when {{ is_paired() }} and pairs.pool_n >= 2 then 'pooled'
+          when {{ is_paired() }} then 'paired' else 'welch' end)
 {%- endmacro %}

@@ -11,9 +11,10 @@ st.caption("Cyclone DDS ddsperf between pods: latency (ping/pong, RTT/2, 90th pe
            "% = (CNI - host) / host x 100, throughput overhead % = (host - CNI) / host x 100: positive = worse "
            "than host.")
 
-OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval (Welch's interval of the CNI - host "
-                    "difference over the host mean), the verdict against the host and the run counts CNI/host. "
-                    + RULE_HELP)
+OVERHEAD_CAPTION = ("Each cell: overhead % ± the half-width of its 95% interval (of the CNI - host "
+                    "difference over the host mean: paired by round and pooled across the modes paired with the same "
+                    "host runs where the sweep interleaved them, else Welch's), the verdict against the host and the "
+                    "run counts CNI/host. " + RULE_HELP)
 
 substrate, filters = ui.choose("dds", DDS,
                                "The warehouse holds no DDS runs yet. Add the dds workload to a sweep and run `make sweep`.")

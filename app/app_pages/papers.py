@@ -69,8 +69,8 @@ if not numbers.empty:
             "ours %": st.column_config.NumberColumn(format="%.1f"),
             "± 95% CI": st.column_config.NumberColumn(format="%.1f")})
     st.caption("Overhead % vs host: throughput (host - CNI) / host, latency (CNI - host) / host; positive = worse "
-               "than host. 95% CI: Welch's interval of the CNI - host difference over the host mean. vs host: the "
-               "CNI against the host by that interval. " + RULE_HELP)
+               "than host. 95% CI: the vs-host mart's interval of the CNI - host difference over the host mean "
+               "(pooled, paired or Welch's). vs host: the CNI against the host by that interval. " + RULE_HELP)
     others = shown[~shown["source"].isin(["Table I", "Table II"])]
     if not others.empty:
         st.subheader("The paper's other numbers beside ours")

@@ -46,10 +46,11 @@ def test_decided_variants_stop_and_the_host_waits_for_the_rest():
     tcp = adaptive._variant(_docs(host, [1])[0])
     docs = {host.cell_id: _docs(host, [1000, 1010]),
             vxlan.cell_id: _docs(vxlan, [700, 705]),        # 30 % worse, tight: decided after 2 rounds
-            hostgw.cell_id: _docs(hostgw, [900, 1100])}     # wide: undecided
+            hostgw.cell_id: _docs(hostgw, [960, 1040])}     # wider, and close to the host: undecided
     active = {0: {tcp}, 1: {tcp}, 2: {tcp}}
     out = adaptive.stops(cells, docs, active, rnd=2, min_r=2, max_r=4)
-    assert set(out) == {1} and out[1][tcp].startswith("decided after 2 rounds: worse (paired, n=2)")
+    # both are paired with the same host runs: their spreads are pooled (verdict.pooled)
+    assert set(out) == {1} and out[1][tcp].startswith("decided after 2 rounds: worse (pooled, n=2)")
     # before min-repetitions nothing stops
     assert adaptive.stops(cells, docs, active, rnd=1, min_r=2, max_r=4) == {}
     # at the maximum the undecided cell stops too, and then the host, which no cell needs any more
@@ -68,6 +69,24 @@ def test_variants_of_one_cell_stop_one_by_one_and_the_host_keeps_only_what_is_ne
     assert list(out[1]) == [tcp] and out[1][tcp].startswith("decided after 3 rounds: worse")
     # the host stops tcp (no cell needs it any more) and goes on with udp
     assert list(out[0]) == [tcp]
+
+
+def test_cells_paired_with_the_same_host_runs_pool_their_spread_as_the_warehouse_does():
+    s = _sweep(cnis='["host","flannel:vxlan","flannel:host-gw","kube-router"]')
+    cells, _ = expand_checked(s)
+    host, noisy, quiet, quieter = cells
+    tcp = adaptive._variant(_docs(host, [1])[0])
+    docs = {host.cell_id: _docs(host, [1000, 1010, 990]),
+            noisy.cell_id: _docs(noisy, [850, 960, 880]),       # -10 % with a wide spread of its own
+            quiet.cell_id: _docs(quiet, [700, 712, 690]),
+            quieter.cell_id: _docs(quieter, [705, 705, 705])}
+    alone = adaptive.judge(docs[noisy.cell_id], docs[host.cell_id])[tcp]
+    assert (alone.verdict, alone.method, alone.df) == ("inconclusive", "paired", 2)
+    judged = adaptive.judge_all(cells, docs, adaptive.baselines(cells))
+    assert {judged[i][tcp].method for i in (1, 2, 3)} == {"pooled"} and 0 not in judged
+    assert (judged[1][tcp].verdict, judged[1][tcp].df) == ("worse", 6)  # t(6) on the group's spread, not t(2)
+    out = adaptive.stops(cells, docs, {0: {tcp}, 1: {tcp}, 2: {tcp}, 3: {tcp}}, rnd=3, min_r=2, max_r=3)
+    assert out[1][tcp] == "max-repetitions (3) reached: worse"
 
 
 def test_a_comparison_that_max_repetitions_cannot_decide_stops_as_futile():

@@ -102,6 +102,46 @@ def test_a_twenty_percent_shift_is_detected_at_five_runs():
     assert same / trials <= 0.05
 
 
+def test_a_comparison_alone_keeps_its_own_spread_and_a_group_shares_its_spread():
+    assert V.pooled_spreads([(3, 2.0, 100.0)]) == [(2.0, 2)]
+    (sd_quiet, df_quiet), (sd_noisy, df_noisy), (sd_short, df_short) = V.pooled_spreads(
+        [(3, 1.0, 100.0), (3, 4.0, 100.0), (1, None, 100.0)])
+    # v0 = (2 * 0.01^2 + 2 * 0.04^2) / 4; each shrinks toward it with weight 4 against its own 2
+    v0 = (2 * 1e-4 + 2 * 16e-4) / 4
+    assert sd_quiet == pytest.approx(math.sqrt((4 * v0 * 1e4 + 2 * 1.0) / 6))
+    assert sd_noisy == pytest.approx(math.sqrt((4 * v0 * 1e4 + 2 * 16.0) / 6))
+    assert 1.0 < sd_quiet < sd_noisy < 4.0
+    assert df_quiet == df_noisy == 4  # min(4 + 2, the group's 4)
+    assert (sd_short, df_short) == (None, 0)  # one pair: nothing to pool, left as it was
+    # relative spreads: a mode at a tenth of the baseline's scale pools as the same relative spread
+    assert V.pooled_spreads([(3, 1.0, 100.0), (3, 10.0, 1000.0)]) == [
+        pytest.approx((1.0, 4)), pytest.approx((10.0, 4))]
+
+
+def test_pooling_decides_what_two_degrees_of_freedom_cannot_and_keeps_false_alarms_near_five_percent():
+    """Seven configurations paired with one host over 3 rounds (a sweep's CNI modes): each alone has t(2) = 4.30;
+    pooled, t(6) = 2.45 on a spread the group estimates. Simulated: identical sides called better / worse in about
+    5 % of comparisons (homogeneous spreads), and a 12 % shift decided far more often than alone."""
+    rng = random.Random(11)
+    false = alone_found = pooled_found = total = 0
+    for _ in range(300):
+        drift = [rng.gauss(0, 80) for _ in range(3)]
+        host = [1000 + d + rng.gauss(0, 30) for d in drift]
+        rounds = [1, 2, 3]
+        same = [V.compare([1000 + d + rng.gauss(0, 30) for d in drift], host, higher_is_better=True,
+                          rounds_a=rounds, rounds_b=rounds) for _ in range(7)]
+        shifted = [V.compare([880 + d + rng.gauss(0, 30) for d in drift], host, higher_is_better=True,
+                             rounds_a=rounds, rounds_b=rounds) for _ in range(7)]
+        pooled_same = V.pooled(same)
+        assert {c.method for c in pooled_same} == {"pooled"}
+        false += sum(c.verdict in ("better", "worse") for c in pooled_same)
+        alone_found += sum(c.verdict == "worse" for c in shifted)
+        pooled_found += sum(c.verdict == "worse" for c in V.pooled(shifted))
+        total += 7
+    assert false / total <= 0.07
+    assert pooled_found / total >= 0.9 > alone_found / total + 0.2
+
+
 # ---- the warehouse agrees -------------------------------------------------------------------------------------------
 
 def _rows(wh: Path, table: str) -> list[dict]:
@@ -115,16 +155,60 @@ def _rows(wh: Path, table: str) -> list[dict]:
 
 
 def _python(diff, n_a, sd_a, n_b, sd_b, baseline, higher, family, resolution=None, ci=None, pair=None):
-    """pair = (n_pairs, sd of the paired differences) when the mart paired the comparison by round."""
+    """pair = (n_pairs, sd, degrees of freedom) when the mart paired the comparison by round (the sd pooled where
+    it was, _pool)."""
     if ci is None:
-        ci = V.paired_ci95(*pair) if pair else V.welch_ci95(n_a, sd_a, n_b, sd_b)
+        ci = V.t95(pair[2]) * pair[1] / math.sqrt(pair[0]) if pair else V.welch_ci95(n_a, sd_a, n_b, sd_b)
     pct = V.margin_pct(family)
     v = V.decide(diff, ci, n_a, n_b, baseline, higher, pct, resolution)
     return v, V.runs_to_decide(v, diff, ci, min(n_a, n_b), baseline, pct, resolution)
 
 
 def _pair(r, sd_col):
-    return (r["n_pairs"], r[sd_col]) if r.get("verdict_method") == "paired" else None
+    if r.get("verdict_method") not in ("paired", "pooled"):
+        return None
+    sd, df = r.get("_pooled", {}).get(sd_col, (r[sd_col], r["n_pairs"] - 1))
+    return r["n_pairs"], sd, df
+
+
+# the vs-host marts whose paired comparisons pool their spread with the other configurations paired with the same
+# host runs: mart -> (the columns that make the host baseline one: the shared cell dimensions and the mart's own
+# match columns, as in the mart), [(row filter, pair sd column, host mean column)]
+HOST_KEY = ("substrate", "lab", "distribution", "netem_scenario", "tuning_profile", "cpu_class")
+POOLS = {
+    "cmp_iperf3_vs_host": (("protocol", "path", "placement", "length_bytes", "duration_s", "iperf3_bitrate"),
+                           [(lambda r: True, "throughput_pair_sd_mbps", "host_throughput_mbps")]),
+    "cmp_dds_vs_host": (("dds_mode", "length_bytes", "reliability", "transport", "security", "placement",
+                         "subscribers", "rate", "batching", "ping_timeout_ms"),
+                        [(lambda r: r["dds_mode"] == "latency", "latency_p90_pair_sd_us", "host_latency_p90_us"),
+                         (lambda r: r["dds_mode"] != "latency", "throughput_pair_sd_mbps", "host_throughput_mbps")]),
+    "cmp_http_vs_host": (("service", "path", "placement", "length_bytes", "requests_planned"),
+                         [(lambda r: True, "response_p50_pair_sd_ms", "host_response_p50_ms"),
+                          (lambda r: True, "response_p90_pair_sd_ms", "host_response_p90_ms")]),
+}
+
+
+def _pool(mart: str, rows: list[dict]) -> int:
+    """Recompute each paired row's pooled spread in Python (verdict.pooled_spreads) from the rows that share its
+    host baseline, into r['_pooled'][sd column] = (sd, df); checks the method says 'pooled' exactly where 2 or more
+    were paired with the same host runs. Returns how many rows were pooled with another."""
+    if mart not in POOLS:
+        return 0
+    match, values = POOLS[mart]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["cni"] != "host" and r["verdict_method"] in ("paired", "pooled"):
+            groups.setdefault(tuple(r[k] for k in HOST_KEY + match), []).append(r)
+    pooled = 0
+    for members in groups.values():
+        assert all(r["verdict_method"] == ("pooled" if len(members) >= 2 else "paired") for r in members), members
+        pooled += len(members) if len(members) >= 2 else 0
+        for keep, sd_col, mean_col in values:
+            mine = [r for r in members if keep(r)]
+            spreads = V.pooled_spreads([(r["n_pairs"], r[sd_col], r[mean_col]) for r in mine])
+            for r, spread in zip(mine, spreads):
+                r.setdefault("_pooled", {})[sd_col] = spread
+    return pooled
 
 
 # mart -> (row filter, a function from a row to (python verdict, python runs_to_decide), verdict col, runs col)
@@ -189,9 +273,11 @@ CASES = {
 
 def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
     seen: dict[str, int] = {}
-    checked = 0
+    checked = pooled = 0
     for mart, (keep, judge, vcol, rcol) in CASES.items():
-        for r in _rows(fixture_warehouse, mart):
+        rows = _rows(fixture_warehouse, mart)
+        pooled += _pool(mart, rows)
+        for r in rows:
             if not keep(r):
                 continue
             v, runs = judge(r)
@@ -201,6 +287,7 @@ def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
     # the fixtures exercise the rule: decisive and undecided verdicts both occur
     assert checked >= 20
     assert {"worse", "n < 2"} <= set(seen) and len(seen) >= 3, seen
+    assert pooled >= 4  # and the pooled spread is exercised: configurations sharing one host baseline, paired
 
 
 def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):

@@ -200,7 +200,7 @@ def test_dds_and_http_summaries_come_from_the_overhead_marts(fixture_warehouse):
     # the fixtures give decided and undecided comparisons alike (see test_verdict for each row's arithmetic)
     assert {"baseline", "worse", "inconclusive", "n < 2"} <= verdicts, verdicts
     # (paired by round where a sweep ran in round blocks, else Welch: the fixture's sweeps ran cell by cell)
-    assert all(r["verdict_margin_pct"] == 5.0 and r["verdict_method"] in ("welch", "paired") for r in dds + http
+    assert all(r["verdict_margin_pct"] == 5.0 and r["verdict_method"] in ("welch", "paired", "pooled") for r in dds + http
                if r["verdict"] not in ("baseline", "no baseline"))
 
 

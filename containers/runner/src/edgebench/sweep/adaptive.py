@@ -19,7 +19,7 @@ from typing import Any
 from edgebench import workloads
 from edgebench.plan.dimensions import DIMENSIONS
 from edgebench.sweep import aim as aiming
-from edgebench.results.report.verdict import Comparison, compare, decide, margin_abs, margin_pct, t95
+from edgebench.results.report.verdict import Comparison, compare, decide, margin_abs, margin_pct, pooled, t95
 
 
 def conditions(cell, ignore: tuple[str, ...] = ()) -> tuple:
@@ -88,6 +88,24 @@ def judge(cell_docs: list[dict], host_docs: list[dict]) -> dict[tuple, Compariso
     return out
 
 
+def judge_all(cells, docs_by_cell: dict[str, list[dict]], base: dict[int, int | None]) -> dict[int, dict[tuple, Comparison]]:
+    """Every CNI cell's variants against the host's (judge), with the spreads of the cells paired with the same host
+    runs of a variant pooled, as the warehouse's vs-host marts pool them (verdict.pooled): cell index -> variant ->
+    comparison. Cells whose variants already stopped still lend their spread to the pool."""
+    out: dict[int, dict[tuple, Comparison]] = {}
+    for i, b in base.items():
+        if b is not None:
+            out[i] = judge(docs_by_cell.get(cells[i].cell_id, []), docs_by_cell.get(cells[b].cell_id, []))
+    groups: dict[tuple, list[int]] = {}
+    for i, comps in out.items():
+        for v in comps:
+            groups.setdefault((base[i], v), []).append(i)
+    for (_, v), members in groups.items():
+        for i, c in zip(members, pooled([out[i][v] for i in members])):
+            out[i][v] = c
+    return out
+
+
 # Looking after every round and stopping at the first decided look would call more false differences than one look
 # at a fixed n does (simulated: 15 % of identical pairs instead of about 5 %, 3..8 rounds). So an early stop on a
 # difference needs the interval widened to still say better / worse: by EARLY_WIDEN * sqrt(n_max / n) after n of
@@ -130,7 +148,8 @@ def futile(c: Comparison, n_max: int) -> bool:
     n = min(c.n_a, c.n_b)
     if n < FUTILE_MIN_N or n >= n_max:
         return False
-    projected = c.ci95 / t95(n - 1) * math.sqrt(n) * t95(n_max - 1) / math.sqrt(n_max) * FUTILE_ROOM
+    df = c.df if c.df is not None else n - 1  # a pooled interval's t has more degrees of freedom than n - 1
+    projected = c.ci95 / t95(df) * math.sqrt(n) * t95(df + n_max - n) / math.sqrt(n_max) * FUTILE_ROOM
     margin = margin_abs(c.mean_b, c.margin_pct)
     return not (abs(c.diff) > projected or abs(c.diff) + projected <= margin)
 
@@ -184,6 +203,7 @@ def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tupl
     base = baselines(cells)
     out: dict[int, dict[tuple, str]] = {}
     aimed = _aimed(cells, docs_by_cell, active, rnd, min_r, max_r, aim) if aim else None
+    judged = None if aimed is not None else judge_all(cells, docs_by_cell, base)
     for i in sorted(active):
         if cells[i].cni_info.is_host or not active[i]:
             continue
@@ -194,7 +214,7 @@ def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tupl
         if base[i] is None:
             out[i] = {v: f"no host baseline in the sweep: stopped at min-repetitions ({min_r})" for v in active[i]}
             continue
-        comps = judge(docs_by_cell.get(cells[i].cell_id, []), docs_by_cell.get(cells[base[i]].cell_id, []))
+        comps = judged.get(i, {})
         mine: dict[tuple, str] = {}
         for v in sorted(active[i]):
             c = comps.get(v)

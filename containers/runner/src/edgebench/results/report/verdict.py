@@ -8,6 +8,10 @@ two agree on every comparison row of the fixture warehouse.
 The interval. diff = mean(a) - mean(b) with its 95% interval diff +- ci95:
   paired  when both sides ran in the same interleaved rounds (one run of each per round): the mean of the per-round
           differences, t(n - 1) * sd(differences) / sqrt(n); drift between rounds cancels;
+  pooled  paired, where several configurations are each paired with the same baseline runs (every CNI mode of a
+          sweep against the host's runs of one workload variant): each comparison's spread of the paired
+          differences is shrunk toward the group's (a moderated t, Smyth 2004; pooled_spreads() below), with
+          POOL_PRIOR_DF degrees of freedom for the group's share;
   welch   otherwise: Welch's interval, Welch-Satterthwaite degrees of freedom rounded down.
 t(df) is exact up to 30 degrees of freedom, then the value at the lower end of each step (never too narrow).
 
@@ -51,7 +55,10 @@ DEFAULT_MARGIN_PCT = 5.0
 # a run is flagged low_cpu_headroom when in some second less than this share of the machine's CPU was idle; the dbt var
 # cpu_headroom_floor_pct holds the same (int_runs__cpu_headroom; tests/warehouse/test_warehouse_headroom.py checks they agree)
 CPU_HEADROOM_FLOOR_PCT = 10.0
-MAX_RUNS_TO_DECIDE = 1000  # beyond this the estimate is reported as "more than 1000"
+MAX_RUNS_TO_DECIDE = 1000
+# the weight, in degrees of freedom, of the group's pooled spread in a pooled comparison's spread (d0 of Smyth's
+# moderated t); the dbt var verdict_pool_prior_df holds the same (every warehouse build checks that they agree)
+POOL_PRIOR_DF = 4  # beyond this the estimate is reported as "more than 1000"
 
 # how every page and table explains a verdict column (one sentence, the same everywhere)
 RULE_HELP = ("equivalent: the whole 95% interval of the difference lies within the margin (±5 % of the baseline "
@@ -145,7 +152,7 @@ def runs_to_decide(verdict: str, diff: float, ci95: float | None, n: int, baseli
 class Comparison:
     """One judged comparison of a against its baseline b."""
     verdict: str
-    method: str                  # 'paired' or 'welch'
+    method: str                  # 'paired', 'pooled' (paired, its spread pooled: pooled()) or 'welch'
     n_a: int
     n_b: int
     mean_a: float | None
@@ -154,6 +161,10 @@ class Comparison:
     ci95: float | None
     margin_pct: float
     runs_to_decide: int | None
+    sd_diff: float | None = None     # paired: the sd of the per-round differences (before any pooling)
+    df: float | None = None          # the degrees of freedom of the interval's t
+    higher_is_better: bool | None = None
+    resolution: float | None = None
 
     @property
     def diff_pct(self) -> float | None:
@@ -186,24 +197,75 @@ def compare(a: Sequence[float], b: Sequence[float], *, higher_is_better: bool, p
     n_a, n_b = len(a), len(b)
     mean_a = _mean_sd(a)[0] if n_a else None
     mean_b = _mean_sd(b)[0] if n_b else None
-    method, ci = "welch", None
+    method, ci, sd_diff, df = "welch", None, None, None
     pairs = _pairs(a, b, rounds_a, rounds_b)
     if pairs is not None and len(pairs) >= 2:
         method = "paired"
         diffs = [x - y for x, y in pairs]
-        diff, sd = _mean_sd(diffs)
-        ci = paired_ci95(len(diffs), sd)
+        diff, sd_diff = _mean_sd(diffs)
+        ci, df = paired_ci95(len(diffs), sd_diff), len(diffs) - 1
         n = len(diffs)
     else:
         diff = None if mean_a is None or mean_b is None else mean_a - mean_b
         if n_a >= 2 and n_b >= 2:
-            ci = welch_ci95(n_a, _mean_sd(a)[1], n_b, _mean_sd(b)[1])
+            (_, sd_a), (_, sd_b) = _mean_sd(a), _mean_sd(b)
+            ci, df = welch_ci95(n_a, sd_a, n_b, sd_b), welch_df(n_a, sd_a, n_b, sd_b)
         n = min(n_a, n_b)
     if diff is None:
-        return Comparison("n < 2", method, n_a, n_b, mean_a, mean_b, None, None, pct, None)
+        return Comparison("n < 2", method, n_a, n_b, mean_a, mean_b, None, None, pct, None,
+                          higher_is_better=higher_is_better, resolution=resolution)
     verdict = decide(diff, ci, n_a, n_b, mean_b, higher_is_better, pct, resolution)
     return Comparison(verdict, method, n_a, n_b, mean_a, mean_b, diff, ci, pct,
-                      runs_to_decide(verdict, diff, ci, n, mean_b, pct, resolution))
+                      runs_to_decide(verdict, diff, ci, n, mean_b, pct, resolution), sd_diff, df,
+                      higher_is_better, resolution)
+
+
+def pooled_spreads(members: Sequence[tuple[int | None, float | None, float | None]],
+                   prior_df: float = POOL_PRIOR_DF) -> list[tuple[float | None, float | None]]:
+    """The spreads of comparisons that share one baseline's runs, each shrunk toward the group's (Smyth's moderated
+    t with a fixed prior weight): members = (n pairs, sd of the paired differences, baseline mean) per comparison;
+    returns (sd, degrees of freedom) per member, to use in place of (sd, n - 1).
+
+    The group's spread is the pooled variance of the paired differences relative to the baseline's mean (CNI modes
+    compared with one host run per round spread alike in relative terms, not in absolute ones): v0 = sum((n - 1) *
+    (sd / mean)^2) / df0, df0 = sum(n - 1), over the members with 2 or more pairs and a non-zero mean. A member's
+    spread is then sqrt((prior_df * v0 * mean^2 + (n - 1) * sd^2) / (prior_df + n - 1)), on min(prior_df + n - 1,
+    df0) degrees of freedom: never more than the group holds. A group of one gives back (sd, n - 1) unchanged, so a
+    comparison alone is judged as plain paired."""
+    usable = [(n, sd, m) for n, sd, m in members if n is not None and n >= 2 and sd is not None and m]
+    df0 = sum(n - 1 for n, _, _ in usable)
+    if not df0:
+        return [(sd, (n - 1) if n else None) for n, sd, _ in members]
+    v0 = sum((n - 1) * (sd / m) ** 2 for n, sd, m in usable) / df0
+    out: list[tuple[float | None, float | None]] = []
+    for n, sd, m in members:
+        if n is None or n < 2 or sd is None or not m:
+            out.append((sd, (n - 1) if n else None))
+            continue
+        out.append((math.sqrt((prior_df * v0 * m * m + (n - 1) * sd * sd) / (prior_df + n - 1)),
+                    min(prior_df + n - 1, df0)))
+    return out
+
+
+def pooled(comparisons: Sequence[Comparison], prior_df: float = POOL_PRIOR_DF) -> list[Comparison]:
+    """Comparisons that share one baseline's runs, judged again with their spreads pooled (pooled_spreads): the paired
+    ones of a group of two or more come back with method 'pooled', the rest unchanged."""
+    paired = [i for i, c in enumerate(comparisons) if c.method == "paired" and c.sd_diff is not None
+              and c.diff is not None and c.mean_b]
+    if len(paired) < 2:
+        return list(comparisons)
+    spreads = pooled_spreads([(min(comparisons[i].n_a, comparisons[i].n_b), comparisons[i].sd_diff,
+                               comparisons[i].mean_b) for i in paired], prior_df)
+    out = list(comparisons)
+    for i, (sd, df) in zip(paired, spreads):
+        c = comparisons[i]
+        n = min(c.n_a, c.n_b)
+        ci = t95(df) * sd / math.sqrt(n)
+        verdict = decide(c.diff, ci, c.n_a, c.n_b, c.mean_b, bool(c.higher_is_better), c.margin_pct, c.resolution)
+        out[i] = Comparison(verdict, "pooled", c.n_a, c.n_b, c.mean_a, c.mean_b, c.diff, ci, c.margin_pct,
+                            runs_to_decide(verdict, c.diff, ci, n, c.mean_b, c.margin_pct, c.resolution),
+                            c.sd_diff, df, c.higher_is_better, c.resolution)
+    return out
 
 
 def _pairs(a, b, rounds_a, rounds_b) -> list[tuple[float, float]] | None:

@@ -49,7 +49,7 @@ try:  # optional: the runner image carries no analytics extra (reading or buildi
 except ImportError:  # pragma: no cover - exercised in the runner image
     duckdb = None
 
-from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT
+from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT, MARGINS_PCT, POOL_PRIOR_DF
 from edgebench.results.warehouse.dbt_runner import Dbt, DbtWorker
 from edgebench.results.warehouse.raw_cache import (RAW_CACHE_SCHEMA, RAW_FILES, NoResultsError, WarehouseError,
                                                    list_raw, sql_string, sync_raw_cache)
@@ -230,10 +230,11 @@ class DbtSlot:
 
 def check_rule(project: Path) -> None:
     """The one verdict rule's numbers are defined once, in results/report/verdict.py (MARGINS_PCT,
-    CPU_HEADROOM_FLOOR_PCT); the dbt project's vars must hold the same before a build, else one WarehouseError naming
+    CPU_HEADROOM_FLOOR_PCT, POOL_PRIOR_DF); the dbt project's vars must hold the same before a build, else one WarehouseError naming
     both (nothing is built). Checked on every build, so a warehouse is never judged by other margins than the CLI's."""
     vars_ = (yaml.safe_load((project / "dbt_project.yml").read_text()) or {}).get("vars") or {}
-    want = {"verdict_margins_pct": MARGINS_PCT, "cpu_headroom_floor_pct": CPU_HEADROOM_FLOOR_PCT}
+    want = {"verdict_margins_pct": MARGINS_PCT, "cpu_headroom_floor_pct": CPU_HEADROOM_FLOOR_PCT,
+            "verdict_pool_prior_df": POOL_PRIOR_DF}
     got = {k: vars_.get(k) for k in want}
     if got != want:
         raise WarehouseError(f"{project / 'dbt_project.yml'} vars {got} differ from the one verdict rule's "
