@@ -23,7 +23,8 @@ st.caption(" · ".join(f"all papers on {t['substrate']}: {t['decided']} of {t['t
                       for t in scorecard_totals(card)))
 st.caption("Claims per outcome on each substrate (never pooled), judged by the one verdict rule; decided = agrees or "
            "disagrees of the testable ones; numbers = printed by the paper / measured by edgebench in the same unit "
-           "and normalization / measured on this substrate. " + RULE_HELP)
+           "and normalization / measured on this substrate; a counterpart or a stated reason = measured the same way, "
+           "or with a reason stated for that very number (the paper's other published numbers, below). " + RULE_HELP)
 if ui.on_demand("What would decide each claim we cannot tell", key="paper_undecided"):
     ui.table(undecided_frame(card),
                  column_config={"to decide": st.column_config.TextColumn(width="large")})

@@ -37,6 +37,9 @@ def scorecard_frame(con) -> pd.DataFrame:
         "decided": "-" if r["decided_share"] is None else f"{r['decided']}/{r['testable']} ({r['decided_share']:.0%})",
         "numbers printed / comparable / measured":
             f"{r['numbers_printed']} / {r['numbers_comparable']} / {r['numbers_measured']}",
+        "numbers with a counterpart or a stated reason":
+            f"{r['numbers_explained']} of {r['numbers_printed']}"
+            + ("" if r["numbers_explained_share"] is None else f" ({r['numbers_explained_share']:.0%})"),
         "to decide": r["cannot_tell"], "decided_n": r["decided"], "testable_n": r["testable"]} for r in rows])
 
 

@@ -175,8 +175,9 @@ def test_seed_002_fig_3_on_the_fixtures(fixture_warehouse):
     assert want and sorted((int(n["conditions"].split("length_bytes=")[1].split()[0]), n["ours"],
                             n["ours_ci95"], n["verdict"]) for n in flannel) == sorted(want)
     assert all(n["published"] == "3 %" and n["ours_are"] == "throughput overhead % vs host" for n in flannel)
-    # the absolute microsecond differences keep their reason
-    assert any("absolute difference" in o["reason"] for o in rep["published_only"])
+    # the absolute microsecond differences keep their reason, the one the seed states for each (no_counterpart_reason)
+    fig3 = [o for o in rep["published_only"] if o["source"] == "Fig. 3"]
+    assert fig3 and all(o["reason_stated"] and "absolute" in o["reason"] and "µs" in o["reason"] for o in fig3)
 
 
 def test_profile_against_profile_reads_the_baseline_profile():
@@ -204,3 +205,40 @@ def test_every_column_counterpart_names_how_it_is_judged():
     bad = C.Spec("cmp_tuning_vs_host", "x", formula=C.as_is("a", "b"), verdict_col=None)
     with pytest.raises(ValueError, match="judged"):
         C._efficiency_verdict(bad, {"a": 1.0}, 1.0, 3, 3)
+
+
+def _tuning_rows(metric: str, protocol: str, workload: str, values: dict[str, float], cni="antrea", mode="geneve"):
+    row = {"substrate": "local", "cni": cni, "cni_mode": mode, "workload": workload, "protocol": protocol,
+           "is_host_baseline": False, "length_bytes": 1472, "tuning_mtu": 1450, "n_runs": 4}
+    ci = metric.replace("_pct", "").replace("efficiency", "efficiency_ci95") + "_pct"
+    return [{**row, "tuning_profile": prof, metric: v, ci: 1.0} for prof, v in values.items()]
+
+
+def test_efficiency_of_one_profile_against_another():
+    """Seed 003 Fig. 15: network-latency's TCP latency efficiency against latency-performance's, as a reduction %
+    of the latter; Fig. 25: Antrea's UDP bandwidth efficiency under nic_optimizations against each earlier profile,
+    as an increase %."""
+    p15 = _pub(paper="003", figure_ref="Fig. 15", label="Antrea, Flannel, Cilium, Calico",
+               metric="latency_efficiency_pct", cni=None, cni_mode=None, tuning_profile="network-latency", value=20,
+               qualifier="about", baseline="tuning latency-performance",
+               normalization="efficiency worse by % vs baseline")
+    spec = C.spec_for(p15)
+    assert spec is not None and spec.vary == "tuning_profile" and spec.mean == "latency_efficiency_pct"
+    rows = _tuning_rows("latency_efficiency_pct", "tcp", "sockperf",
+                        {"network-latency": 40.0, "latency-performance": 50.0, "hpc-compute": 10.0})
+    (h,) = C.measured(spec, p15, rows, papers.GRAINS["cmp_tuning_vs_host"], frozenset({"tuning_profile"}))
+    assert h["ours"] == pytest.approx(20.0) and h["against"] == "tuning_profile=latency-performance"
+    assert h["verdict"] == "worse"  # a lower efficiency, beyond the margin
+
+    p25 = _pub(paper="003", figure_ref="Fig. 25", label="Antrea", metric="throughput_efficiency_pct", cni="antrea",
+               cni_mode="geneve", tuning_profile="nic_optimizations", value=20, qualifier="almost",
+               baseline="Antrea under the previous tuned profiles", normalization="increase % vs baseline")
+    spec = C.spec_for(p25)
+    assert spec is not None and "nic_optimizations" not in spec.right
+    rows = _tuning_rows("throughput_efficiency_pct", "udp", "iperf3",
+                        {"nic_optimizations": 60.0, "default_settings": 50.0, "network-throughput": 48.0})
+    rows += _tuning_rows("throughput_efficiency_pct", "udp", "iperf3", {"default_settings": 10.0}, cni="flannel",
+                         mode="vxlan")  # another CNI: not a side
+    hits = C.measured(spec, p25, rows, papers.GRAINS["cmp_tuning_vs_host"], frozenset({"tuning_profile"}))
+    assert sorted((h["against"], round(h["ours"], 6)) for h in hits) == [
+        ("tuning_profile=default_settings", 20.0), ("tuning_profile=network-throughput", 25.0)]

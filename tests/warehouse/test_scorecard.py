@@ -35,6 +35,12 @@ def test_the_scorecard_counts_what_the_paper_report_judged(fixture_warehouse):
     # mode); the fixture measured 3 of them on the testbed
     assert (s000["numbers_comparable"], s000["numbers_measured"]) == (44, 3)
     assert s000["numbers_printed"] > 40  # the paper's other numbers count as printed, without a counterpart
+    for r in rows:  # a counterpart or a reason stated for the number (published_results.no_counterpart_reason)
+        rep = papers.paper_report(fetch, r["paper"])
+        stated = {scorecard._number_key(n) for n in rep["published_only"] if n["reason_stated"]}
+        assert r["numbers_comparable"] <= r["numbers_explained"] <= r["numbers_printed"]
+        assert r["numbers_explained"] - r["numbers_comparable"] == len(stated)
+        assert r["numbers_explained_share"] >= 0.8, r["paper"]
 
 
 def test_a_claim_nothing_measured_names_the_preset_that_would():
@@ -88,7 +94,7 @@ def test_report_paper_all(fixture_warehouse):
     runner = CliRunner()
     res = runner.invoke(cli_app, ["report", "--paper", "all", "--warehouse", str(fixture_warehouse)])
     assert res.exit_code == 0, res.output
-    for text in ("Reproduction scorecard", "seed 000", "seed 004", "44 / 3", "000-09: "):
+    for text in ("Reproduction scorecard", "seed 000", "seed 004", "44 / 3", "000-09: ", "seed 003 numbers explained: "):
         assert text in res.output, text
     res = runner.invoke(cli_app, ["report", "--paper", "ALL", "--json", "--warehouse", str(fixture_warehouse)])
     rows = json.loads(res.output)

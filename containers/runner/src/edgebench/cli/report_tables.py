@@ -128,9 +128,18 @@ def print_scorecard(rows: list[dict]) -> None:
     out.print("  decided: agrees or disagrees, of the claims edgebench can test. numbers: what the paper prints / how "
               "many edgebench measures in the same unit and normalization / how many of those this substrate has "
               "measured. `edgebench report --paper ID` shows one paper's numbers and claims.", highlight=False)
+    for r in {r["paper"]: r for r in rows}.values():  # the same on every substrate: one line per paper
+        out.print(f"  seed {r['paper']} numbers explained: {_explained(r)}", highlight=False)
     for r in rows:
         for u in r["cannot_tell"]:
             out.print(f"  seed {r['paper']} {r['substrate'] or '-'} {u['claim_id']}: {u['to_decide']}", highlight=False)
+
+
+def _explained(r: dict) -> str:
+    """'18 of 18 (100%): 10 with a counterpart, 8 with a reason stated for the number' (a scorecard row)."""
+    share = "" if r["numbers_explained_share"] is None else f" ({r['numbers_explained_share']:.0%})"
+    return (f"{r['numbers_explained']} of {r['numbers_printed']}{share}: {r['numbers_comparable']} with a counterpart, "
+            f"{r['numbers_explained'] - r['numbers_comparable']} with a reason stated for the number")
 
 
 OUTCOME_STYLE = {"agrees": "green", "disagrees": "bold red", "cannot tell": "yellow", "not testable": "dim"}

@@ -304,7 +304,7 @@ def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
     for p in published:
         spec = counterparts.spec_for(p)
         if spec is None:
-            only.append({**_published(p), "reason": _why_unmatched(p)})
+            only.append({**_published(p), "reason": _why_unmatched(p), "reason_stated": bool(_stated_reason(p))})
             continue
         rows = rows_by_mart.setdefault(spec.mart, mart_rows(fetch, spec.mart))
         freed = frozenset()
@@ -354,7 +354,21 @@ def _published(p: dict) -> dict:
             or "text"}
 
 
+def _stated_reason(p: dict) -> str:
+    """The seed's own reason this number has no counterpart (published_results.no_counterpart_reason), or ''."""
+    text = p.get("no_counterpart_reason")
+    return text.strip() if isinstance(text, str) else ""
+
+
 def _why_unmatched(p: dict) -> str:
+    """Why a printed number has no counterpart: the reason the seed states for it, else a generic one by its kind
+    (generic_reason)."""
+    return _stated_reason(p) or generic_reason(p)
+
+
+def generic_reason(p: dict) -> str:
+    """The fallback reason of a number without a counterpart and without a stated one: by its normalization,
+    baseline and subjects, the same for every number of its kind."""
     norm = (p.get("normalization") or "").lower()
     if norm == "absolute":
         return "an absolute value on the paper's hardware and network; only relative values carry over"

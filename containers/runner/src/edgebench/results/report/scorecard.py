@@ -1,6 +1,7 @@
 """The reproduction scorecard: per seed paper and substrate, how many of its claims our data agrees with, disagrees
-with, cannot tell, or cannot test, and how many of its printed numbers have a counterpart we measure; each "cannot
-tell" names what would decide it (the preset to run, or about how many more runs per side).
+with, cannot tell, or cannot test, and how many of its printed numbers have a counterpart we measure
+(numbers_comparable) or else a reason stated for that number (numbers_explained counts both); each "cannot tell"
+names what would decide it (the preset to run, or about how many more runs per side).
 
 It summarises results/report/papers.py's report (the claims judged by the one verdict rule, results/report/verdict.py) and adds
 nothing of its own to the judgement. Shown on top of the portal's Papers page and by `edgebench report --paper all`.
@@ -127,6 +128,8 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
     claims = {c["claim_id"]: c for c in published_claims(fetch, paper)}
     printed = {_number_key(n) for n in rep["numbers"]} | {_number_key(n) for n in rep["published_only"]}
     comparable = {_number_key(n) for n in rep["numbers"]}
+    # a counterpart, or a reason stated for the number itself (published_results.no_counterpart_reason)
+    explained = comparable | {_number_key(n) for n in rep["published_only"] if n.get("reason_stated")}
     out = []
     for sub in rep["substrates"] or [None]:
         tally = dict.fromkeys(papers.OUTCOMES, 0)
@@ -152,6 +155,8 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
         out.append({"paper": paper, "substrate": sub, "claims": len(claims), **tally, "testable": testable,
                     "decided": decided, "decided_share": decided / testable if testable else None,
                     "numbers_printed": len(printed), "numbers_comparable": len(comparable),
+                    "numbers_explained": len(explained),
+                    "numbers_explained_share": len(explained) / len(printed) if printed else None,
                     "numbers_measured": len(measured), "cannot_tell": undecided})
     return out
 
