@@ -88,7 +88,8 @@
                           that spread pooled with the other configurations paired with the same host runs (the same
                           conditions and workload variant): Smyth's moderated t with prior weight var
                           verdict_pool_prior_df, on the spreads relative to the host's mean (results/report/verdict.py
-                          pooled_spreads, the same definition; a configuration alone keeps its own sd and n - 1).
+                          pooled_spreads, the same definition; a configuration alone, or the only one with a spread
+                          and a non-zero host mean, keeps its own sd and n - 1).
     Join it with pairs_join(). -#}
 {% macro round_pairs(match, null_safe_match=[], values={}) -%}
     {%- set d0 = var('verdict_pool_prior_df') -%}
@@ -96,12 +97,12 @@
     select
         pooled.*,
         {%- for name in values %}
-        case when pooled.is_full and pooled.{{ name }}_pool_df > 0 then
+        {%- set pools = 'pooled.' ~ name ~ '_pool_k >= 2 and pooled.' ~ name ~ '_usable' %}
+        case when {{ pools }} then
             sqrt(({{ d0 }} * pooled.{{ name }}_pool_var * pooled.{{ name }}_host_mean ^ 2
                   + (pooled.n_pairs - 1) * pooled.{{ name }}_pair_sd ^ 2) / ({{ d0 }} + pooled.n_pairs - 1))
             else pooled.{{ name }}_pair_sd end as {{ name }}_pooled_sd,
-        case when pooled.is_full and pooled.{{ name }}_pool_df > 0
-            then least({{ d0 }} + pooled.n_pairs - 1, pooled.{{ name }}_pool_df)
+        case when {{ pools }} then least({{ d0 }} + pooled.n_pairs - 1, pooled.{{ name }}_pool_df)
             else pooled.n_pairs - 1 end as {{ name }}_pooled_df
         {{- ',' if not loop.last }}
         {%- endfor %}
@@ -114,7 +115,9 @@
             sum(case when {{ usable }} then (full_pairs.n_pairs - 1)
                      * (full_pairs.{{ name }}_pair_sd / full_pairs.{{ name }}_host_mean) ^ 2 end) over pool
                 / sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_var,
-            sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_df
+            sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_df,
+            count(case when {{ usable }} then 1 end) over pool as {{ name }}_pool_k,
+            coalesce({{ usable }}, false) as {{ name }}_usable
             {{- ',' if not loop.last }}
             {%- endfor %}
         from (

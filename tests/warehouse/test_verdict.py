@@ -273,10 +273,10 @@ CASES = {
 
 def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
     seen: dict[str, int] = {}
-    checked = pooled = 0
+    checked = 0
     for mart, (keep, judge, vcol, rcol) in CASES.items():
         rows = _rows(fixture_warehouse, mart)
-        pooled += _pool(mart, rows)
+        _pool(mart, rows)
         for r in rows:
             if not keep(r):
                 continue
@@ -287,7 +287,8 @@ def test_python_and_the_marts_agree_on_every_row(fixture_warehouse):
     # the fixtures exercise the rule: decisive and undecided verdicts both occur
     assert checked >= 20
     assert {"worse", "n < 2"} <= set(seen) and len(seen) >= 3, seen
-    assert pooled >= 4  # and the pooled spread is exercised: configurations sharing one host baseline, paired
+    # the fixture's sweep ran cell by cell (nothing paired): the pooled rows are checked on a round-blocked sweep
+    # by test_verdict_pooled.py, with _pool and CASES above
 
 
 def test_the_summary_shows_the_marts_verdicts(fixture_warehouse):

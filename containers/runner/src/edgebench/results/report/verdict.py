@@ -230,11 +230,11 @@ def pooled_spreads(members: Sequence[tuple[int | None, float | None, float | Non
     compared with one host run per round spread alike in relative terms, not in absolute ones): v0 = sum((n - 1) *
     (sd / mean)^2) / df0, df0 = sum(n - 1), over the members with 2 or more pairs and a non-zero mean. A member's
     spread is then sqrt((prior_df * v0 * mean^2 + (n - 1) * sd^2) / (prior_df + n - 1)), on min(prior_df + n - 1,
-    df0) degrees of freedom: never more than the group holds. A group of one gives back (sd, n - 1) unchanged, so a
-    comparison alone is judged as plain paired."""
+    df0) degrees of freedom: never more than the group holds. A group with fewer than two such members gives back
+    (sd, n - 1) unchanged, so a comparison alone is judged as plain paired."""
     usable = [(n, sd, m) for n, sd, m in members if n is not None and n >= 2 and sd is not None and m]
     df0 = sum(n - 1 for n, _, _ in usable)
-    if not df0:
+    if len(usable) < 2:
         return [(sd, (n - 1) if n else None) for n, sd, _ in members]
     v0 = sum((n - 1) * (sd / m) ** 2 for n, sd, m in usable) / df0
     out: list[tuple[float | None, float | None]] = []
