@@ -8,8 +8,9 @@ judged from that sweep's runs alone:
     round one after another (--no-duet), tools not pinned to CPUs (EDGEBENCH_PIN_CPUS=0);
   - after: `make sweep`'s plan (the Makefile's REPEAT): duet rounds, client and server pinned to CPUs of their own,
     the same 3 s runs, repetitions=auto (3..6) within a time budget equal to the wall time `before` took just now.
-Rows: the share of decisive comparisons (equivalent, better or worse; target >= 0.90) and of HTTP p50 comparisons
-(>= 0.80) after, beside before's; wall time after / before (<= 1.0); the pair SD (sd over rounds of the per-round
+Rows: the share of decisive comparisons (equivalent, better or worse; target >= 0.90; the spreads of the modes paired
+with the same host runs pooled, as the rule pools them) and of HTTP p50 comparisons (>= 0.80) after, beside before's;
+after's decisive comparisons pooled against the same runs judged each alone; wall time after / before (<= 1.0); the pair SD (sd over rounds of the per-round
 difference, in % of the host mean, median over variants) after / before, per workload; and a simulation of the
 stopping rule at the after setting: identical sides called better / worse in <= 5 % (A/A), a 20 % shift found.
 """
@@ -84,9 +85,10 @@ def pair_sd(sweep, report) -> dict[str, float]:
     return {w: statistics.median(v) for w, v in sds.items()}
 
 
-def decisive(sweep, report, workload: str | None = None) -> tuple[int, int, dict[str, int]]:
+def decisive(sweep, report, workload: str | None = None, pool: bool = True) -> tuple[int, int, dict[str, int]]:
     """(decisive, total, verdict counts) over every CNI cell's comparisons with its host in this sweep's runs (of
-    one workload, or all)."""
+    one workload, or all); pool=False judges each alone (paired, its own spread), as the rule did before pooled
+    spreads."""
     from edgebench.plan.cells import expand_checked
     from edgebench.sweep import adaptive
 
@@ -96,7 +98,11 @@ def decisive(sweep, report, workload: str | None = None) -> tuple[int, int, dict
         docs.setdefault(d["cell_id"], []).append(d)
     counts: dict[str, int] = {}
     # judged as the warehouse judges them: the cells paired with the same host runs pool their spreads
-    for comps in adaptive.judge_all(cells, docs, adaptive.baselines(cells)).values():
+    base = adaptive.baselines(cells)
+    judged = adaptive.judge_all(cells, docs, base) if pool else {
+        i: adaptive.judge(docs.get(cells[i].cell_id, []), docs.get(cells[b].cell_id, []))
+        for i, b in base.items() if b is not None}
+    for comps in judged.values():
         for v, c in comps.items():
             if workload is None or v[0] == workload:
                 counts[c.verdict] = counts.get(c.verdict, 0) + 1
@@ -141,6 +147,7 @@ def run(quick: bool = False) -> list[Row]:
         after = _sweep({**values, **AFTER, "time-budget": str(int(before[2]))}, "bench-verdicts-after", duet=True)
     bd, bt, bc = decisive(before[0], before[1])
     ad, at, ac = decisive(after[0], after[1])
+    alone_d, alone_t, alone_c = decisive(after[0], after[1], pool=False)
     hb, htb, _ = decisive(before[0], before[1], "http")
     ha, hta, hc = decisive(after[0], after[1], "http")
     sd_b, sd_a = pair_sd(before[0], before[1]), pair_sd(after[0], after[1])
@@ -150,6 +157,9 @@ def run(quick: bool = False) -> list[Row]:
             (ad / at >= 0.90) if at else None,
             f"after {ad}/{at} {ac}; before (fixed 3 x 3 s, round order, unpinned) {bd}/{bt} {bc}; runs after "
             f"{len(after[1].results)}, before {len(before[1].results)}", {"after": ac, "before": bc}),
+        Row("verdicts", "decisive comparisons, make sweep's plan, pooled / each judged alone (the same runs)",
+            ad / alone_d if alone_d else None, "ratio", ">= 1.0", (ad >= alone_d) if alone_d else None,
+            f"pooled {ad}/{at} (the rule); alone {alone_d}/{alone_t} {alone_c}"),
         Row("verdicts", "decisive HTTP p50 comparisons, make sweep's plan", ha / hta if hta else None, "share",
             ">= 0.80", (ha / hta >= 0.80) if hta else None, f"after {ha}/{hta} {hc}; before {hb}/{htb}"),
         Row("verdicts", "wall time, make sweep's plan / fixed 3 before", after[2] / before[2], "ratio", "<= 1.0",

@@ -88,3 +88,23 @@ def test_a_preset_whose_claims_runs_can_judge_is_aimed_at_them():
     assert "aim" not in ran[1][1]  # an efficiency is the mart's: the variants stop on the host
     assert any("aimed at its 1 claim comparison(s)" in x for x in lines)
     assert any("derived metric: variants stop on the host" in x for x in lines)
+
+
+def test_a_budget_the_minimum_rounds_cannot_fit_is_said_before_and_while_it_runs():
+    a = PresetTask("a.testbed.yaml", [("000", "1")])
+    b = PresetTask("b.testbed.yaml", [("004", "2")])
+    minimum = {"a.testbed.yaml": 600.0, "b.testbed.yaml": 3000.0}.get
+    assert papers_run.overrun([a, b], 3600, minimum) is None
+    warning = papers_run.overrun([a, b], 1800, minimum)
+    assert "60 min of timed measurement" in warning and "30 min budget: 1 of 2 fit" in warning
+    clock, lines = Clock(), []
+
+    def run_sweep(task, params):
+        clock.t += 700
+
+    papers_run.run([a, b], 1800, planned_runs=lambda p: 100, run_sweep=run_sweep, rebuild=lambda: None,
+                   still_open=lambda t: t.claims, log=lines.append, clock=clock, minimum_s=minimum)
+    first, second = [x for x in lines if "undecided claim(s); budget" in x]
+    assert "runs past its share" not in first and "ETA the whole run 30 min at the latest" in first
+    assert "minimum rounds alone hold 50.0 min" in second and "runs past its share" in second
+    assert "ETA this preset 62 min or later, after the budget" in second

@@ -45,6 +45,17 @@ def _planned_runs(root: Path, preset: str) -> int:
     return sum(len(runs_for(s, c)) for c in cells)
 
 
+def _minimum(root: Path, preset: str, max_repetitions: int) -> tuple[int, float]:
+    """The runs and the seconds of timed measurement of the preset's minimum rounds as `papers run` plans it
+    (repetitions=auto: min-repetitions always run; HTTP runs are counted in requests, not seconds)."""
+    s = spec_mod.load(root / preset, {"repetitions": "auto", "max-repetitions": str(max_repetitions)},
+                      substrate="local")
+    cells, _ = expand_checked(s)
+    runs = [r for c in cells for r in runs_for(s, c)]
+    share = s.values["min-repetitions"] / s.values["max-repetitions"]
+    return round(len(runs) * share), sum(r.duration_s or 0 for r in runs) * share
+
+
 @papers_app.command("run")
 def run_cmd(
     budget: str = typer.Option("2h", "--budget", help="Wall time for all the presets: seconds, 90m or 2h. Each "
@@ -73,10 +84,15 @@ def run_cmd(
                         "the papers' claims from it")
     rows, claims = _read(path)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
+    minimum = {t.preset: _minimum(root, t.preset, max_repetitions) for t in tasks}
     for t in tasks:
+        runs, timed = minimum[t.preset]
         out.print(f"  {t.preset}: {len(t.claims)} undecided claim(s) of seed {', '.join(t.papers)} "
-                  f"({_planned_runs(root, t.preset)} runs as the preset plans them; sweep {t.sweep_id})",
-                  highlight=False)
+                  f"({_planned_runs(root, t.preset)} runs as the preset plans them; its minimum rounds: {runs} runs, "
+                  f"{timed / 60:.0f} min of timed measurement; sweep {t.sweep_id})", highlight=False)
+    warning = papers_run.overrun(tasks, seconds, lambda p: minimum[p][1])
+    if warning:
+        err.print(f"papers: {warning}", highlight=False)
     if orphans:
         out.print(f"  {len(orphans)} undecided claim(s) no testbed preset measures (`edgebench report --paper all` "
                   f"says what would): {', '.join(c for _, c in orphans)}", highlight=False)
@@ -102,7 +118,7 @@ def run_cmd(
         papers_run.run(tasks, seconds, planned_runs=lambda p: _planned_runs(root, p), run_sweep=run_sweep,
                        rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
                        log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
-                       claims=claims)
+                       claims=claims, minimum_s=lambda p: minimum[p][1])
     except KeyboardInterrupt:
         err.print("interrupted: runs already measured are stored; run the same command again to resume")
         raise typer.Exit(130)

@@ -85,13 +85,30 @@ def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | Non
     return sorted(tasks.values(), key=lambda t: (-len(t.claims), t.preset)), orphans
 
 
+def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str], float]) -> str | None:
+    """A warning when the presets' minimum rounds alone (min-repetitions always run, whatever the budget) hold more
+    timed measurement than the budget: how many of the presets, in the order they run, fit; None when all do."""
+    total, fit = 0.0, 0
+    for t in tasks:
+        total += minimum_s(t.preset)
+        fit += total <= budget_s
+    if total <= budget_s:
+        return None
+    return (f"the presets' minimum rounds alone hold {total / 60:.0f} min of timed measurement (run set-up not "
+            f"counted), more than the {budget_s / 60:.0f} min budget: {fit} of {len(tasks)} fit; a preset runs its "
+            "minimum rounds even past its share, and the presets left when the budget is spent do not run (run "
+            "again with a larger --budget: stored runs are kept)")
+
+
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
         run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
         still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
         max_repetitions: int = 6, clock: Callable[[], float] = time.monotonic,
-        claims: dict[tuple[str, str], dict] | None = None) -> list[dict]:
+        claims: dict[tuple[str, str], dict] | None = None,
+        minimum_s: Callable[[str], float] | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
-    nothing left to decide, `no budget`) and its time budget and wall time in seconds."""
+    nothing left to decide, `no budget`) and its time budget and wall time in seconds. minimum_s(preset): the timed
+    measurement of its minimum rounds, to say when a preset will run past its share."""
     t0 = clock()
     weights = {t.preset: max(1, planned_runs(t.preset)) for t in tasks}
     done: list[dict] = []
@@ -110,9 +127,14 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
             continue
         rest = sum(weights[t.preset] for t in tasks[i:])
         share = max(MIN_SLICE_S, left * weights[task.preset] / rest)
+        floor = minimum_s(task.preset) if minimum_s else 0.0
+        past = (f"; its minimum rounds alone hold {floor / 60:.1f} min of timed measurement, so it runs past "
+                "its share" if floor > share else "")
+        eta = (f"ETA the whole run {(elapsed + left) / 60:.0f} min at the latest" if floor <= left else
+               f"ETA this preset {(elapsed + floor) / 60:.0f} min or later, after the budget")
         log(f"papers: [{i + 1}/{len(tasks)}] seed {', '.join(task.papers)}: {task.preset} for {len(open_now)} "
-            f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left; ETA the whole run "
-            f"{(elapsed + left) / 60:.0f} min at the latest (sweep {task.sweep_id})")
+            f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left{past}; {eta} "
+            f"(sweep {task.sweep_id})")
         params = {"repetitions": "auto", "max-repetitions": str(max_repetitions), "time-budget": str(int(share)),
                   "sweep-id": task.sweep_id}
         aimed = task.aim(claims or {})
