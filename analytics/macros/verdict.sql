@@ -111,7 +111,8 @@
             full_pairs.*,
             count(case when full_pairs.is_full then 1 end) over pool as pool_n,
             {%- for name in values %}
-            {%- set usable = 'full_pairs.is_full and full_pairs.' ~ name ~ '_host_mean <> 0 and full_pairs.' ~ name ~ '_pair_sd is not null' %}
+            {%- set usable = 'full_pairs.is_full and full_pairs.' ~ name ~ '_host_mean <> 0 and full_pairs.'
+                             ~ name ~ '_pair_sd is not null' %}
             sum(case when {{ usable }} then (full_pairs.n_pairs - 1)
                      * (full_pairs.{{ name }}_pair_sd / full_pairs.{{ name }}_host_mean) ^ 2 end) over pool
                 / sum(case when {{ usable }} then full_pairs.n_pairs - 1 end) over pool as {{ name }}_pool_var,

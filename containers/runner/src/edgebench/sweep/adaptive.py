@@ -88,7 +88,8 @@ def judge(cell_docs: list[dict], host_docs: list[dict]) -> dict[tuple, Compariso
     return out
 
 
-def judge_all(cells, docs_by_cell: dict[str, list[dict]], base: dict[int, int | None]) -> dict[int, dict[tuple, Comparison]]:
+def judge_all(cells, docs_by_cell: dict[str, list[dict]],
+              base: dict[int, int | None]) -> dict[int, dict[tuple, Comparison]]:
     """Every CNI cell's variants against the host's (judge), with the spreads of the cells paired with the same host
     runs of a variant pooled, as the warehouse's vs-host marts pool them (verdict.pooled): cell index -> variant ->
     comparison. Cells whose variants already stopped still lend their spread to the pool."""
