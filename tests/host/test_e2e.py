@@ -101,6 +101,7 @@ def test_tiny_sweep_end_to_end(minio_server, tmp_path, monkeypatch):
     # the same sweep id again: nothing is measured twice, nothing duplicated
     second = _sweep(env, "-p", "sweep-id=e2e-1")
     assert second.returncode == 0 and "already stored" in second.stdout
+    assert "nothing new was measured: sweep e2e-1" in second.stdout and "--rerun" in second.stdout
     after = _objects(client, "e2e")
     assert set(after) == set(objects)
     ok_prefixes = [f"runs/e2e-1/{d['cell_id']}/{d['run_id']}/" for d in docs if d["status"] == "ok"]

@@ -45,15 +45,16 @@ def _planned_runs(root: Path, preset: str) -> int:
     return sum(len(runs_for(s, c)) for c in cells)
 
 
-def _minimum(root: Path, preset: str, max_repetitions: int) -> tuple[int, float]:
-    """The runs and the seconds of timed measurement of the preset's minimum rounds as `papers run` plans it
-    (repetitions=auto: min-repetitions always run; HTTP runs are counted in requests, not seconds)."""
+def _minimum(root: Path, preset: str, max_repetitions: int) -> tuple[int, float, int]:
+    """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
+    preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run)."""
     s = spec_mod.load(root / preset, {"repetitions": "auto", "max-repetitions": str(max_repetitions)},
                       substrate="local")
     cells, _ = expand_checked(s)
     runs = [r for c in cells for r in runs_for(s, c)]
     share = s.values["min-repetitions"] / s.values["max-repetitions"]
-    return round(len(runs) * share), sum(r.duration_s or 0 for r in runs) * share
+    return (round(len(runs) * share), sum(r.duration_s or 0 for r in runs) * share,
+            round(sum(not r.duration_s for r in runs) * share))
 
 
 @papers_app.command("run")
@@ -86,10 +87,11 @@ def run_cmd(
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
     minimum = {t.preset: _minimum(root, t.preset, max_repetitions) for t in tasks}
     for t in tasks:
-        runs, timed = minimum[t.preset]
+        runs, timed, untimed = minimum[t.preset]
+        counted = f", {untimed} of them HTTP runs counted in requests, not in it" if untimed else ""
         out.print(f"  {t.preset}: {len(t.claims)} undecided claim(s) of seed {', '.join(t.papers)} "
                   f"({_planned_runs(root, t.preset)} runs as the preset plans them; its minimum rounds: {runs} runs, "
-                  f"{timed / 60:.0f} min of timed measurement; sweep {t.sweep_id})", highlight=False)
+                  f"{timed / 60:.0f} min of timed measurement{counted}; sweep {t.sweep_id})", highlight=False)
     warning = papers_run.overrun(tasks, seconds, lambda p: minimum[p][1])
     if warning:
         err.print(f"papers: {warning}", highlight=False)

@@ -148,6 +148,10 @@ def sweep(
     out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "
               f"{c['skipped']} already stored" + (f", {c['not needed']} not needed (decided early)"
                                                   if c.get("not needed") else ""))
+    if c["skipped"] and not c["ok"] and not c["failed"] and not rerun:
+        out.print(f"nothing new was measured: sweep {s.sweep_id} (its id follows from the plan) already holds every "
+                  "run it needs; --rerun (make sweep ARGS=--rerun) measures them again under the same keys, -p "
+                  "sweep-id=NAME starts a new sweep beside it")
     if report.failures:
         err.print("[red]failed runs (recorded with their error in MinIO):[/]")
         for f in report.failures:
