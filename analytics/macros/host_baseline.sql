@@ -42,12 +42,17 @@ host as (
     stats.last_started_at
 from stats
 left join host
-    on  {{ host_match(host_match_dimensions(), null_safe=true) }}
-    {%- if match %}
-    and {{ host_match(match) }}
-    {%- endif %}
-    {%- if null_safe_match %}
-    and {{ host_match(null_safe_match, null_safe=true) }}
+    on  {{ host_baseline_match('stats', 'host', match, null_safe_match) }}
+{%- endmacro %}
+
+{#- What makes `right` the host baseline of configuration `left`: the shared cell dimensions (host_match_dimensions,
+    null-safe), the workload's match columns (=) and null_safe_match (is not distinct from). The one definition:
+    vs_host_tail joins by it, and round_pairs pairs runs and finds each configuration's host row by it. -#}
+{% macro host_baseline_match(left, right, match, null_safe_match=[], indent='\n    ') -%}
+    {{ columns_match(left, right, host_match_dimensions(), null_safe=true, indent=indent) }}
+    {%- if match %}{{ indent }}and {{ columns_match(left, right, match, indent=indent) }}{% endif %}
+    {%- if null_safe_match %}{{ indent }}and {{ columns_match(left, right, null_safe_match, null_safe=true,
+                                                             indent=indent) }}
     {%- endif %}
 {%- endmacro %}
 

@@ -142,13 +142,7 @@
                 inner join runs as h
                     on  h.cni = 'host' and c.cni <> 'host'
                     and c.sweep_id = h.sweep_id and c.repetition = h.repetition
-                    and {{ columns_match('c', 'h', host_match_dimensions(), null_safe=true, indent='\n                    ') }}
-                    {%- if match %}
-                    and {{ columns_match('c', 'h', match, indent='\n                    ') }}
-                    {%- endif %}
-                    {%- if null_safe_match %}
-                    and {{ columns_match('c', 'h', null_safe_match, null_safe=true, indent='\n                    ') }}
-                    {%- endif %}
+                    and {{ host_baseline_match('c', 'h', match, null_safe_match, indent='\n                    ') }}
                 inner join {{ ref('int_sweeps__round_blocks') }} as blocks
                     on blocks.sweep_id = c.sweep_id and blocks.is_round_blocked
                 group by all
@@ -157,13 +151,7 @@
                 on {{ columns_match('per_config', 'cfg', cell_dimension_list() + match + null_safe_match, null_safe=true,
                                     indent='\n                ') }}
             left join host as base
-                on {{ columns_match('cfg', 'base', host_match_dimensions(), null_safe=true, indent='\n                ') }}
-                {%- if match %}
-                and {{ columns_match('cfg', 'base', match, indent='\n                ') }}
-                {%- endif %}
-                {%- if null_safe_match %}
-                and {{ columns_match('cfg', 'base', null_safe_match, null_safe=true, indent='\n                ') }}
-                {%- endif %}
+                on {{ host_baseline_match('cfg', 'base', match, null_safe_match, indent='\n                ') }}
         ) as full_pairs
         window pool as (partition by {{ column_list(pool_key, 'full_pairs.') }})
     ) as pooled
