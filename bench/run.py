@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the parts import ben
 
 from common import Row  # noqa: E402
 
-PARTS = ("fidelity", "overhead", "ebpf", "warehouse", "portal", "verdicts", "httpduet", "engine")
-# opt-in: verdicts (two sweeps, ~10 min), engine (the e2e cluster up: make e2e-argo KEEP=1)
+PARTS = ("fidelity", "overhead", "ebpf", "warehouse", "portal", "verdicts", "httpduet", "engine", "emulation")
+# opt-in: verdicts (two sweeps, ~10 min), engine (the e2e cluster up: make e2e-argo KEEP=1), emulation (reads a lab's
+# runs from the warehouse: make lab-local first)
 DEFAULT = ("fidelity", "overhead", "ebpf", "warehouse", "portal")
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(DEFAULT),
                     help=f"comma-separated parts to run, in this order: {', '.join(PARTS)} (default: "
-                         f"{', '.join(DEFAULT)}; verdicts and engine are opt-in)")
+                         f"{', '.join(DEFAULT)}; verdicts, engine and emulation are opt-in)")
     ap.add_argument("--quick", action="store_true", help="the smallest sizes (development; figures are rough)")
     ap.add_argument("--out", type=Path, default=REPO / ".edgebench" / "bench",
                     help="directory for the JSON report (default .edgebench/bench/)")

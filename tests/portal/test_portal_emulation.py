@@ -118,3 +118,34 @@ def test_the_testbed_holds_only_when_agreement_decided_share_gap_and_order_all_m
     assert emu.fared([row("a", 20, 25, "inconclusive"), row("b", 10, 12, "inconclusive"), row("c", 5, 6)]
                      )[0]["outcome"] == "not yet"  # 1 of 3 decided on both
     assert emu.fared([row(c, 1, 1, tau=-0.3) for c in "ab"])[0]["outcome"] == "differs"  # the order flips
+
+
+def test_the_rank_agreement_carries_its_interval_over_configurations_and_the_bench_reports_the_bar():
+    import sys
+    from edgebench.results.report import emulation as emu
+
+    def row(cni, cfg, tau, gap=5.0, tv="worse", rv="worse"):
+        return {"real_lab": "lab", "workload": "iperf3", "metric": "throughput_mbps", "config": cfg, "cni": cni,
+                "overhead_gap_pts": gap, "decided_both": True, "verdicts_agree": tv == rv, "kendall_tau": tau,
+                "n_modes": 2}
+
+    rows = [row(c, cfg, tau) for cfg, tau in (("x", 1.0), ("y", 1 / 3), ("z", -1 / 3)) for c in "ab"]
+    (f,) = emu.fared(rows)
+    # mean 1/3, sd 2/3 over 3 configurations: t(2) = 4.303 -> half-width 4.303 * (2/3) / sqrt(3)
+    assert f["kendall_tau"] == pytest.approx(1 / 3) and f["configs_ranked"] == 3
+    assert f["kendall_tau_ci95"] == pytest.approx(4.303 * (2 / 3) / 3 ** 0.5, rel=1e-3)
+    assert "tau +0.33 [-1.00, +1.00] over 3 configuration(s)" in emu.sentence(f)
+    (one,) = emu.fared(rows[:2])
+    assert one["kendall_tau_ci95"] is None and "[" not in emu.sentence(one)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import bench_emulation
+    out = {r.name: r for r in bench_emulation._rows_of([f], rows, "lab, iperf3")}
+    assert out["lab, iperf3: decided on both substrates"].value == 1.0
+    assert out["lab, iperf3: the same verdict where both decide"].ok is True
+    assert out["lab, iperf3: overhead gap testbed - real, median"].value == 5.0
+    tau_row = out["lab, iperf3: CNI order, Kendall's tau"]
+    assert tau_row.value == pytest.approx(1 / 3) and tau_row.ok is False
+    rows[0]["verdicts_agree"] = False
+    (g,) = emu.fared(rows)
+    assert bench_emulation._rows_of([g], rows, "l")[1].value == pytest.approx(5 / 6)

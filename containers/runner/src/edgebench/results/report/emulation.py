@@ -9,6 +9,7 @@ import statistics
 from typing import Any
 
 from edgebench.plan import catalog
+from edgebench.results.report.verdict import t95
 
 DECIDED = ("equivalent", "better", "worse")
 AGREE_GOAL, DECIDED_GOAL, GAP_GOAL_PTS, TAU_GOAL = 0.90, 0.60, 10.0, 0.8  # issue 43's bar for "the testbed holds"
@@ -38,7 +39,8 @@ def traced(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree (and of those that
     do not, how many have a traced cause: `explained`), the median and the largest overhead gap (points), the rank
-    agreement (mean tau over configurations with 2+ modes) and a one-word outcome: `holds` (agreement, decided
+    agreement (mean tau over configurations with 2+ modes, with its 95% interval over those configurations: t on
+    k - 1 df, none for one configuration) and a one-word outcome: `holds` (agreement, decided
     share, gap and tau all meet the bar), `differs` (some decided verdicts disagree or the order flips) or `not
     yet` (too few decided to say). An explained disagreement still counts as one: it is what a user must know."""
     groups: dict[tuple, list[dict]] = {}
@@ -51,6 +53,7 @@ def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         gaps = [abs(r["overhead_gap_pts"]) for r in rs if r["overhead_gap_pts"] is not None]
         taus = {r["config"]: r["kendall_tau"] for r in rs if r.get("kendall_tau") is not None and r["n_modes"] >= 2}
         tau = statistics.fmean(taus.values()) if taus else None
+        tau_ci = (t95(len(taus) - 1) * statistics.stdev(taus.values()) / len(taus) ** 0.5) if len(taus) >= 2 else None
         share = len(decided) / len(rs)
         if decided and (len(agree) < len(decided) or (tau is not None and tau < 0)):
             outcome = "differs"
@@ -63,14 +66,17 @@ def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "decided_both": len(decided), "agree": len(agree),
                     "explained": sum(1 for r in decided if explained(r)),
                     "median_gap_pts": statistics.median(gaps) if gaps else None,
-                    "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "configs_ranked": len(taus),
+                    "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "kendall_tau_ci95": tau_ci,
+                    "configs_ranked": len(taus),
                     "outcome": outcome})
     return out
 
 
 def sentence(f: dict[str, Any]) -> str:
     """One line of how the testbed fared for a metric against a lab."""
-    tau = f"; CNI order tau {f['kendall_tau']:+.2f} over {f['configs_ranked']} configuration(s)" \
+    ci = f" [{max(-1.0, f['kendall_tau'] - f['kendall_tau_ci95']):+.2f}, " \
+         f"{min(1.0, f['kendall_tau'] + f['kendall_tau_ci95']):+.2f}]" if f.get("kendall_tau_ci95") is not None else ""
+    tau = f"; CNI order tau {f['kendall_tau']:+.2f}{ci} over {f['configs_ranked']} configuration(s)" \
         if f["kendall_tau"] is not None else ""
     why = f" ({f['explained']} of the {f['decided_both'] - f['agree']} that differ traced: see the Emulation page)" \
         if f.get("explained") else ""

@@ -1,0 +1,96 @@
+"""Benchmark part "emulation" (opt-in: `make bench ONLY=emulation`): does the testbed's answer hold on real CNIs?
+
+It measures nothing itself. It reads the warehouse (`$EDGEBENCH_WAREHOUSE` or .edgebench/warehouse.duckdb) after a
+real lab and the testbed ran the same cells side by side (`make lab-local`: the testbed sweep runs right after the
+lab's, on the same machine), and reports issue 43's bar per real lab and metric, as `edgebench report --emulation`
+and the portal's Emulation page say it (results/report/emulation.py, over cmp_emulation_overhead: each substrate's
+CNI mode against its OWN host, both verdicts by the one rule):
+
+  decided on both substrates, of the comparisons        share   >= 0.60
+  the same verdict, of those decided on both            share   >= 0.90
+  overhead gap testbed - real, median |points|          pts     <= 10
+  CNI order, Kendall's tau-b (mean over configurations) tau     >= 0.8 (with its 95% interval in the detail)
+
+and the same four over all metrics of a lab. Without a lab's runs in the warehouse each row says so (value none).
+`python bench/bench_emulation.py [--warehouse PATH]` runs it alone.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Row  # noqa: E402
+
+from edgebench.results.report import emulation as emu  # noqa: E402
+
+
+def _rows_of(fared: list[dict], decided_rows: list[dict], label: str) -> list[Row]:
+    n = sum(f["comparisons"] for f in fared)
+    decided = sum(f["decided_both"] for f in fared)
+    agree = sum(f["agree"] for f in fared)
+    gaps = [abs(r["overhead_gap_pts"]) for r in decided_rows if r.get("overhead_gap_pts") is not None]
+    taus = [f["kendall_tau"] for f in fared if f["kendall_tau"] is not None]
+    ranked = sum(f["configs_ranked"] for f in fared)
+    gap = statistics.median(gaps) if gaps else None
+    tau = (sum(f["kendall_tau"] * f["configs_ranked"] for f in fared if f["kendall_tau"] is not None) / ranked
+           if ranked else None)
+    ci = [f.get("kendall_tau_ci95") for f in fared if f.get("kendall_tau_ci95") is not None]
+    tau_detail = (f"over {ranked} configuration(s)"
+                  + (f", 95% half-width {ci[0]:.2f}" if len(fared) == 1 and ci else ""))
+    return [
+        Row("emulation", f"{label}: decided on both substrates", decided / n if n else None, "share",
+            f">= {emu.DECIDED_GOAL:.2f}", (decided / n >= emu.DECIDED_GOAL) if n else None,
+            f"{decided} of {n} comparisons (each substrate's CNI mode against its own host)"),
+        Row("emulation", f"{label}: the same verdict where both decide", agree / decided if decided else None, "share",
+            f">= {emu.AGREE_GOAL:.2f}", (agree / decided >= emu.AGREE_GOAL) if decided else None,
+            f"{agree} of {decided}"),
+        Row("emulation", f"{label}: overhead gap testbed - real, median", gap, "pts",
+            f"<= {emu.GAP_GOAL_PTS:.0f}", (gap <= emu.GAP_GOAL_PTS) if gap is not None else None,
+            f"|points| over {len(gaps)} comparisons" + (f", largest {max(gaps):.1f}" if gaps else "")),
+        Row("emulation", f"{label}: CNI order, Kendall's tau", tau, "tau", f">= {emu.TAU_GOAL}",
+            (tau >= emu.TAU_GOAL) if tau is not None else None, tau_detail),
+    ]
+
+
+def run(quick: bool = False, warehouse: str | None = None) -> list[Row]:
+    from edgebench.results.report import marts
+    from edgebench.results.report.marts import reports
+
+    try:
+        rows = reports.emulation_overhead(marts.path_fetcher(warehouse))
+    except Exception as exc:  # no warehouse built yet
+        return [Row("emulation", "testbed against a real lab", None, "share", "-", None,
+                    f"not measured: the warehouse cannot be read ({str(exc).splitlines()[0]})")]
+    if not rows:
+        return [Row("emulation", "testbed against a real lab", None, "share", "-", None,
+                    "not measured: no CNI mode in the warehouse was measured on the testbed and on a real lab under "
+                    "the same conditions (make lab-local runs both)")]
+    out: list[Row] = []
+    fared = emu.fared(rows)
+    for lab in sorted({f["real_lab"] for f in fared}):
+        mine = [f for f in fared if f["real_lab"] == lab]
+        for f in mine:
+            sel = [r for r in rows if r["real_lab"] == lab and r["workload"] == f["workload"]
+                   and r["metric"] == f["metric"]]
+            out += _rows_of([f], sel, f"{lab}, {f['workload']} {f['metric']}")
+        out += _rows_of(mine, [r for r in rows if r["real_lab"] == lab], f"{lab}, all metrics")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--warehouse", help="warehouse file (default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)")
+    a = ap.parse_args()
+    for r in run(warehouse=a.warehouse):
+        v = "-" if r.value is None else f"{r.value:.3f}"
+        ok = {True: "meets", False: "MISSES", None: ""}[r.ok]
+        print(f"{r.name}: {v} {r.unit} (target {r.target}) {ok}  {r.detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
