@@ -425,3 +425,33 @@ def test_kind_provider_commands(tmp_path):
     assert any("apply -f " + str(tmp_path / "cni-manifest.yaml") in x for x in texts)
     p.teardown()
     assert k.texts()[-1] == "kind delete cluster --name eb-kindtest"
+
+
+def test_kubeadm_on_an_emulated_control_plane_waits_longer_through_a_config_file():
+    import dataclasses
+    d = matrix.distributions()["kubeadm"]
+    slow = dataclasses.replace(INV, nodes=tuple(dataclasses.replace(n, cpu="emulated") if n.is_server else n
+                                                for n in INV.nodes))
+
+    def init_of(inv, cni, mode):
+        params = cni_mod.ClusterParams("kubeadm", inv.server.address, d["api_port"], inv.server.address, KUBECONFIG)
+        plan = dist_mod.render("kubeadm", inv, cni_mod.render("kubeadm", cni, mode, params), WORKDIR, "k")
+        (step,) = [s["command"] for s in plan.to_json()["install"] if "kubeadm init" in " ".join(
+            s["command"] if isinstance(s["command"], list) else [s["command"]])]
+        return step
+
+    fast = init_of(INV, "flannel", "vxlan")
+    assert isinstance(fast, list) and not any("--config" in a for a in fast)
+    script = init_of(slow, "flannel", "vxlan")
+    body = script.split("<<'EDGEBENCH_EOF'\n", 1)[1].split("\nEDGEBENCH_EOF\n", 1)[0]
+    init, cluster = yaml.safe_load_all(body)
+    assert init["apiVersion"] == "kubeadm.k8s.io/v1beta4" and init["kind"] == "InitConfiguration"
+    assert init["timeouts"] == {"controlPlaneComponentHealthCheck": "20m0s", "kubeletHealthCheck": "20m0s"}
+    assert init["localAPIEndpoint"]["advertiseAddress"] == INV.server.address
+    assert init["nodeRegistration"]["name"] == INV.server.name
+    # everything the flags said, said by the file (kubeadm refuses to mix --config with them)
+    assert cluster["kubernetesVersion"] == d["version"] and cluster["apiServer"]["certSANs"] == [INV.server.address]
+    assert cluster["networking"] == {"podSubnet": d["pod_cidr"], "serviceSubnet": d["service_cidr"]}
+    assert script.rstrip().endswith(f"kubeadm init --config {dist_mod.KUBEADM_INIT_CONFIG}")
+    replaced = init_of(slow, "cilium", "native")
+    assert replaced.rstrip().endswith("--config /etc/kubernetes/edgebench-kubeadm-init.yaml --skip-phases=addon/kube-proxy")

@@ -238,16 +238,53 @@ if [ -e "$f" ] && ! [ -w "$f" ] && kubectl --kubeconfig {kc} -n kube-system get 
 fi"""
 
 
+EMULATED_CONTROL_PLANE_TIMEOUT = "20m0s"  # a control plane on a qemu TCG guest: measured > 4 min on 2 busy cores
+KUBEADM_INIT_CONFIG = "/etc/kubernetes/edgebench-kubeadm-init.yaml"
+
+
+def kubeadm_init_config(d: dict, address: str, name: str, control_plane_timeout: str) -> str:
+    """`kubeadm init` from a configuration file (kubeadm.k8s.io/v1beta4) that says what the flags say
+    (version, pod and service CIDRs, advertise address, certificate SAN, node name) plus the control plane's health
+    check and the kubelet's health check timeouts (4 minutes each by default), which no flag sets. A shell step: it writes the file, then runs kubeadm init --config."""
+    config = "\n".join([
+        "apiVersion: kubeadm.k8s.io/v1beta4",
+        "kind: InitConfiguration",
+        "localAPIEndpoint:",
+        f"  advertiseAddress: {address}",
+        "nodeRegistration:",
+        f"  name: {name}",
+        "timeouts:",
+        f"  controlPlaneComponentHealthCheck: {control_plane_timeout}",
+        f"  kubeletHealthCheck: {control_plane_timeout}",
+        "---",
+        "apiVersion: kubeadm.k8s.io/v1beta4",
+        "kind: ClusterConfiguration",
+        f"kubernetesVersion: {d['version']}",
+        "networking:",
+        f"  podSubnet: {d['pod_cidr']}",
+        f"  serviceSubnet: {d['service_cidr']}",
+        "apiServer:",
+        f"  certSANs: [{address}]",
+    ])
+    return (f"mkdir -p /etc/kubernetes && cat > {KUBEADM_INIT_CONFIG} <<'EDGEBENCH_EOF'\n{config}\nEDGEBENCH_EOF\n"
+            f"kubeadm init --config {KUBEADM_INIT_CONFIG}")
+
+
 def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> DistributionPlan:
     plan = DistributionPlan("kubeadm", d["version"], api_port=d["api_port"])
     srv = inv.server
     plan.install.append(Step("all", d.get("node_setup") or kubeadm_node_setup(d), timeout=1800,
                              note="containerd + kubeadm " + ("from the artifact source" if d.get("node_setup") else "packages")))
-    init = ["kubeadm", "init", f"--kubernetes-version={d['version']}", f"--pod-network-cidr={d['pod_cidr']}",
-            f"--service-cidr={d['service_cidr']}", f"--apiserver-advertise-address={srv.address}",
-            f"--apiserver-cert-extra-sans={srv.address}", f"--node-name={srv.name}"]
+    if srv.cpu == "emulated":
+        # kubeadm waits 4 minutes for a healthy control plane; an emulated CPU (qemu TCG) starts it slower than that.
+        # Only a configuration file raises the wait (v1beta4 timeouts), and kubeadm takes no such flags beside it.
+        init = kubeadm_init_config(d, srv.address, srv.name, EMULATED_CONTROL_PLANE_TIMEOUT)
+    else:
+        init = ["kubeadm", "init", f"--kubernetes-version={d['version']}", f"--pod-network-cidr={d['pod_cidr']}",
+                f"--service-cidr={d['service_cidr']}", f"--apiserver-advertise-address={srv.address}",
+                f"--apiserver-cert-extra-sans={srv.address}", f"--node-name={srv.name}"]
     if cni.dist_settings.get("skip_kube_proxy"):
-        init.append(d["kube_proxy_off"])
+        init = init + (" " + d["kube_proxy_off"] if isinstance(init, str) else [d["kube_proxy_off"]])
     plan.install.append(Step("server", init, timeout=1800))
     plan.install.append(Step("server", KUBE_PROXY_CONNTRACK.format(kc=d["kubeconfig_path"]), check=True,
                              note="nodes in a network namespace of their own cannot resize the kernel's conntrack table"))
