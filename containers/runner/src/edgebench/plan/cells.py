@@ -12,6 +12,7 @@ from typing import Any
 from edgebench.errors import SpecError
 from edgebench.plan.dimensions import Cell, Run, cell_fields, cells
 from edgebench.plan.matrix import compatibility
+from edgebench.plan.selection import selected
 from edgebench.plan.spec import Sweep, from_parameters
 from edgebench.plan.workload_plans import PLANS
 
@@ -63,13 +64,17 @@ def expand(sweep: Sweep) -> list[Cell]:
 def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None, inventory: Any = None
                    ) -> tuple[list[Cell], list[tuple[Cell, str]]]:
     """expand(), minus the cells that cannot exist on the sweep's distribution (and node architectures), which are
-    returned with the reason so they can be reported as skipped before anything is installed. On real clusters an
+    returned with the reason so they can be reported as skipped before anything is installed (so is a cell none of
+    whose runs the sweep's `select` keeps: it would be installed for nothing). On real clusters an
     inter-cluster tool that is not run over the cell's CNI mode (catalog `cnis`) skips the cell too, and an ssh
     `inventory` (clusters.inventory.Inventory, when known) without a cluster 2 is a SpecError if any cell needs two."""
     ok, skipped = [], []
+    chosen = sweep.values.get("select") or []
     for c in expand(sweep):
         reason = None
-        if c.intercluster != "none" and c.cni_info.host_network:
+        if chosen and not runs_for(sweep, c):
+            reason = "none of its runs is selected (select)"
+        elif c.intercluster != "none" and c.cni_info.host_network:
             reason = (f"{c.intercluster} joins the pod networks of two clusters; the host-network baseline has none "
                       "(inter-cluster cells need a pod-network CNI)")
         elif sweep.values["substrate"] != "local":
@@ -83,7 +88,8 @@ def expand_checked(sweep: Sweep, arches: frozenset[str] | None = None, inventory
 
 def runs_for(sweep: Sweep, cell: Cell) -> list[Run]:
     """The runs of one cell, repetitions outermost so that slow drift spreads over all variants; each workload
-    expands its own variants (plan/workload_plans.py)."""
+    expands its own variants (plan/workload_plans.py); with `select`, only the runs it selects (plan/selection.py)."""
     v = sweep.values
+    chosen = v.get("select") or []
     return [run for rep in range(1, v["repetitions"] + 1) for tool, variant in v["workloads"]
-            for run in PLANS[tool].expand(v, cell, rep, variant)]
+            for run in PLANS[tool].expand(v, cell, rep, variant) if selected(run, chosen)]

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from edgebench.errors import SpecError
-from edgebench.plan import catalog, netem, versions
+from edgebench.plan import catalog, netem, selection, versions
 from edgebench.plan.dimensions import CNIS, dimension_params, neutral_params, substrate_problems
 from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, time_budget
 from edgebench.plan.workload_plans import PLANS, params as workload_params
@@ -180,6 +180,12 @@ CORE_PARAMS: tuple[Param, ...] = (
           "variant stops once every aimed comparison it is a side of is decided or cannot be, one no comparison "
           "uses at min-repetitions (local runner; `edgebench papers run` sets it from the claims it measures)",
           neutral_at_default=True),
+    Param("select", selection.parse, "[]",
+          "only the runs of the grid that match one of these conditions, JSON list of {field: value or [values]} "
+          "(fields as the marts name them: cni, cni_mode, is_host_baseline, tuning_profile, netem_scenario, "
+          "intercluster_tool, workload, protocol, length_bytes, dds_mode, reliability, subscribers, service, ...); "
+          "a cell with no run selected is skipped; run ids are the full grid's; [] = every run (`edgebench papers "
+          "run` sets it to what the claims it measures compare)", neutral_at_default=True),
     Param("time-budget", time_budget, "none",
           "with repetitions=auto: the sweep's wall time at most (none, or seconds, 20m, 1h); after the minimum rounds "
           "a further round starts only while, at the pace measured so far, it ends within the budget (local runner)"),
