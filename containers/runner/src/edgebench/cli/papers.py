@@ -22,6 +22,7 @@ from edgebench.results.report import marts, papers, scorecard
 from edgebench.results.report.marts import papers as paper_marts
 from edgebench.results.records.store import ResultStore, repo_root
 from edgebench.sweep import holding, papers_run
+from edgebench.substrates.local import service_proxy
 from edgebench.sweep.runner import run_local
 
 papers_app = typer.Typer(help="The seed papers' claims: run what decides them, then the scorecard.",
@@ -39,22 +40,30 @@ def _read(path: Path) -> tuple[list[dict], dict[tuple[str, str], dict]]:
     return rows, claims
 
 
-def _planned_runs(root: Path, preset: str) -> int:
-    s = spec_mod.load(root / preset, {}, substrate="local")
+def _planned_runs(root: Path, preset: str, params: dict[str, str] | None = None) -> int:
+    """The preset's runs as it plans them, of those its claims compare where `params` selects them."""
+    s = spec_mod.load(root / preset, {k: v for k, v in (params or {}).items() if k == "select"}, substrate="local")
     cells, _ = expand_checked(s)
     return sum(len(runs_for(s, c)) for c in cells)
 
 
-def _minimum(root: Path, preset: str, max_repetitions: int) -> tuple[int, float, int]:
+def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None
+             ) -> tuple[int, float, int]:
     """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
-    preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run)."""
-    s = spec_mod.load(root / preset, {"repetitions": "auto", "max-repetitions": str(max_repetitions)},
+    preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run; `params`: the
+    claims' select). The timed measurement leaves out the runs every testbed records unsupported at once (service
+    proxy none where the CNI does not replace kube-proxy); runs recorded unsupported where a kernel lacks a feature
+    (ESP, Geneve, IPVS) count as measured: another machine's kernel may have it."""
+    s = spec_mod.load(root / preset, {"repetitions": "auto", "max-repetitions": str(max_repetitions),
+                                      **{k: v for k, v in (params or {}).items() if k == "select"}},
                       substrate="local")
     cells, _ = expand_checked(s)
-    runs = [r for c in cells for r in runs_for(s, c)]
+    runs = [(c, r) for c in cells for r in runs_for(s, c)]
     share = s.values["min-repetitions"] / s.values["max-repetitions"]
-    return (round(len(runs) * share), sum(r.duration_s or 0 for r in runs) * share,
-            round(sum(not r.duration_s for r in runs) * share))
+    # a run every testbed records unsupported before it measures anything takes no measurement time
+    timed = sum(r.duration_s or 0 for c, r in runs if not service_proxy.never_measured(c.service_proxy, c.cni_info,
+                                                                                       r.path))
+    return round(len(runs) * share), timed * share, round(sum(not r.duration_s for _, r in runs) * share)
 
 
 @papers_app.command("run")
@@ -85,19 +94,28 @@ def run_cmd(
                         "the papers' claims from it")
     rows, claims = _read(path)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
-    minimum = {t.preset: _minimum(root, t.preset, max_repetitions) for t in tasks}
+    chosen = {t.preset: t.params(claims) for t in tasks}  # aim and select, as each preset's sweep gets them
+    minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset]) for t in tasks}
+    planned = {t.preset: _planned_runs(root, t.preset, chosen[t.preset]) for t in tasks}
     for t in tasks:
         runs, timed, untimed = minimum[t.preset]
         counted = f", {untimed} of them HTTP runs counted in requests, not in it" if untimed else ""
+        grid = _planned_runs(root, t.preset)
+        part = (f"its claims compare {planned[t.preset]} of the {grid} runs the preset plans"
+                if "select" in chosen[t.preset] else f"{grid} runs as the preset plans them")
         out.print(f"  {t.preset}: {len(t.claims)} undecided claim(s) of seed {', '.join(t.papers)} "
-                  f"({_planned_runs(root, t.preset)} runs as the preset plans them; its minimum rounds: {runs} runs, "
-                  f"{timed / 60:.0f} min of timed measurement{counted}; sweep {t.sweep_id})", highlight=False)
+                  f"({part}; its minimum rounds: {runs} runs, {timed / 60:.0f} min of timed measurement{counted}; "
+                  f"sweep {t.sweep_id})", highlight=False)
+    total = sum(m[1] for m in minimum.values())
+    out.print(f"  in all: the minimum rounds hold {total / 60:.0f} min of timed measurement (an estimate from the "
+              f"planned durations, before set-up and HTTP runs), the budget {seconds / 60:.0f} min", highlight=False)
     warning = papers_run.overrun(tasks, seconds, lambda p: minimum[p][1])
     if warning:
         err.print(f"papers: {warning}", highlight=False)
     if orphans:
-        out.print(f"  {len(orphans)} undecided claim(s) no testbed preset measures (`edgebench report --paper all` "
-                  f"says what would): {', '.join(c for _, c in orphans)}", highlight=False)
+        out.print(f"  {len(orphans)} undecided claim(s) no testbed preset measures (no preset's grid holds both "
+                  f"sides under the claim's filters; `edgebench report --paper all` says what would): "
+                  f"{', '.join(c for _, c in orphans)}", highlight=False)
     if dry_run or not tasks:
         if not tasks:
             out.print("papers: nothing to run: every claim the testbed presets measure is decided")
@@ -117,7 +135,7 @@ def run_cmd(
 
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        papers_run.run(tasks, seconds, planned_runs=lambda p: _planned_runs(root, p), run_sweep=run_sweep,
+        papers_run.run(tasks, seconds, planned_runs=planned.get, run_sweep=run_sweep,
                        rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
                        log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
                        claims=claims, minimum_s=lambda p: minimum[p][1])

@@ -9,6 +9,11 @@ the budget left, in proportion to its planned runs (`time-budget`), under a swee
 (`papers-<preset>`): run again, stored runs are never measured twice, and a preset whose claims are all decided by
 then is not run at all. After each preset the warehouse is rebuilt and the scorecard read again.
 
+A preset measures only the runs its claims compare (`select`, results/report/claim_runs.py): each claim's sides
+under its filters, and where the sweep is not aimed (below) their host-network counterparts; a cell none of whose
+runs is selected is not set up. A claim goes to the testbed preset whose grid holds both of its sides (the one the
+scorecard names if it does, else another); one that no preset's grid holds is left out and named.
+
 Where every claim a preset serves can be judged on the runs themselves (sweep/aim.py: a per-run metric, subjects
 and filters a run holds), the sweep aims at those claims (`aim`): a variant stops once every claim comparison it is a
 side of is decided or cannot be, and one that no claim uses stops at min-repetitions; otherwise (a claim on a metric
@@ -27,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgebench.results.report import scorecard
+from edgebench.results.report import claim_runs, scorecard
+from edgebench.results.report import papers as paper_report
 from edgebench.sweep import aim
 
 MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
@@ -48,6 +54,31 @@ class PresetTask:
         """The claims as aimed comparisons (sweep/aim.py), or None when one of them cannot be judged on runs."""
         items = [aim.from_claim(rows.get(key, {})) for key in self.claims]
         return None if not items or any(i is None for i in items) else items
+
+    def select(self, rows: dict[tuple[str, str], dict], host: bool = False) -> list[dict]:
+        """The runs its claims compare, as the sweep's `select` conditions (results/report/claim_runs.py): each
+        claim's sides under its filters, with host also their host-network counterparts; [] (the whole grid) when a
+        claim's cannot be read."""
+        out: list[dict] = []
+        for key in self.claims:
+            conds = claim_runs.conditions(rows.get(key, {}), host)
+            if conds is None:
+                return []
+            out += [c for c in conds if c not in out]
+        return out
+
+    def params(self, rows: dict[tuple[str, str], dict]) -> dict[str, str]:
+        """The sweep parameters its claims give: `aim` where every claim can be judged on the runs (sweep/aim.py),
+        and `select`, the runs they compare; where the sweep is not aimed its variants stop on their comparison
+        with the host, so the host-network counterpart of every selected run is selected too."""
+        aimed = self.aim(rows)
+        chosen = self.select(rows, host=aimed is None)
+        out = {}
+        if aimed:
+            out["aim"] = json.dumps(aimed, separators=(",", ":"))
+        if chosen:
+            out["select"] = json.dumps(chosen, separators=(",", ":"))
+        return out
 
     @property
     def sweep_id(self) -> str:
@@ -70,14 +101,31 @@ def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[s
     return out
 
 
+def measured_by(claim: dict, paper: str, root: Path | None = None) -> str | None:
+    """The testbed preset whose grid holds both sides of the claim under its filters (claim_runs.measures): the
+    one the scorecard names (scorecard.preset_for) if it does, else the paper's other testbed presets, else another
+    paper's (seed 002's grid has the runc container seed 000's Fig. 4 compares); None when none does. A claim whose
+    subjects cannot be read goes to the scorecard's preset."""
+    named = scorecard.preset_for(claim, paper, root, "local")
+    if claim_runs.sides(claim) is None:
+        return named
+    base = root or paper_report.repo_root()
+    every = sorted(str(paper_report.PRESETS / f.name) for f in (base / paper_report.PRESETS).glob("*.testbed.yaml"))
+    for preset in dict.fromkeys([named, *paper_report.presets(paper, root)["testbed"], *every]):
+        if preset and preset.endswith(".testbed.yaml") and claim_runs.measures(claim, claim_runs.grid(preset, root)):
+            return preset
+    return None
+
+
 def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | None = None,
          papers: list[str] | None = None) -> tuple[list[PresetTask], list[tuple[str, str]]]:
-    """The presets to run, most undecided claims first, and the undecided claims no testbed preset measures.
+    """The presets to run, most undecided claims first, and the undecided claims no testbed preset measures (none's
+    grid holds both sides under the claim's filters: the tuned profiles the testbed leaves out, say).
     `claims`: (paper, claim id) -> the published_claims row."""
     tasks: dict[str, PresetTask] = {}
     orphans = []
     for key in undecided(rows, papers):
-        preset = scorecard.preset_for(claims.get(key, {}), key[0], root, "local")
+        preset = measured_by(claims.get(key, {}), key[0], root)
         if preset is None or not preset.endswith(".testbed.yaml"):
             orphans.append(key)
             continue
@@ -136,13 +184,14 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
             f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left{past}; {eta} "
             f"(sweep {task.sweep_id})")
         params = {"repetitions": "auto", "max-repetitions": str(max_repetitions), "time-budget": str(int(share)),
-                  "sweep-id": task.sweep_id}
-        aimed = task.aim(claims or {})
-        if aimed:
-            params["aim"] = json.dumps(aimed, separators=(",", ":"))
-            log(f"papers: [{i + 1}/{len(tasks)}] aimed at its {len(aimed)} claim comparison(s)")
+                  "sweep-id": task.sweep_id, **task.params(claims or {})}
+        if "aim" in params:
+            log(f"papers: [{i + 1}/{len(tasks)}] aimed at its {len(json.loads(params['aim']))} claim comparison(s)")
         else:
             log(f"papers: [{i + 1}/{len(tasks)}] a claim is judged on a derived metric: variants stop on the host")
+        if "select" in params:
+            log(f"papers: [{i + 1}/{len(tasks)}] only the runs its claims compare: {len(json.loads(params['select']))} "
+                "condition(s) (select)")
         start = clock()
         run_sweep(task, params)
         rebuild()
