@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from edgebench.cli import papers as cli_papers
 from edgebench.plan import selection, spec
 from edgebench.plan.cells import expand_checked, runs_for
-from edgebench.results.report import claim_runs, papers
+from edgebench.results.report import claim_preset, claim_runs, papers, scorecard
 from edgebench.results.report.claim_compare import substrate_limit
 from edgebench.sweep import papers_run
 from edgebench.sweep.papers_run import PresetTask
@@ -235,3 +236,39 @@ def test_the_minimum_rounds_of_the_new_machine_plan_fit_the_two_hour_budget_with
     # 3 of 10 rounds of its 96 runs a round at 3 s; 30 of them a round (service proxy none on a CNI mode that keeps
     # kube-proxy, or pod-to-service under none) measure nothing
     assert (runs, timed, untimed) == (288, (96 - 30) * 3 * 3, 0)
+
+
+def _hinted(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The testbed sweeps a hint names: (preset, its -p overrides)."""
+    out = []
+    for cmd in re.findall(r"`edgebench sweep ([^`]+)`", text):
+        preset, _, rest = cmd.partition(" --local")
+        out.append((preset, dict(p.split("=", 1) for p in re.findall(r"-p '([^']+)'", rest))))
+    return out
+
+
+def test_the_scorecard_names_the_preset_papers_run_plans_and_a_way_for_the_rest():
+    """One answer (results/report/claim_preset.py): the scorecard's hint for a claim the testbed has not measured
+    names the preset `papers run` plans for it; for a claim no grid holds as it stands it names a preset with the
+    -p whose grid then holds both sides, or says why the testbed cannot measure it; never a preset that cannot.
+    The six tuned-profile claims name the -p tuning=[...] that would add their profiles either way."""
+    tasks, orphans = _new_machine_plan()
+    claims = _published()
+    nothing = {"substrate": "local", "reason": "nothing measured"}
+    for t in tasks:
+        for paper, cid in t.claims:
+            text = scorecard.to_decide(nothing, claims[(paper, cid)], paper, REPO)
+            assert _hinted(text) == [(t.preset, {})], (cid, text)
+    assert orphans
+    for paper, cid in orphans:
+        claim = claims[(paper, cid)]
+        text = scorecard.to_decide(nothing, claim, paper, REPO)
+        hinted = _hinted(text)
+        assert hinted or text.startswith("not measurable on the testbed as its presets stand: "), (cid, text)
+        for preset, params in hinted:
+            assert params, (cid, text)  # as it stands the grid does not hold it: the hint must add its conditions
+            assert claim_runs.measures(claim, claim_runs.grid(preset, REPO, "local", params)), (cid, text)
+        if cid in NOT_ON_THE_TESTBED_GRID:
+            assert "-p 'tuning=[" in text and "seed-003-tuned-profiles" in text, (cid, text)
+        # the dry run prints the same
+        assert claim_preset.home(claim, paper, REPO).command() in text

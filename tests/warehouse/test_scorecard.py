@@ -4,13 +4,14 @@ cannot tell what would decide it; `edgebench report --paper all` prints it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
-from edgebench.results.report import papers, scorecard
+from edgebench.results.report import claim_preset, papers, scorecard
 from test_papers import _fetch  # the fixture warehouse as papers' fetch(sql, params)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,16 +46,17 @@ def test_the_scorecard_counts_what_the_paper_report_judged(fixture_warehouse):
 
 def test_a_claim_nothing_measured_names_the_preset_that_would():
     claim = {"claim": "With 4 subscribers, WeaveNet multicast has lower throughput than every unicast CNI.",
-             "left_subject": "cni=weave;cni_mode=fastdp;transport=multicast",
+             "left_subject": "cni=weave;cni_mode=fastdp-1438;transport=multicast",
              "right_subject": "transport=unicast;is_host_baseline=false"}
-    # the subjects' values name the multicast preset, though the statement also says "CNI"
-    assert scorecard.preset_for(claim, "000", REPO) == "workflows/presets/seed-000-dds-multicast.testbed.yaml"
-    assert scorecard.preset_for(claim, "000", REPO, "ssh") == "workflows/presets/seed-000-dds-multicast.yaml"
+    # the subjects' values name the multicast preset, though the statement also says "CNI" (and its grid holds both
+    # sides: WeaveNet's fastdp-1438 mode; seed 002's grid, with fastdp, would be named for cni_mode=fastdp)
+    assert claim_preset.home(claim, "000", REPO).preset == "workflows/presets/seed-000-dds-multicast.testbed.yaml"
+    assert claim_preset.home(claim, "000", REPO, "ssh").preset == "workflows/presets/seed-000-dds-multicast.yaml"
     sec = {"claim": "Kube-Router with DDS Security has higher throughput than Flannel-IPsec below 1 KB.",
            "left_subject": "cni=kube-router;security=auth-encrypt", "right_subject": "cni=flannel;security=none"}
-    assert scorecard.preset_for(sec, "000", REPO) == "workflows/presets/seed-000-dds-security.testbed.yaml"
+    assert claim_preset.home(sec, "000", REPO).preset == "workflows/presets/seed-000-dds-security.testbed.yaml"
     threshold = {"claim": "drops to 0", "left_subject": "cni=weave", "right_subject": "1"}
-    assert scorecard.preset_for(threshold, "002", REPO) == "workflows/presets/seed-002-dds-k8s.testbed.yaml"
+    assert claim_preset.home(threshold, "002", REPO).preset == "workflows/presets/seed-002-dds-k8s.testbed.yaml"
     row = {"substrate": None, "detail": "nothing measured in cmp_dds_vs_host yet"}
     assert scorecard.to_decide(row, claim, "000", REPO) == (
         "measure it: `edgebench sweep workflows/presets/seed-000-dds-multicast.testbed.yaml --local`")
@@ -106,9 +108,8 @@ def test_report_paper_all(fixture_warehouse):
 def test_every_named_preset_exists(paper, fixture_warehouse):
     for r in scorecard.paper_scorecard(_fetch(fixture_warehouse), paper, REPO):
         for u in r["cannot_tell"]:
-            for word in u["to_decide"].split("`"):
-                if "workflows/presets/" in word:
-                    assert (REPO / word.split()[-2 if word.endswith("--local") else -1]).is_file(), word
+            for path in re.findall(r"workflows/presets/[\w.-]+\.yaml", u["to_decide"]):
+                assert (REPO / path).is_file(), path
 
 
 def test_what_the_testbed_can_never_measure_is_not_testable_there():
@@ -127,8 +128,16 @@ def test_what_the_testbed_can_never_measure_is_not_testable_there():
     tuned = {"claim": "x", "left_subject": "cni=calico;tuning_profile=latency-performance",
              "right_subject": "cni=calico;tuning_profile=kernel_optimizations", "filters": '{"workload":"iperf3"}'}
     text = scorecard.to_decide({"substrate": "local", "reason": "side missing"}, tuned, "003", REPO)
-    assert ("with -p 'tuning=[\"default_settings\",\"kernel_optimizations\",\"nic_optimizations\",\"mtu-9000\","
+    assert ("-p 'tuning=[\"default_settings\",\"kernel_optimizations\",\"nic_optimizations\",\"mtu-9000\","
             "\"latency-performance\"]'") in text
+    # latency-performance changes nothing a network namespace carries: the testbed cannot measure it, a cluster can
+    assert text.startswith("not measurable on the testbed") and "would run as default_settings" in text
+    assert text.endswith("(or the paper's full grid: `argo submit workflows/presets/seed-003-tuned-profiles.yaml`)")
+    throughput = {**tuned, "left_subject": "cni=calico;tuning_profile=network-throughput"}
+    text = scorecard.to_decide({"substrate": "local", "reason": "side missing"}, throughput, "003", REPO)
+    assert ("`edgebench sweep workflows/presets/seed-003-tuned-profiles.testbed.yaml --local -p 'tuning=[\"default_"
+            "settings\",\"kernel_optimizations\",\"nic_optimizations\",\"mtu-9000\",\"network-throughput\"]'` (on "
+            "the testbed network-throughput runs without 5 of its 10 settings") in text
 
 
 def test_the_scorecard_counts_what_a_substrate_cannot_measure_as_not_testable(fixture_warehouse):
@@ -136,7 +145,10 @@ def test_the_scorecard_counts_what_a_substrate_cannot_measure_as_not_testable(fi
     local = rows["local"]
     assert local["not testable"] >= 10  # every claim on distributions or on the CNI component
     assert local["testable"] == local["claims"] - local["not testable"]
-    assert all("testbed" not in c["to_decide"] or "seed-004" in c["to_decide"] for c in local["cannot_tell"])
+    # a testbed preset named is the one whose grid holds the claim: seed 004's, or seed 003's for UDP against TCP
+    named = {c["claim_id"]: re.findall(r"seed-00\d[\w-]*\.testbed\.yaml", c["to_decide"]) for c in local["cannot_tell"]}
+    assert all(n in ([], ["seed-004.testbed.yaml"]) for cid, n in named.items() if cid not in ("004-06", "004-16"))
+    assert all(named[c] == ["seed-003-tuned-profiles.testbed.yaml"] for c in ("004-06", "004-16") if c in named)
 
 
 def test_totals_sum_each_substrate_over_the_papers():
@@ -155,3 +167,20 @@ def test_a_cluster_substrate_s_hint_names_its_preset_once():
     assert on_kind.count("seed-000-dds-cni.yaml") == 1 and "full grid" not in on_kind
     on_testbed = scorecard.to_decide({"substrate": "local", "reason": "side missing"}, claim, "000")
     assert "seed-000-dds-cni.testbed.yaml" in on_testbed and "(or the paper's full grid: `argo submit" in on_testbed
+
+
+def test_the_papers_dry_run_says_what_would_measure_each_claim_it_leaves_out(fixture_warehouse):
+    """`edgebench papers run --dry-run` names each undecided claim no testbed grid holds as it stands with the
+    scorecard's own hint (one answer: results/report/claim_preset.py), the -p tuning=[...] for seed 003's tuned
+    profiles."""
+    res = CliRunner().invoke(cli_app, ["papers", "run", "--dry-run", "--paper", "003", "--warehouse",
+                                       str(fixture_warehouse)])
+    assert res.exit_code == 0, res.output
+    hints = {u["claim_id"]: u["to_decide"] for r in scorecard.paper_scorecard(_fetch(fixture_warehouse), "003", REPO)
+             if r["substrate"] == "local" for u in r["cannot_tell"]}
+    left_out = [c for c in ("003-03", "003-04", "003-08", "003-12", "003-13", "003-14") if c in hints]
+    assert left_out
+    text = " ".join(res.output.split())
+    for cid in left_out:
+        assert f"{cid}: {' '.join(hints[cid].split())}" in text, cid
+        assert "-p 'tuning=[" in hints[cid], cid

@@ -113,9 +113,10 @@ def run_cmd(
     if warning:
         err.print(f"papers: {warning}", highlight=False)
     if orphans:
-        out.print(f"  {len(orphans)} undecided claim(s) no testbed preset measures (no preset's grid holds both "
-                  f"sides under the claim's filters; `edgebench report --paper all` says what would): "
-                  f"{', '.join(c for _, c in orphans)}", highlight=False)
+        out.print(f"  {len(orphans)} undecided claim(s) no testbed preset's grid holds as it stands (both sides under "
+                  f"the claim's filters), not run: {', '.join(c for _, c in orphans)}", highlight=False)
+        for key in orphans:  # what would measure it: the scorecard's own words (claim_preset.home under both)
+            out.print(f"    {key[1]}: {papers_run.to_decide(rows, key)}", highlight=False)
     if dry_run or not tasks:
         if not tasks:
             out.print("papers: nothing to run: every claim the testbed presets measure is decided")

@@ -2,7 +2,8 @@
 after another within one wall-time budget, then the scorecard (issue 46).
 
 The plan comes from the reproduction scorecard (results/report/scorecard.py): for each claim the testbed cannot tell yet,
-the testbed preset that measures it (scorecard.preset_for); a preset serves every undecided claim that names it.
+the testbed preset that measures it (results/report/claim_preset.home, the one answer the scorecard's hints give
+too); a preset serves every undecided claim that names it.
 Presets run in the order of how many undecided claims they serve. Each runs as a sweep with adaptive repetitions
 (`repetitions=auto`: a variant stops once its comparison with the host is decided, or cannot be) and its share of
 the budget left, in proportion to its planned runs (`time-budget`), under a sweep id of its own
@@ -11,8 +12,9 @@ then is not run at all. After each preset the warehouse is rebuilt and the score
 
 A preset measures only the runs its claims compare (`select`, results/report/claim_runs.py): each claim's sides
 under its filters, and where the sweep is not aimed (below) their host-network counterparts; a cell none of whose
-runs is selected is not set up. A claim goes to the testbed preset whose grid holds both of its sides (the one the
-scorecard names if it does, else another); one that no preset's grid holds is left out and named.
+runs is selected is not set up. A claim goes to the testbed preset whose grid holds both of its sides
+(claim_preset.home); one that no preset's grid holds as it stands is left out and named, with what would measure it
+(the -p that adds its conditions to a grid, or why nothing here can).
 
 Where every claim a preset serves can be judged on the runs themselves (sweep/aim.py: a per-run metric, subjects
 and filters a run holds), the sweep aims at those claims (`aim`): a variant stops once every claim comparison it is a
@@ -32,8 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgebench.results.report import claim_runs, scorecard
-from edgebench.results.report import papers as paper_report
+from edgebench.results.report import claim_preset, claim_runs
 from edgebench.sweep import aim
 
 MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
@@ -86,9 +87,9 @@ class PresetTask:
         return f"papers-{stem}"[:63].rstrip("-")
 
 
-def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[str, str]]:
-    """(paper, claim id) of every claim the testbed cannot tell yet: the scorecard's `local` row of each paper, or
-    its row without a substrate when the testbed measured nothing of it."""
+def _testbed_rows(rows: list[dict], papers: list[str] | None = None) -> list[dict]:
+    """Each paper's scorecard row for the testbed: its `local` row, or its row without a substrate when the testbed
+    measured nothing of it."""
     out = []
     for paper in dict.fromkeys(r["paper"] for r in rows):
         if papers and paper not in papers:
@@ -97,24 +98,20 @@ def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[s
         row = next((r for r in mine if r["substrate"] == "local"), None) or \
             next((r for r in mine if r["substrate"] is None), None)
         if row is not None:
-            out += [(paper, u["claim_id"]) for u in row["cannot_tell"]]
+            out.append(row)
     return out
 
 
-def measured_by(claim: dict, paper: str, root: Path | None = None) -> str | None:
-    """The testbed preset whose grid holds both sides of the claim under its filters (claim_runs.measures): the
-    one the scorecard names (scorecard.preset_for) if it does, else the paper's other testbed presets, else another
-    paper's (seed 002's grid has the runc container seed 000's Fig. 4 compares); None when none does. A claim whose
-    subjects cannot be read goes to the scorecard's preset."""
-    named = scorecard.preset_for(claim, paper, root, "local")
-    if claim_runs.sides(claim) is None:
-        return named
-    base = root or paper_report.repo_root()
-    every = sorted(str(paper_report.PRESETS / f.name) for f in (base / paper_report.PRESETS).glob("*.testbed.yaml"))
-    for preset in dict.fromkeys([named, *paper_report.presets(paper, root)["testbed"], *every]):
-        if preset and preset.endswith(".testbed.yaml") and claim_runs.measures(claim, claim_runs.grid(preset, root)):
-            return preset
-    return None
+def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[str, str]]:
+    """(paper, claim id) of every claim the testbed cannot tell yet: the scorecard's `local` row of each paper, or
+    its row without a substrate when the testbed measured nothing of it."""
+    return [(row["paper"], u["claim_id"]) for row in _testbed_rows(rows, papers) for u in row["cannot_tell"]]
+
+
+def to_decide(rows: list[dict], key: tuple[str, str]) -> str | None:
+    """The scorecard's own hint for an undecided claim on the testbed (what would decide it), as it prints it."""
+    return next((u.get("to_decide") for row in _testbed_rows(rows, [key[0]]) for u in row["cannot_tell"]
+                 if u["claim_id"] == key[1]), None)
 
 
 def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | None = None,
@@ -125,11 +122,11 @@ def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | Non
     tasks: dict[str, PresetTask] = {}
     orphans = []
     for key in undecided(rows, papers):
-        preset = measured_by(claims.get(key, {}), key[0], root)
-        if preset is None or not preset.endswith(".testbed.yaml"):
+        where = claim_preset.home(claims.get(key, {}), key[0], root, "local")
+        if not where.holds:
             orphans.append(key)
             continue
-        tasks.setdefault(preset, PresetTask(preset)).claims.append(key)
+        tasks.setdefault(where.preset, PresetTask(where.preset)).claims.append(key)
     return sorted(tasks.values(), key=lambda t: (-len(t.claims), t.preset)), orphans
 
 

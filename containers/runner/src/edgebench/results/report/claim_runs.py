@@ -127,12 +127,14 @@ def measures(claim: dict[str, Any], runs: list[Any]) -> bool:
 
 
 @lru_cache(maxsize=None)
-def _grid(path: str) -> tuple[Any, ...]:
-    s = spec.load(Path(path), {"repetitions": "1"}, substrate="local")
+def _grid(path: str, substrate: str | None, params: tuple[tuple[str, str], ...]) -> tuple[Any, ...]:
+    s = spec.load(Path(path), {"repetitions": "1", **dict(params)}, substrate=substrate)
     cells, _ = expand_checked(s)
     return tuple(r for c in cells for r in runs_for(s, c))
 
 
-def grid(preset: str, root: Path | None = None) -> list[Any]:
-    """One round of a testbed preset's runs as it plans them on the testbed (cells it skips left out)."""
-    return list(_grid(str((root or repo_root()) / preset)))
+def grid(preset: str, root: Path | None = None, substrate: str | None = "local",
+         params: dict[str, str] | None = None) -> list[Any]:
+    """One round of a preset's runs as it plans them on the substrate (the testbed by default; None: the preset's
+    own), with `params` as `-p` overrides; cells it skips left out."""
+    return list(_grid(str((root or repo_root()) / preset), substrate, tuple(sorted((params or {}).items()))))

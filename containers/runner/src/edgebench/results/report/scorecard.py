@@ -10,38 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
-from edgebench.plan import spec
-from edgebench.results.report import papers, verdict
-from edgebench.results.report.claim_compare import metric_family, threshold
+from edgebench.results.report import claim_preset, papers, verdict
+from edgebench.results.report.claim_compare import metric_family, norm
 from edgebench.results.report.marts.papers import published_claims
-
-
-def preset_for(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local") -> str | None:
-    """The preset that measures a claim on a substrate (the testbed's .testbed.yaml for local, or when the substrate
-    is not known yet; a cluster preset otherwise): the one whose name's last word (multicast, security, kubeadm, ...)
-    is a value of the claim's subjects, else a word of its statement, else the paper's first of that kind, else one
-    of the other kind."""
-    found = papers.presets(paper, root)
-    kind, other = ("testbed", "cluster") if substrate in ("local", None) else ("cluster", "testbed")
-    options = found[kind] or found[other]
-    if not options:
-        return None
-    values = [v for k in ("left_subject", "right_subject") if threshold(str(claim.get(k) or "")) is None
-              for vs in papers.parse_subject(str(claim.get(k) or "")).values() for v in vs]
-    def named(text: str) -> list[str]:
-        words = set(re.findall(r"[a-z0-9]+", text.lower()))
-        return [p for p in options if Path(p).name.split(".")[0].rsplit("-", 1)[-1] in words]
-    # the subjects' values name the condition more surely than the statement's words ("every unicast CNI")
-    return (named(" ".join(values)) or named(str(claim.get("claim") or "")) or options)[0]
-
-
-def _command(preset: str | None) -> str:
-    if preset is None:
-        return "no preset measures it yet"
-    return f"`edgebench sweep {preset} --local`" if preset.endswith(".testbed.yaml") else f"`argo submit {preset}`"
 
 
 def runs_to_decide(row: dict) -> int | None:
@@ -59,15 +32,19 @@ def runs_to_decide(row: dict) -> int | None:
 
 
 def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> str:
-    """What would decide a claim our data cannot tell: which preset, how many runs."""
-    run = _command(preset_for(claim, paper, root, row.get("substrate")))
+    """What would decide a claim our data cannot tell: which preset (results/report/claim_preset.py: the one
+    answer `edgebench papers run` takes too), with the -p that adds the claim's conditions where its grid lacks
+    them, or why none measures it here; how many runs."""
+    where = claim_preset.home(claim, paper, root, row.get("substrate"))
+    run = where.command()
     reason = row.get("reason")
+    if not where.presets:
+        return f"{run}{_elsewhere(claim, paper, root, where)}"
     if row.get("substrate") is None or reason == "nothing measured":
-        return f"measure it: {run}"
+        return f"measure it: {run}{_elsewhere(claim, paper, root, where)}"
     if reason == "side missing":
-        preset = preset_for(claim, paper, root, row.get("substrate"))
-        return (f"measure both sides ({_sides(claim)}) under the same conditions: {run}{_widen(claim, preset, root)}"
-                f"{_elsewhere(claim, paper, root, preset)}")
+        return (f"measure both sides ({_sides(claim)}) under the same conditions: {run}"
+                f"{_elsewhere(claim, paper, root, where, always=True)}")
     if reason == "few runs":
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
     if reason == "not evaluated":
@@ -80,40 +57,20 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
 
 def _sides(claim: dict) -> str:
     """'cni=calico|kube-router against cni=flannel|cilium, where protocol=tcp' (the claim's sides and filters)."""
-    where = ", ".join(f"{k}={'|'.join(map(str, v)) if isinstance(v, list) else v}"
+    where = ", ".join(f"{k}={'|'.join(map(norm, v)) if isinstance(v, list) else norm(v)}"
                       for k, v in json.loads(claim.get("filters") or "{}").items())
     return f"{claim.get('left_subject')} against {claim.get('right_subject')}" + (f", where {where}" if where else "")
 
 
-# cell dimensions a claim may name that a preset's grid may lack: mart column -> the sweep parameter that lists them
-_GRID_PARAMS = {"tuning_profile": "tuning", "netem_scenario": "netem"}
-
-
-def _widen(claim: dict, preset: str | None, root: Path | None) -> str:
-    """` with -p 'tuning=[...]'` where the claim names values of a cell dimension the preset's grid does not hold:
-    the preset's own values and the claim's, so that the preset's cells stay and the claim's are added."""
-    if preset is None:
+def _elsewhere(claim: dict, paper: str, root: Path | None, where: claim_preset.Home, always: bool = False) -> str:
+    """On the testbed, where its preset's grid as it stands does not hold the claim (or `always`: a side the
+    testbed ran and recorded nothing of, say a kernel without the feature), the cluster preset(s) that measure it."""
+    if where.kind != claim_preset.TESTBED or where.holds and not always:
         return ""
-    try:
-        raw = spec.load((root or papers.repo_root()) / preset).raw
-    except Exception:  # a preset that does not load says so when it is run; the hint just names it
+    cluster = claim_preset.home(claim, paper, root, "ssh")
+    if not cluster.presets:
         return ""
-    extra = []
-    for column, param in _GRID_PARAMS.items():
-        have = json.loads(raw.get(param) or "[]") if str(raw.get(param) or "").startswith("[") else []
-        want = sorted(papers.named_values(claim, column) - set(have))
-        if want:
-            extra.append(f" -p '{param}={json.dumps(have + want, separators=(',', ':'))}'")
-    return (" with" + "".join(extra)) if extra else ""
-
-
-def _elsewhere(claim: dict, paper: str, root: Path | None, named: str | None = None) -> str:
-    """Where the testbed preset's grid may lack the claim's conditions: the paper's full grid on a cluster (unless
-    that is the preset already `named`)."""
-    cluster = preset_for(claim, paper, root, "ssh")
-    if cluster is None or cluster.endswith(".testbed.yaml") or cluster == named:
-        return ""
-    return f" (or the paper's full grid: `argo submit {cluster}`)"
+    return f" (or the paper's full grid: {cluster.command()})"
 
 
 def _number_key(n: dict) -> tuple:
