@@ -22,3 +22,31 @@ def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
     assert (cni, dp, real_dp) == ("cilium", "ebpf-vxlan", "ptp-vxlan")
     assert abs(t - 30.0) < 0.5 and abs(r - 40.0) < 0.5
     assert ratio == [("ebpf-vxlan", "ptp-vxlan")]
+
+
+def test_modes_equivalent_to_their_host_are_tied_in_the_rank_agreement(tmp_path):
+    """Two modes equivalent to the host on both substrates whose point estimates come out in reverse order do not
+    count as a flipped ranking: by the one rule neither differs from its host, so their order is noise. The third,
+    worse on both, still ranks against them."""
+    flannel, router, cilium = ("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"), \
+        ("cilium", "vxlan", "ebpf-vxlan")
+    runs = fx.substrate_iperf3_runs([
+        ("local", "none", 1000.0, 0.9995, flannel), ("local", "none", 1000.0, 0.999, router),
+        ("local", "none", 1000.0, 0.70, cilium),
+        ("ssh", "kubeadm", 800.0, 0.999, flannel), ("ssh", "kubeadm", 800.0, 0.9995, router),
+        ("ssh", "kubeadm", 800.0, 0.60, cilium)])
+    root = fx.write_version_tree(tmp_path / "raw", runs)
+    db = tmp_path / "warehouse.duckdb"
+    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("select cni, testbed_verdict, real_verdict, testbed_overhead_pct, real_overhead_pct, "
+                           "n_modes, kendall_tau from cmp_emulation_overhead where workload = 'iperf3' "
+                           "order by cni").fetchall()
+    got = {r[0]: r[1:] for r in rows}
+    assert set(got) == {"cilium", "flannel", "kube-router"}, rows
+    assert got["flannel"][:2] == ("equivalent", "equivalent") and got["kube-router"][:2] == ("equivalent", "equivalent")
+    # the point estimates of the two equivalent modes are in reverse order on the two substrates
+    assert (got["flannel"][2] < got["kube-router"][2]) != (got["flannel"][3] < got["kube-router"][3])
+    assert got["cilium"][:2] == ("worse", "worse")
+    # tau-b: the tied pair counts on neither side; the two pairs with cilium agree -> 2 / sqrt(2 * 2) = 1
+    assert {r[5] for r in rows} == {3} and all(abs(r[6] - 1.0) < 1e-9 for r in rows), rows

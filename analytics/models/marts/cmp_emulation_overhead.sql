@@ -10,7 +10,9 @@
 --   testbed_ / real_low_headroom_runs: of the runs behind the side (the mode's and its host's), those measured
 --   while the machine had less idle CPU than the floor in some second (int_runs__cpu_headroom; null = not sampled);
 --   kendall_tau: the rank agreement of the CNI modes' overheads (tau-b) between the substrates, per real lab, metric
---   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed).
+--   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed). Two modes that are
+--   both `equivalent` to their host on a substrate are tied there: by the one rule neither differs from the host
+--   beyond the margin, so the order of their point estimates is noise (null when every pair is tied on a side).
 -- Metrics: iperf3 throughput, DDS latency p90 (latency mode) or throughput (throughput mode), HTTP response p50.
 {%- set dims = cell_dimension_list() | reject('in', ['substrate', 'lab', 'distribution']) | list %}
 {#- the two sides meet on the CNI mode, not on the datapath's label: the testbed's is how it models the mode (it
@@ -69,8 +71,10 @@ with sides as (
 
     -- every two CNI modes of one real lab, metric and configuration: the same order on both substrates or not
     select a.real_lab, {{ column_list(group, 'a.') }}, a.workload, a.metric, a.config,
-           sign(a.testbed_overhead_pct - b.testbed_overhead_pct) as s_t,
-           sign(a.real_overhead_pct - b.real_overhead_pct) as s_r
+           case when a.testbed_verdict = 'equivalent' and b.testbed_verdict = 'equivalent' then 0
+                else sign(a.testbed_overhead_pct - b.testbed_overhead_pct) end as s_t,
+           case when a.real_verdict = 'equivalent' and b.real_verdict = 'equivalent' then 0
+                else sign(a.real_overhead_pct - b.real_overhead_pct) end as s_r
     from paired a
     join paired b
       on  a.real_lab = b.real_lab and {{ columns_match('a', 'b', group, null_safe=true, indent='\n      ') }}
