@@ -17,7 +17,6 @@ and the same four over all metrics of a lab. Without a lab's runs in the warehou
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -28,19 +27,11 @@ from common import Row  # noqa: E402
 from edgebench.results.report import emulation as emu  # noqa: E402
 
 
-def _rows_of(fared: list[dict], decided_rows: list[dict], label: str) -> list[Row]:
-    n = sum(f["comparisons"] for f in fared)
-    decided = sum(f["decided_both"] for f in fared)
-    agree = sum(f["agree"] for f in fared)
-    gaps = [abs(r["overhead_gap_pts"]) for r in decided_rows if r.get("overhead_gap_pts") is not None]
-    taus = [f["kendall_tau"] for f in fared if f["kendall_tau"] is not None]
-    ranked = sum(f["configs_ranked"] for f in fared)
-    gap = statistics.median(gaps) if gaps else None
-    tau = (sum(f["kendall_tau"] * f["configs_ranked"] for f in fared if f["kendall_tau"] is not None) / ranked
-           if ranked else None)
-    ci = [f.get("kendall_tau_ci95") for f in fared if f.get("kendall_tau_ci95") is not None]
-    tau_detail = (f"over {ranked} configuration(s)"
-                  + (f", 95% half-width {ci[0]:.2f}" if len(fared) == 1 and ci else ""))
+def _rows_of(f: dict, label: str) -> list[Row]:
+    """The four rows of one `emulation.fare` (a lab's metric, or all its metrics)."""
+    n, decided, agree, gap, tau = (f["comparisons"], f["decided_both"], f["agree"], f["median_gap_pts"],
+                                   f["kendall_tau"])
+    ci = f", 95% half-width {f['kendall_tau_ci95']:.2f}" if f.get("kendall_tau_ci95") is not None else ""
     return [
         Row("emulation", f"{label}: decided on both substrates", decided / n if n else None, "share",
             f">= {emu.DECIDED_GOAL:.2f}", (decided / n >= emu.DECIDED_GOAL) if n else None,
@@ -50,9 +41,9 @@ def _rows_of(fared: list[dict], decided_rows: list[dict], label: str) -> list[Ro
             f"{agree} of {decided}"),
         Row("emulation", f"{label}: overhead gap testbed - real, median", gap, "pts",
             f"<= {emu.GAP_GOAL_PTS:.0f}", (gap <= emu.GAP_GOAL_PTS) if gap is not None else None,
-            f"|points| over {len(gaps)} comparisons" + (f", largest {max(gaps):.1f}" if gaps else "")),
+            f"|points| over {n} comparisons" + (f", largest {f['max_gap_pts']:.1f}" if gap is not None else "")),
         Row("emulation", f"{label}: CNI order, Kendall's tau", tau, "tau", f">= {emu.TAU_GOAL}",
-            (tau >= emu.TAU_GOAL) if tau is not None else None, tau_detail),
+            (tau >= emu.TAU_GOAL) if tau is not None else None, f"over {f['configs_ranked']} configuration(s){ci}"),
     ]
 
 
@@ -70,14 +61,10 @@ def run(quick: bool = False, warehouse: str | None = None) -> list[Row]:
                     "not measured: no CNI mode in the warehouse was measured on the testbed and on a real lab under "
                     "the same conditions (make lab-local runs both)")]
     out: list[Row] = []
-    fared = emu.fared(rows)
-    for lab in sorted({f["real_lab"] for f in fared}):
-        mine = [f for f in fared if f["real_lab"] == lab]
-        for f in mine:
-            sel = [r for r in rows if r["real_lab"] == lab and r["workload"] == f["workload"]
-                   and r["metric"] == f["metric"]]
-            out += _rows_of([f], sel, f"{lab}, {f['workload']} {f['metric']}")
-        out += _rows_of(mine, [r for r in rows if r["real_lab"] == lab], f"{lab}, all metrics")
+    for lab in sorted({r["real_lab"] for r in rows}):
+        out += [row for f in emu.fared([r for r in rows if r["real_lab"] == lab])
+                for row in _rows_of(f, f"{lab}, {f['workload']} {f['metric']}")]
+        out += _rows_of(emu.fare([r for r in rows if r["real_lab"] == lab]), f"{lab}, all metrics")
     return out
 
 

@@ -140,7 +140,7 @@ def test_the_rank_agreement_carries_its_interval_over_configurations_and_the_ben
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import bench_emulation
-    out = {r.name: r for r in bench_emulation._rows_of([f], rows, "lab, iperf3")}
+    out = {r.name: r for r in bench_emulation._rows_of(f, "lab, iperf3")}
     assert out["lab, iperf3: decided on both substrates"].value == 1.0
     assert out["lab, iperf3: the same verdict where both decide"].ok is True
     assert out["lab, iperf3: overhead gap testbed - real, median"].value == 5.0
@@ -148,4 +148,4 @@ def test_the_rank_agreement_carries_its_interval_over_configurations_and_the_ben
     assert tau_row.value == pytest.approx(1 / 3) and tau_row.ok is False
     rows[0]["verdicts_agree"] = False
     (g,) = emu.fared(rows)
-    assert bench_emulation._rows_of([g], rows, "l")[1].value == pytest.approx(5 / 6)
+    assert bench_emulation._rows_of(g, "l")[1].value == pytest.approx(5 / 6)

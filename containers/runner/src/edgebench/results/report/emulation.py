@@ -46,30 +46,34 @@ def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["real_lab"], r["workload"], r["metric"]), []).append(r)
-    out = []
-    for (lab, workload, metric), rs in sorted(groups.items()):
-        decided = [r for r in rs if r["decided_both"]]
-        agree = [r for r in decided if r["verdicts_agree"]]
-        gaps = [abs(r["overhead_gap_pts"]) for r in rs if r["overhead_gap_pts"] is not None]
-        taus = {r["config"]: r["kendall_tau"] for r in rs if r.get("kendall_tau") is not None and r["n_modes"] >= 2}
-        tau = statistics.fmean(taus.values()) if taus else None
-        tau_ci = (t95(len(taus) - 1) * statistics.stdev(taus.values()) / len(taus) ** 0.5) if len(taus) >= 2 else None
-        share = len(decided) / len(rs)
-        if decided and (len(agree) < len(decided) or (tau is not None and tau < 0)):
-            outcome = "differs"
-        elif (share >= DECIDED_GOAL and len(agree) >= AGREE_GOAL * len(decided) and gaps
-              and statistics.median(gaps) <= GAP_GOAL_PTS and (tau is None or tau >= TAU_GOAL)):
-            outcome = "holds"
-        else:
-            outcome = "not yet"
-        out.append({"real_lab": lab, "workload": workload, "metric": metric, "comparisons": len(rs),
-                    "decided_both": len(decided), "agree": len(agree),
-                    "explained": sum(1 for r in decided if explained(r)),
-                    "median_gap_pts": statistics.median(gaps) if gaps else None,
-                    "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "kendall_tau_ci95": tau_ci,
-                    "configs_ranked": len(taus),
-                    "outcome": outcome})
-    return out
+    return [{"real_lab": lab, "workload": workload, "metric": metric, **fare(rs)}
+            for (lab, workload, metric), rs in sorted(groups.items())]
+
+
+def fare(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How the testbed fared over these comparisons (one lab and metric for `fared`; a lab's every metric for the
+    bench's overall row): the counts, gaps, rank agreement and outcome `fared` describes. The rank agreement is the
+    mean over configurations (a metric's own: workload, metric and configuration) with 2+ modes."""
+    decided = [r for r in rows if r["decided_both"]]
+    agree = [r for r in decided if r["verdicts_agree"]]
+    gaps = [abs(r["overhead_gap_pts"]) for r in rows if r["overhead_gap_pts"] is not None]
+    taus = {(r["workload"], r["metric"], r["config"]): r["kendall_tau"] for r in rows
+            if r.get("kendall_tau") is not None and r["n_modes"] >= 2}
+    tau = statistics.fmean(taus.values()) if taus else None
+    tau_ci = (t95(len(taus) - 1) * statistics.stdev(taus.values()) / len(taus) ** 0.5) if len(taus) >= 2 else None
+    share = len(decided) / len(rows)
+    if decided and (len(agree) < len(decided) or (tau is not None and tau < 0)):
+        outcome = "differs"
+    elif (share >= DECIDED_GOAL and len(agree) >= AGREE_GOAL * len(decided) and gaps
+          and statistics.median(gaps) <= GAP_GOAL_PTS and (tau is None or tau >= TAU_GOAL)):
+        outcome = "holds"
+    else:
+        outcome = "not yet"
+    return {"comparisons": len(rows), "decided_both": len(decided), "agree": len(agree),
+            "explained": sum(1 for r in decided if explained(r)),
+            "median_gap_pts": statistics.median(gaps) if gaps else None,
+            "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "kendall_tau_ci95": tau_ci,
+            "configs_ranked": len(taus), "outcome": outcome}
 
 
 def sentence(f: dict[str, Any]) -> str:
