@@ -110,6 +110,16 @@ def substrate_iperf3_runs(sides) -> list:
     return runs
 
 
+def substrate_iperf3_warehouse(directory: Path, sides) -> Path:
+    """The warehouse built from substrate_iperf3_runs(sides) laid out under directory/raw: its path."""
+    from edgebench.results import warehouse
+
+    root = write_version_tree(directory / "raw", substrate_iperf3_runs(sides))
+    db = directory / "warehouse.duckdb"
+    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    return db
+
+
 def write_version_tree(root: Path, runs: list[tuple[dict, dict[str, bytes]]]) -> Path:
     """Lay version_run() results out like the bucket."""
     for m, files in runs:

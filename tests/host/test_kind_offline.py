@@ -162,15 +162,12 @@ def test_kind_is_a_real_lab_of_its_own_in_the_emulation_marts(tmp_path):
     import duckdb
 
     import fixture_manifests as fx
-    from edgebench.results import warehouse
 
     # per substrate: the host's throughput and flannel's share of it
     flannel = ("flannel", "vxlan", "bridge-vxlan")
-    runs = fx.substrate_iperf3_runs([("local", "none", 1000.0, 0.80, flannel), ("kind", "kind", 900.0, 0.70, flannel),
-                                      ("ssh", "kubeadm", 800.0, 0.50, flannel)])
-    root = fx.write_version_tree(tmp_path / "raw", runs)
-    db = tmp_path / "warehouse.duckdb"
-    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    db = fx.substrate_iperf3_warehouse(tmp_path, [("local", "none", 1000.0, 0.80, flannel),
+                                                  ("kind", "kind", 900.0, 0.70, flannel),
+                                                  ("ssh", "kubeadm", 800.0, 0.50, flannel)])
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select real_lab, cni, testbed_overhead_pct, real_overhead_pct "
                            "from cmp_emulation_overhead where workload = 'iperf3' order by real_lab").fetchall()

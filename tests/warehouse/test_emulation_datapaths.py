@@ -3,15 +3,11 @@ label says how it models the mode (Cilium's ptp-* became ebpf-* with the eBPF fo
 import duckdb
 
 import fixture_manifests as fx
-from edgebench.results import warehouse
 
 
 def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
-    runs = fx.substrate_iperf3_runs([("local", "none", 1000.0, 0.70, ("cilium", "vxlan", "ebpf-vxlan")),
-                                      ("ssh", "kubeadm", 800.0, 0.60, ("cilium", "vxlan", "ptp-vxlan"))])
-    root = fx.write_version_tree(tmp_path / "raw", runs)
-    db = tmp_path / "warehouse.duckdb"
-    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    db = fx.substrate_iperf3_warehouse(tmp_path, [("local", "none", 1000.0, 0.70, ("cilium", "vxlan", "ebpf-vxlan")),
+                                                  ("ssh", "kubeadm", 800.0, 0.60, ("cilium", "vxlan", "ptp-vxlan"))])
     with duckdb.connect(str(db), read_only=True) as con:
         overhead = con.execute("select cni, datapath, real_datapath, testbed_overhead_pct, real_overhead_pct "
                                "from cmp_emulation_overhead where workload = 'iperf3'").fetchall()
@@ -30,14 +26,11 @@ def test_modes_equivalent_to_their_host_are_tied_in_the_rank_agreement(tmp_path)
     worse on both, still ranks against them."""
     flannel, router, cilium = ("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"), \
         ("cilium", "vxlan", "ebpf-vxlan")
-    runs = fx.substrate_iperf3_runs([
+    db = fx.substrate_iperf3_warehouse(tmp_path, [
         ("local", "none", 1000.0, 0.9995, flannel), ("local", "none", 1000.0, 0.999, router),
         ("local", "none", 1000.0, 0.70, cilium),
         ("ssh", "kubeadm", 800.0, 0.999, flannel), ("ssh", "kubeadm", 800.0, 0.9995, router),
         ("ssh", "kubeadm", 800.0, 0.60, cilium)])
-    root = fx.write_version_tree(tmp_path / "raw", runs)
-    db = tmp_path / "warehouse.duckdb"
-    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select cni, testbed_verdict, real_verdict, testbed_overhead_pct, real_overhead_pct, "
                            "n_modes, kendall_tau from cmp_emulation_overhead where workload = 'iperf3' "

@@ -140,9 +140,9 @@ def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str],
     if total <= budget_s:
         return None
     return (f"the presets' minimum rounds alone hold {total / 60:.0f} min of timed measurement (run set-up and HTTP "
-            f"runs, counted in requests, not included), more than the {budget_s / 60:.0f} min budget: {fit} of {len(tasks)} fit; a preset runs its "
-            "minimum rounds even past its share, and the presets left when the budget is spent do not run (run "
-            "again with a larger --budget: stored runs are kept)")
+            f"runs, counted in requests, not included), more than the {budget_s / 60:.0f} min budget: {fit} of "
+            f"{len(tasks)} fit; a preset runs its minimum rounds even past its share, and the presets left when the "
+            "budget is spent do not run (run again with a larger --budget: stored runs are kept)")
 
 
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
