@@ -184,3 +184,33 @@ def test_the_papers_dry_run_says_what_would_measure_each_claim_it_leaves_out(fix
     for cid in left_out:
         assert f"{cid}: {' '.join(hints[cid].split())}" in text, cid
         assert "-p 'tuning=[" in hints[cid], cid
+
+
+def test_papers_run_on_a_machine_that_measured_nothing_plans_every_testable_claim(tmp_path, monkeypatch):
+    """No warehouse and an empty store (a new machine): `papers run` does not stop for want of a warehouse; its
+    scorecard comes from the seeds alone (analytics/seeds, typed as dbt types them), every claim the testbed can
+    test undecided there, so the plan is the new machine's whole plan (tests/unit/test_papers_run.py)."""
+    from edgebench.cli import papers as cli_papers
+    from edgebench.results.report.claim_compare import substrate_limit
+    from edgebench.sweep import papers_run
+
+    empty = tmp_path / "bucket"
+    empty.mkdir()
+    monkeypatch.setenv("EDGEBENCH_RAW_ROOT", str(empty))
+    missing = tmp_path / "wh" / "warehouse.duckdb"
+    res = CliRunner().invoke(cli_app, ["papers", "run", "--dry-run", "--warehouse", str(missing)])
+    assert res.exit_code == 0, res.output
+    assert "nothing measured here yet" in " ".join(res.output.split())
+    assert not missing.exists()  # a dry run on nothing builds nothing
+    rows, claims = cli_papers._read(missing)
+    assert all(isinstance(c["testable"], bool) for c in claims.values())
+    testable = {k for k, c in claims.items() if c["testable"] and substrate_limit(c, "local") is None}
+    assert len(testable) >= 60
+    undecided = set(papers_run.undecided(rows))
+    # a paper with nothing measured has no substrate yet: what the testbed can never measure is among its undecided,
+    # and the plan leaves it to the cluster presets
+    assert undecided >= testable and all(substrate_limit(claims[k], "local") for k in undecided - testable)
+    tasks, orphans = papers_run.plan(rows, claims, REPO)
+    assert {k for t in tasks for k in t.claims} | set(orphans) == testable
+    flat = "".join(res.output.split())
+    assert tasks and all(f"sweep{t.sweep_id})" in flat for t in tasks)

@@ -34,7 +34,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _read(path: Path) -> tuple[list[dict], dict[tuple[str, str], dict]]:
-    fetch = marts.path_fetcher(path)
+    """The scorecard rows and the claims: from the warehouse, or where none is built yet (a machine that has measured
+    nothing) from the papers' seeds alone, every testable claim undecided."""
+    fetch = marts.path_fetcher(path) if path.exists() else paper_marts.seeds_fetcher(warehouse.analytics_dir())
     rows = scorecard.scorecard(fetch)
     claims = {(c["paper"], c["claim_id"]): c for c in paper_marts.all_claims(fetch)}
     return rows, claims
@@ -82,16 +84,21 @@ def run_cmd(
     """Run every testbed preset that the seed papers' undecided claims need, most claims first, within --budget;
     after each preset rebuild the warehouse and skip presets whose claims are decided by then; end with the
     scorecard (`edgebench report --paper all`). Each preset is a sweep of its own (`papers-<preset>`), so a second
-    run measures nothing already stored and runs nothing already decided."""
+    run measures nothing already stored and runs nothing already decided. Without a warehouse it builds one from
+    the runs stored; on a machine that has measured nothing it plans from the papers' seeds, every claim undecided."""
     seconds = time_budget("--budget", budget)
     if seconds is None:
         raise SpecError("--budget must be a time such as 7200, 90m or 2h")
     ids = [papers.paper_id(p) for p in paper]
     root = repo_root()
     path = Path(warehouse_path) if warehouse_path else warehouse.default_warehouse_path()
-    if not path.exists():
-        raise SpecError(f"no warehouse at {path}: run `make sweep` (or `edgebench warehouse`) first; the plan reads "
-                        "the papers' claims from it")
+    if not path.exists():  # built from what the store holds; a store with nothing in it leaves the seeds
+        try:
+            warehouse.build(path, quiet=True)
+            out.print(f"papers: no warehouse at {path}: built it from the runs stored", highlight=False)
+        except warehouse.NoResultsError:
+            out.print(f"papers: nothing measured here yet (no warehouse, no run stored): every testable claim is "
+                      "undecided; the plan reads the claims from the papers' seeds", highlight=False)
     rows, claims = _read(path)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
     chosen = {t.preset: t.params(claims) for t in tasks}  # aim and select, as each preset's sweep gets them

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgebench.results.report import claim_preset, claim_runs
+from edgebench.results.report.claim_compare import substrate_limit
 from edgebench.sweep import aim
 
 MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its minimum rounds, stop
@@ -122,6 +123,8 @@ def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | Non
     tasks: dict[str, PresetTask] = {}
     orphans = []
     for key in undecided(rows, papers):
+        if substrate_limit(claims.get(key, {}), "local"):  # never the testbed's, whatever it runs (a paper with
+            continue                                         # nothing measured has them among its undecided)
         where = claim_preset.home(claims.get(key, {}), key[0], root, "local")
         if not where.holds:
             orphans.append(key)

@@ -115,7 +115,7 @@ def endpoints(ctx: CellContext, run: Run, port: int, pin: bool = False):
     pod-to-service; in an inter-cluster cell the address the tool gives a cluster-2 client for the exported
     service (or, over a layer-3 tool, the pod IP)."""
     client, server = ctx.provider.client(run.placement), ctx.provider.server(run.placement)
-    if pin and hasattr(ctx.provider, "pin"):  # the local testbed: client and server on CPUs of their own
+    if pin and hasattr(ctx.provider, "pin"):  # client and server on CPUs of their own (testbed and clusters)
         client, server = ctx.provider.pin(client, "client"), ctx.provider.pin(server, "server")
     ctx.provider.flush_services()
     if run.cell.intercluster != "none":  # the server's service exported from cluster 1, dialled from cluster 2

@@ -8,6 +8,7 @@ every node) before the error propagates; teardown() is idempotent and never rais
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from edgebench.substrates.clusters.install.artifacts import Source, mirror_image
 from edgebench.substrates.clusters.install.cni_manifests import apply_patches
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
 from edgebench.plan.matrix import cni_installs, compatibility, distributions
+from edgebench.substrates.clusters import link
 from edgebench.substrates.clusters.transport import Transport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
@@ -366,10 +368,46 @@ class ClusterProvider(WorkloadPods, Provider):
                 if rc != 0:
                     raise sh.CommandError([n.name, s], rc, err or out)
 
+    # -- link conditions (ssh: every node's uplink, link.py) --------------------------------------------------
+    def _netem_state(self) -> dict:
+        return self._read_state().get("netem") or {}
+
+    def apply_netem(self, scenario: Any) -> dict[str, Any]:
+        if self.name != "ssh":
+            return super().apply_netem(scenario)
+        state = {"scenario": dataclasses.asdict(scenario), "applied": {}}
+
+        def remember(applied: dict[str, str]) -> None:
+            self._write_state({"netem": {**state, "applied": applied}})
+
+        return link.apply(self.transport, self.inventory.nodes, scenario, remember)
+
+    def netem_readback(self) -> str:
+        applied = self._netem_state().get("applied") or {}
+        return link.readback(self.transport, self.inventory.nodes, applied) if applied else ""
+
+    def conditions_problem(self) -> str | None:
+        st = self._netem_state()
+        if not st.get("applied"):
+            return None
+        return link.problem(self.transport, self.inventory.nodes, st["applied"], st.get("scenario") or {})
+
+    def revert_conditions(self) -> None:
+        applied = self._netem_state().get("applied") or {}
+        if applied and self.transport is not None:
+            self.log += link.revert(self.transport, self.inventory.nodes, applied)
+            self._write_state({"netem": {}})
+
     def teardown(self) -> list[str]:
         removed: list[str] = []
         if self.unavailable:  # nothing was installed for this cell
             return removed
+        if self.name == "ssh" and (self._netem_state().get("applied")):  # a run that died before its revert
+            try:
+                removed += link.revert(self.transport, self.inventory.nodes, self._netem_state()["applied"])
+                self._write_state({"netem": {}})
+            except Exception as exc:  # an unreachable node must not stop the rest of the cleanup
+                self.log.append(f"link condition revert failed: {exc}")
         kc = Path(self.kubeconfig)
         if self.name == "kind":
             self.local(kind_mod.delete_argv(self.kind_name), check=False)

@@ -4,6 +4,7 @@ resource sampling on the nodes over SSH."""
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -20,6 +21,7 @@ from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Node
 from edgebench.substrates.clusters.resources import NodeSampler
 from edgebench.substrates.local import resources as local_resources
+from edgebench.substrates.local.endpoints import PIN_ENV
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,24 @@ class ClusterEndpoint:
     node: str
     pod: str
     kubeconfig: str
+    cpu: int | None = None  # the CPU of its node its tools are pinned to (WorkloadPods.pinning), else None
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
         """argv in the pod. A program the runner resolved to its own path (sh.exe: PATH or its tools directory) is
         named by its name (sh.in_image): the pod's image has it on its PATH, not at the runner's path."""
-        return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *sh.in_image(argv)]
+        pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
+        return ["kubectl", "--kubeconfig", self.kubeconfig, "exec", "-n", self.ns, self.pod, "--", *pin,
+                *sh.in_image(argv)]
+
+
+def cpu_list(text: str) -> list[int]:
+    """The CPUs of a Linux CPU list ("0-3,6"), sorted."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(out)
 
 
 class WorkloadPods:
@@ -80,6 +95,31 @@ class WorkloadPods:
         c, s = pl.choose(self.inventory, placement)
         slots = range(2, pl.PEERS_PER_NODE + 1) if s == c else range(1, pl.PEERS_PER_NODE + 1)
         return [self._ep(s, i) for i in slots]
+
+    def pinning(self) -> dict[str, int] | None:
+        """{"client_cpu", "server_cpu"}: the CPUs the tools of a workload that pins (HTTP) run on, each on its own
+        node, as the testbed pins them (substrates/local/endpoints.py: unpinned, a run's p50 follows whether the
+        scheduler put client and server on one core or two): the client on the first CPU its pod may use, the server
+        on the second of its pod's (`taskset` in the pod; no privilege needed). None with EDGEBENCH_PIN_CPUS=0, or
+        when a pod may use fewer than two CPUs or cannot be asked. Read once per provider (a cell's phase)."""
+        if os.environ.get(PIN_ENV, "1") == "0":
+            return None
+        if getattr(self, "_pinned", None) is None:
+            try:
+                allowed = [cpu_list(self.local(ep.cmd(["sed", "-n", "s/^Cpus_allowed_list:[[:space:]]*//p",
+                                                       "/proc/self/status"])))
+                           for ep in (self.client(), self.server("cross-node"))]
+            except Exception as exc:  # noqa: BLE001 - unpinned then, and said so in the log
+                self.log.append(f"CPU pinning not read: {exc}")
+                allowed = []
+            ok = len(allowed) == 2 and all(len(a) >= 2 for a in allowed)
+            self._pinned = {"client_cpu": allowed[0][0], "server_cpu": allowed[1][1]} if ok else {}
+        return self._pinned or None
+
+    def pin(self, ep: ClusterEndpoint, role: str) -> ClusterEndpoint:
+        """The endpoint with its tools pinned to the `role`'s CPU (client or server), where pinning() pins."""
+        pin = self.pinning()
+        return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
 
     def multicast_reason(self, placement: str) -> str | None:
         m = str(cnis()[self.cni]["modes"][self.mode]["multicast"])
