@@ -92,3 +92,16 @@ def test_the_emulation_page_shows_a_traced_cause_beside_the_comparisons(tmp_path
     text = "\n".join(m.value for m in at.markdown)
     assert "(1 of the 1 that differ traced: see the Emulation page)" in text
     assert f"**{catalog.disagreement('iperf3', UDP_SAME)['cause']}** (1 comparison(s): lab-local, flannel:vxlan" in text
+
+
+def test_a_configuration_with_no_two_modes_told_apart_is_said_not_ranked():
+    """Every pair tied on a side (cmp_emulation_overhead's rule): no tau for that configuration; the sentence says
+    how many configurations had nothing to compare, and the ranked ones still give the tau."""
+    tied = [{**_row("a", "worse", "worse", cni=c), "n_modes": 2, "kendall_tau": None} for c in ("flannel", "cilium")]
+    ranked = [{**_row("b", "worse", "worse", cni=c), "n_modes": 2, "kendall_tau": 1.0} for c in ("flannel", "cilium")]
+    (f,) = emulation.fared(tied + ranked)
+    assert (f["configs_ranked"], f["configs_all_tied"], f["kendall_tau"]) == (1, 1, 1.0)
+    text = emulation.sentence(f)
+    assert "CNI order tau +1.00 over 1 configuration(s); 1 configuration(s) with no two modes told apart" in text
+    (g,) = emulation.fared(tied)
+    assert g["kendall_tau"] is None and "1 configuration(s) with no two modes told apart" in emulation.sentence(g)

@@ -43,3 +43,25 @@ def test_modes_equivalent_to_their_host_are_tied_in_the_rank_agreement(tmp_path)
     assert got["cilium"][:2] == ("worse", "worse")
     # tau-b: the tied pair counts on neither side; the two pairs with cilium agree -> 2 / sqrt(2 * 2) = 1
     assert {r[5] for r in rows} == {3} and all(abs(r[6] - 1.0) < 1e-9 for r in rows), rows
+
+
+def test_modes_the_one_rule_cannot_tell_apart_are_tied_in_the_rank_agreement(tmp_path):
+    """Two modes both worse than their host, 1 point apart on each substrate in reverse order: the one rule judges
+    the difference of their overheads equivalent (within the margin), so they are tied on both sides and the flip is
+    not a disagreement; the third mode, 20 points away, still ranks against both. Without the rule tau would be
+    (1 + 1 - 1) / 3 = 0.33."""
+    flannel, router, cilium = ("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"), \
+        ("cilium", "vxlan", "ebpf-vxlan")
+    db = fx.substrate_iperf3_warehouse(tmp_path, [
+        ("local", "none", 1000.0, 0.80, flannel), ("local", "none", 1000.0, 0.79, router),
+        ("local", "none", 1000.0, 0.60, cilium),
+        ("ssh", "kubeadm", 800.0, 0.79, flannel), ("ssh", "kubeadm", 800.0, 0.80, router),
+        ("ssh", "kubeadm", 800.0, 0.60, cilium)])
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("select cni, testbed_verdict, real_verdict, testbed_overhead_pct, real_overhead_pct, "
+                           "n_modes, kendall_tau from cmp_emulation_overhead where workload = 'iperf3' "
+                           "order by cni").fetchall()
+    got = {r[0]: r[1:] for r in rows}
+    assert all(v[:2] == ("worse", "worse") for v in got.values()), rows
+    assert (got["flannel"][2] < got["kube-router"][2]) != (got["flannel"][3] < got["kube-router"][3])
+    assert {r[5] for r in rows} == {3} and all(abs(r[6] - 1.0) < 1e-9 for r in rows), rows

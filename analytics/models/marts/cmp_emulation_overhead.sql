@@ -10,9 +10,11 @@
 --   testbed_ / real_low_headroom_runs: of the runs behind the side (the mode's and its host's), those measured
 --   while the machine had less idle CPU than the floor in some second (int_runs__cpu_headroom; null = not sampled);
 --   kendall_tau: the rank agreement of the CNI modes' overheads (tau-b) between the substrates, per real lab, metric
---   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed). Two modes that are
---   both `equivalent` to their host on a substrate are tied there: by the one rule neither differs from the host
---   beyond the margin, so the order of their point estimates is noise (null when every pair is tied on a side).
+--   and configuration; n_modes the modes ranked (tau needs 2; 1 = the same order, -1 = reversed). Two modes are
+--   ordered on a substrate only where the one rule tells them apart there (rank_pairs): the difference of their
+--   overheads, with the interval of the two overheads' intervals, is `better` or `worse` against the family's
+--   margin. Otherwise (equivalent, inconclusive, or both equivalent to their host) they are tied on that side, since
+--   the order of their point estimates is noise; tau is null when every pair is tied on a side.
 -- Metrics: iperf3 throughput, DDS latency p90 (latency mode) or throughput (throughput mode), HTTP response p50.
 {%- set dims = cell_dimension_list() | reject('in', ['substrate', 'lab', 'distribution']) | list %}
 {#- the two sides meet on the CNI mode, not on the datapath's label: the testbed's is how it models the mode (it
@@ -70,11 +72,20 @@ with sides as (
 ), rank_pairs as (
 
     -- every two CNI modes of one real lab, metric and configuration: the same order on both substrates or not
+    -- a pair is ordered on a substrate only where the one rule tells the two modes apart there: their overheads'
+    -- difference (points of the host, 95% interval from the two overheads' intervals) judged against the family's
+    -- margin; `equivalent`, `inconclusive` or `n < 2` is a tie, and so are two modes both equivalent to their host
     select a.real_lab, {{ column_list(group, 'a.') }}, a.workload, a.metric, a.config,
-           case when a.testbed_verdict = 'equivalent' and b.testbed_verdict = 'equivalent' then 0
-                else sign(a.testbed_overhead_pct - b.testbed_overhead_pct) end as s_t,
-           case when a.real_verdict = 'equivalent' and b.real_verdict = 'equivalent' then 0
-                else sign(a.real_overhead_pct - b.real_overhead_pct) end as s_r
+    {% for side, pre in [('t', 'testbed'), ('r', 'real')] %}
+           case when a.{{ pre }}_verdict = 'equivalent' and b.{{ pre }}_verdict = 'equivalent' then 0
+                when {{ verdict('a.' ~ pre ~ '_overhead_pct - b.' ~ pre ~ '_overhead_pct',
+                                'sqrt(a.' ~ pre ~ '_overhead_ci95_pct ^ 2 + b.' ~ pre ~ '_overhead_ci95_pct ^ 2)',
+                                'least(a.' ~ pre ~ '_n, a.' ~ pre ~ '_host_n)',
+                                'least(b.' ~ pre ~ '_n, b.' ~ pre ~ '_host_n)', '100', 'false',
+                                metric_family('a.metric')) }} not in ('better', 'worse') then 0
+                else sign(a.{{ pre }}_overhead_pct - b.{{ pre }}_overhead_pct) end as s_{{ side }}
+           {{- ',' if side == 't' }}
+    {% endfor %}
     from paired a
     join paired b
       on  a.real_lab = b.real_lab and {{ columns_match('a', 'b', group, null_safe=true, indent='\n      ') }}

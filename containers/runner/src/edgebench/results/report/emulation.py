@@ -39,8 +39,10 @@ def traced(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per real lab and metric: comparisons, decided on both substrates, verdicts that agree (and of those that
     do not, how many have a traced cause: `explained`), the median and the largest overhead gap (points), the rank
-    agreement (mean tau over configurations with 2+ modes, with its 95% interval over those configurations: t on
-    k - 1 df, none for one configuration) and a one-word outcome: `holds` (agreement, decided
+    agreement (mean tau over configurations with 2+ modes that has one, with its 95% interval over those
+    configurations: t on k - 1 df, none for one configuration; a configuration where every pair of modes is tied on a
+    side, the one rule telling none apart there, has none and is counted in `configs_all_tied`: nothing to compare,
+    so it neither meets nor misses the bar) and a one-word outcome: `holds` (agreement, decided
     share, gap and tau all meet the bar), `differs` (some decided verdicts disagree or the order flips) or `not
     yet` (too few decided to say). An explained disagreement still counts as one: it is what a user must know."""
     groups: dict[tuple, list[dict]] = {}
@@ -59,6 +61,7 @@ def fare(rows: list[dict[str, Any]]) -> dict[str, Any]:
     gaps = [abs(r["overhead_gap_pts"]) for r in rows if r["overhead_gap_pts"] is not None]
     taus = {(r["workload"], r["metric"], r["config"]): r["kendall_tau"] for r in rows
             if r.get("kendall_tau") is not None and r["n_modes"] >= 2}
+    ranked = {(r["workload"], r["metric"], r["config"]) for r in rows if r["n_modes"] >= 2}
     tau = statistics.fmean(taus.values()) if taus else None
     tau_ci = (t95(len(taus) - 1) * statistics.stdev(taus.values()) / len(taus) ** 0.5) if len(taus) >= 2 else None
     share = len(decided) / len(rows)
@@ -73,7 +76,7 @@ def fare(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "explained": sum(1 for r in decided if explained(r)),
             "median_gap_pts": statistics.median(gaps) if gaps else None,
             "max_gap_pts": max(gaps) if gaps else None, "kendall_tau": tau, "kendall_tau_ci95": tau_ci,
-            "configs_ranked": len(taus), "outcome": outcome}
+            "configs_ranked": len(taus), "configs_all_tied": len(ranked) - len(taus), "outcome": outcome}
 
 
 def sentence(f: dict[str, Any]) -> str:
@@ -82,6 +85,9 @@ def sentence(f: dict[str, Any]) -> str:
          f"{min(1.0, f['kendall_tau'] + f['kendall_tau_ci95']):+.2f}]" if f.get("kendall_tau_ci95") is not None else ""
     tau = f"; CNI order tau {f['kendall_tau']:+.2f}{ci} over {f['configs_ranked']} configuration(s)" \
         if f["kendall_tau"] is not None else ""
+    if f.get("configs_all_tied"):
+        tau += (f"; {f['configs_all_tied']} configuration(s) with no two modes told apart on both substrates (no "
+                "order to compare)")
     why = f" ({f['explained']} of the {f['decided_both'] - f['agree']} that differ traced: see the Emulation page)" \
         if f.get("explained") else ""
     gap = f"; overhead gap median {f['median_gap_pts']:.1f} points (largest {f['max_gap_pts']:.1f})" \
