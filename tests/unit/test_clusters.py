@@ -19,6 +19,7 @@ from edgebench.substrates.clusters import inventory
 from edgebench.substrates.clusters.install import cni as cni_mod
 from edgebench.substrates.clusters.install import distributions as dist_mod
 from edgebench.substrates.clusters.install import kind as kind_mod
+from edgebench.substrates.clusters.install import node_steps
 from edgebench.substrates.clusters.install.cni_manifests import apply_patches
 from edgebench.plan import matrix
 from edgebench.substrates.clusters import placement as pl
@@ -455,3 +456,15 @@ def test_kubeadm_on_an_emulated_control_plane_waits_longer_through_a_config_file
     assert script.rstrip().endswith(f"kubeadm init --config {dist_mod.KUBEADM_INIT_CONFIG}")
     replaced = init_of(slow, "cilium", "native")
     assert replaced.rstrip().endswith("--config /etc/kubernetes/edgebench-kubeadm-init.yaml --skip-phases=addon/kube-proxy")
+
+
+def test_the_config_file_kubeadm_init_is_timed_as_kubeadm_init():
+    """Its script starts with mkdir; the stage times (node_steps.label) still call it kubeadm init."""
+    import dataclasses
+    d = matrix.distributions()["kubeadm"]
+    slow = dataclasses.replace(INV, nodes=tuple(dataclasses.replace(n, cpu="emulated") if n.is_server else n
+                                                for n in INV.nodes))
+    params = cni_mod.ClusterParams("kubeadm", slow.server.address, d["api_port"], slow.server.address, KUBECONFIG)
+    plan = dist_mod.render("kubeadm", slow, cni_mod.render("kubeadm", "flannel", "vxlan", params), WORKDIR, "k")
+    labels = [node_steps.label(s) for s in plan.install]
+    assert "kubeadm init" in labels and not any(x.startswith("mkdir") for x in labels)

@@ -285,7 +285,8 @@ def _kubeadm(d: dict, inv: Inventory, cni: CniPlan, workdir: str, key: str) -> D
                 f"--apiserver-cert-extra-sans={srv.address}", f"--node-name={srv.name}"]
     if cni.dist_settings.get("skip_kube_proxy"):
         init = init + (" " + d["kube_proxy_off"] if isinstance(init, str) else [d["kube_proxy_off"]])
-    plan.install.append(Step("server", init, timeout=1800))
+    plan.install.append(Step("server", init, timeout=1800,
+                             note="kubeadm init (from a configuration file)" if isinstance(init, str) else ""))
     plan.install.append(Step("server", KUBE_PROXY_CONNTRACK.format(kc=d["kubeconfig_path"]), check=True,
                              note="nodes in a network namespace of their own cannot resize the kernel's conntrack table"))
     plan.install.append(Step("server", ["kubectl", "--kubeconfig", d["kubeconfig_path"], "taint", "nodes", "--all",
