@@ -20,22 +20,25 @@ def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
     assert ratio == [("ebpf-vxlan", "ptp-vxlan")]
 
 
-def test_modes_equivalent_to_their_host_are_tied_in_the_rank_agreement(tmp_path):
-    """Two modes equivalent to the host on both substrates whose point estimates come out in reverse order do not
-    count as a flipped ranking: by the one rule neither differs from its host, so their order is noise. The third,
-    worse on both, still ranks against them."""
-    flannel, router, cilium = ("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"), \
-        ("cilium", "vxlan", "ebpf-vxlan")
-    db = fx.substrate_iperf3_warehouse(tmp_path, [
-        ("local", "none", 1000.0, 0.9995, flannel), ("local", "none", 1000.0, 0.999, router),
-        ("local", "none", 1000.0, 0.70, cilium),
-        ("ssh", "kubeadm", 800.0, 0.999, flannel), ("ssh", "kubeadm", 800.0, 0.9995, router),
-        ("ssh", "kubeadm", 800.0, 0.60, cilium)])
+def _three_modes(tmp_path, testbed: tuple, real: tuple) -> tuple[list, dict]:
+    """cmp_emulation_overhead's iperf3 rows of flannel vxlan, kube-router bgp and cilium vxlan at these shares of
+    their host's throughput (testbed, then real): the rows (cni first) and {cni: the rest}."""
+    modes = [("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"),
+             ("cilium", "vxlan", "ebpf-vxlan")]
+    db = fx.substrate_iperf3_warehouse(tmp_path, [("local", "none", 1000.0, x, m) for x, m in zip(testbed, modes)] +
+                                       [("ssh", "kubeadm", 800.0, x, m) for x, m in zip(real, modes)])
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select cni, testbed_verdict, real_verdict, testbed_overhead_pct, real_overhead_pct, "
                            "n_modes, kendall_tau from cmp_emulation_overhead where workload = 'iperf3' "
                            "order by cni").fetchall()
-    got = {r[0]: r[1:] for r in rows}
+    return rows, {r[0]: r[1:] for r in rows}
+
+
+def test_modes_equivalent_to_their_host_are_tied_in_the_rank_agreement(tmp_path):
+    """Two modes equivalent to the host on both substrates whose point estimates come out in reverse order do not
+    count as a flipped ranking: by the one rule neither differs from its host, so their order is noise. The third,
+    worse on both, still ranks against them."""
+    rows, got = _three_modes(tmp_path, (0.9995, 0.999, 0.70), (0.999, 0.9995, 0.60))
     assert set(got) == {"cilium", "flannel", "kube-router"}, rows
     assert got["flannel"][:2] == ("equivalent", "equivalent") and got["kube-router"][:2] == ("equivalent", "equivalent")
     # the point estimates of the two equivalent modes are in reverse order on the two substrates
@@ -50,18 +53,7 @@ def test_modes_the_one_rule_cannot_tell_apart_are_tied_in_the_rank_agreement(tmp
     the difference of their overheads equivalent (within the margin), so they are tied on both sides and the flip is
     not a disagreement; the third mode, 20 points away, still ranks against both. Without the rule tau would be
     (1 + 1 - 1) / 3 = 0.33."""
-    flannel, router, cilium = ("flannel", "vxlan", "bridge-vxlan"), ("kube-router", "bgp", "bridge-routed"), \
-        ("cilium", "vxlan", "ebpf-vxlan")
-    db = fx.substrate_iperf3_warehouse(tmp_path, [
-        ("local", "none", 1000.0, 0.80, flannel), ("local", "none", 1000.0, 0.79, router),
-        ("local", "none", 1000.0, 0.60, cilium),
-        ("ssh", "kubeadm", 800.0, 0.79, flannel), ("ssh", "kubeadm", 800.0, 0.80, router),
-        ("ssh", "kubeadm", 800.0, 0.60, cilium)])
-    with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("select cni, testbed_verdict, real_verdict, testbed_overhead_pct, real_overhead_pct, "
-                           "n_modes, kendall_tau from cmp_emulation_overhead where workload = 'iperf3' "
-                           "order by cni").fetchall()
-    got = {r[0]: r[1:] for r in rows}
+    rows, got = _three_modes(tmp_path, (0.80, 0.79, 0.60), (0.79, 0.80, 0.60))
     assert all(v[:2] == ("worse", "worse") for v in got.values()), rows
     assert (got["flannel"][2] < got["kube-router"][2]) != (got["flannel"][3] < got["kube-router"][3])
     assert {r[5] for r in rows} == {3} and all(abs(r[6] - 1.0) < 1e-9 for r in rows), rows
