@@ -161,3 +161,27 @@ def test_http_s_client_and_server_are_pinned_on_clusters_as_on_the_testbed(tmp_p
     p._pinned = None
     p.local = lambda argv, input=None, check=True: "1\n" if "Cpus_allowed_list" in " ".join(argv) else plain(argv)
     assert p.pinning() is None  # a pod on one CPU: unpinned
+
+
+def test_readiness_waits_are_longer_where_a_node_s_cpu_is_emulated(tmp_path):
+    """A qemu TCG node: the CNI's --timeout= and the workload pods' 300 s wait, EMULATED_WAIT_FACTOR times; a
+    native cluster keeps them."""
+    import dataclasses
+
+    from edgebench.substrates.clusters.provider import EMULATED_WAIT_FACTOR, scaled_waits
+
+    assert scaled_waits(["kubectl", "rollout", "status", "--timeout=600s"], 4)[-1] == "--timeout=2400s"
+    assert scaled_waits(["x", "--timeout=5m", "--timeout-seconds=3"], 2) == ["x", "--timeout=10m", "--timeout-seconds=3"]
+    assert scaled_waits(["--timeout=600s"], 1) == ["--timeout=600s"]
+    p, t, k = _provider(tmp_path)
+    assert p.wait_factor == 1
+    p.inventory = dataclasses.replace(p.inventory, nodes=tuple(dataclasses.replace(n, cpu="emulated")
+                                                               for n in p.inventory.nodes))
+    assert p.wait_factor == EMULATED_WAIT_FACTOR > 1
+    p.provision()
+    from edgebench.plan.catalog import resolve_cni
+
+    p.install_cni(resolve_cni("flannel:vxlan"))
+    waits = [x for x in k.texts() if " wait " in f" {x} " and "--timeout=" in x]
+    assert any(f"--timeout={300 * EMULATED_WAIT_FACTOR}s" in x and "edgebench.io/workload=true" in x for x in waits)
+    assert any(f"--timeout={600 * EMULATED_WAIT_FACTOR}s" in x and "nodes --all" in x for x in waits), waits

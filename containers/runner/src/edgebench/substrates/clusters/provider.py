@@ -37,7 +37,7 @@ LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; ra
 
 
 def default_local(argv: Sequence[str], input: str | None = None, check: bool = True) -> str:
-    return sh.run(argv, check=check, input=input, timeout=1800)
+    return sh.run(argv, check=check, input=input, timeout=3600)  # a ceiling: the waits below say their own
 
 
 def default_fetch(url: str) -> str:
@@ -54,6 +54,21 @@ def rewrite_kubeconfig(text: str, host: str, port: int, name: str = "edgebench")
     for c in doc["clusters"]:
         c["cluster"]["server"] = f"https://{h}:{port}"
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+# A node whose CPU is emulated (the inventory's `cpu: emulated`, a qemu TCG guest) is 10-50x slower: the readiness
+# waits (the CNI's `--timeout=` and the workload pods' 300 s) are this many times longer on a cluster with one. Measured:
+# cilium's agent compiles each endpoint's programs with clang on the guest, and six workload pods were not Ready
+# within 300 s on two x86 TCG guests (2026-11-29, docs/lab-vm.md).
+EMULATED_WAIT_FACTOR = 4
+
+
+def scaled_waits(argv: Sequence[str], factor: int) -> list[str]:
+    """argv with each `--timeout=Ns` (or Nm) multiplied by factor (1: unchanged)."""
+    def one(a: str) -> str:
+        m = re.fullmatch(r"--timeout=(\d+)([sm])", a)
+        return f"--timeout={int(m.group(1)) * factor}{m.group(2)}" if m and factor != 1 else a
+    return [one(a) if isinstance(a, str) else a for a in argv]
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -110,6 +125,11 @@ class ClusterProvider(WorkloadPods, Provider):
         self._pods: dict[str, ClusterEndpoint] | None = None
         self.log: list[str] = []
         self.timings = node_steps.Timings()  # seconds per step, what the phases report (node_steps)
+
+    @property
+    def wait_factor(self) -> int:
+        """EMULATED_WAIT_FACTOR when a node's CPU is emulated, else 1."""
+        return EMULATED_WAIT_FACTOR if any(n.cpu == "emulated" for n in self.inventory.nodes) else 1
 
     # -- paths and plans ------------------------------------------------------------------------------
     @property
@@ -301,7 +321,8 @@ class ClusterProvider(WorkloadPods, Provider):
             for argv in plan.commands:
                 self.timings.timed(node_steps.argv_label(argv), "local", lambda: self.local(self._fill(argv)))
             for argv in plan.readiness:
-                self.timings.timed(node_steps.argv_label(argv), "local", lambda: self.local(self._fill(argv)))
+                self.timings.timed(node_steps.argv_label(argv), "local",
+                                   lambda: self.local(self._fill(scaled_waits(argv, self.wait_factor))))
             self.timings.timed("workload pods ready", "local", self._deploy_workloads)
             mtu = self.read_mtu(self.client())
             if plan.version_requested or (self.name == "ssh" and self.cni != "host"):

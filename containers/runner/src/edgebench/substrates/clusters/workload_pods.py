@@ -61,7 +61,7 @@ class WorkloadPods:
         docs = pl.workload_manifests(self.inventory, pl.PLACEMENTS, host_network=self.cni == "host")
         self._kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs, sort_keys=False))
         self._kubectl("wait", "-n", pl.NAMESPACE, "--for=condition=Ready", "pod", "-l", f"{pl.POD_LABEL}=true",
-                      "--timeout=300s")
+                      f"--timeout={300 * getattr(self, 'wait_factor', 1)}s")
         self._pods = None
 
     def _pod_map(self) -> dict[str, ClusterEndpoint]:
