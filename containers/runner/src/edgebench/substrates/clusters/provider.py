@@ -413,20 +413,25 @@ class ClusterProvider(WorkloadPods, Provider):
             return None
         return link.problem(self.transport, self.inventory.nodes, st["applied"], st.get("scenario") or {})
 
-    def revert_conditions(self) -> None:
+    def _revert_netem(self) -> list[str]:
+        """Take off the link condition the cell's state says is applied (ssh); what was removed."""
         applied = self._netem_state().get("applied") or {}
-        if applied and self.transport is not None:
-            self.log += link.revert(self.transport, self.inventory.nodes, applied)
-            self._write_state({"netem": {}})
+        if not applied or self.transport is None:
+            return []
+        removed = link.revert(self.transport, self.inventory.nodes, applied)
+        self._write_state({"netem": {}})
+        return removed
+
+    def revert_conditions(self) -> None:
+        self.log += self._revert_netem()
 
     def teardown(self) -> list[str]:
         removed: list[str] = []
         if self.unavailable:  # nothing was installed for this cell
             return removed
-        if self.name == "ssh" and (self._netem_state().get("applied")):  # a run that died before its revert
+        if self.name == "ssh":  # a run that died before its revert_conditions
             try:
-                removed += link.revert(self.transport, self.inventory.nodes, self._netem_state()["applied"])
-                self._write_state({"netem": {}})
+                removed += self._revert_netem()
             except Exception as exc:  # an unreachable node must not stop the rest of the cleanup
                 self.log.append(f"link condition revert failed: {exc}")
         kc = Path(self.kubeconfig)

@@ -55,14 +55,15 @@ def cpu_list(text: str) -> list[int]:
 
 class WorkloadPods:
     """Needs of the host class: inventory, cni, mode, name, transport, kubeconfig, service_cidr, local, _kubectl,
-    _pods."""
+    _pods, wait_factor, log."""
 
     def _deploy_workloads(self) -> None:
         docs = pl.workload_manifests(self.inventory, pl.PLACEMENTS, host_network=self.cni == "host")
         self._kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs, sort_keys=False))
         self._kubectl("wait", "-n", pl.NAMESPACE, "--for=condition=Ready", "pod", "-l", f"{pl.POD_LABEL}=true",
-                      f"--timeout={300 * getattr(self, 'wait_factor', 1)}s")
+                      f"--timeout={300 * self.wait_factor}s")
         self._pods = None
+        self._pinned = None  # new pods: their CPUs are read again (pinning)
 
     def _pod_map(self) -> dict[str, ClusterEndpoint]:
         if self._pods is None:
