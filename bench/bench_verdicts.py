@@ -7,7 +7,7 @@ judged from that sweep's runs alone:
   - before: the sweep file's plan as it was the default until 2026-11-28: 3 fixed rounds of 3 s runs, the cells of a
     round one after another (--no-duet), tools not pinned to CPUs (EDGEBENCH_PIN_CPUS=0);
   - after: `make sweep`'s plan (the Makefile's REPEAT): duet rounds, client and server pinned to CPUs of their own,
-    the same 3 s runs, repetitions=auto (3..6) within a time budget equal to the wall time `before` took just now.
+    the same 3 s runs, repetitions=auto (2..6) within a time budget equal to the wall time `before` took just now.
 Rows: the share of decisive comparisons (equivalent, better or worse; target >= 0.90; the spreads of the modes paired
 with the same host runs pooled, as the rule pools them) and of HTTP p50 comparisons (>= 0.80) after, beside before's;
 after's decisive comparisons pooled against the same runs judged each alone; wall time after / before (<= 1.0); the pair SD (sd over rounds of the per-round
@@ -41,7 +41,7 @@ PARAMS = {"cnis": ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "c
           "http-payloads": ["60"]}
 QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan", "flannel:host-gw"], "workloads": ["iperf3:tcp", "http:payload-echo"]}
 BEFORE = {"repetitions": "3", "duration": "3", "dds-duration": "3"}
-AFTER = {"repetitions": "auto", "max-repetitions": "6", "duration": "3", "dds-duration": "3"}  # + time-budget
+AFTER = {"repetitions": "auto", "min-repetitions": "2", "max-repetitions": "6", "duration": "3", "dds-duration": "3"}  # + time-budget
 
 
 def _sweep(values: dict, sweep_id: str, duet: bool):
@@ -110,27 +110,41 @@ def decisive(sweep, report, workload: str | None = None, pool: bool = True) -> t
     return sum(n for v, n in counts.items() if v in DECISIVE), total, counts
 
 
-def simulate(trials: int = 2000, lo: int = 3, hi: int = 6, shift: float = 0.20, cv: float = 0.05) -> tuple[float, float]:
-    """The auto procedure on simulated paired rounds: (share of 20 % shifts called worse, share of A/A pairs called
-    better or worse)."""
+def simulate(trials: int = 2000, lo: int = 2, hi: int = 6, shift: float = 0.20, cv: float = 0.05,
+             modes: int = 1) -> tuple[float, float]:
+    """The auto procedure on simulated paired rounds, `modes` CNI modes sharing one host's runs as a sweep's modes do
+    (more than one: their spreads pooled, verdict.pooled, as the runner and the warehouse pool them; each mode stops
+    on its own): (share of 20 % shifts called worse, share of A/A comparisons called better or worse). Each trial
+    ends with the one rule on all of its runs, as the warehouse judges them."""
+    from edgebench.results.report.verdict import pooled
     from edgebench.sweep import adaptive
 
     rng = random.Random(11)
 
-    def run(delta: float) -> str:
-        a, b = [], []
+    def judged(a: list[list[float]], b: list[float]):
+        comps = [compare(x, b[:len(x)], higher_is_better=True, rounds_a=list(range(len(x))),
+                         rounds_b=list(range(len(x)))) for x in a]
+        return pooled(comps) if len(comps) > 1 else comps
+
+    def run(delta: float) -> list[str]:
+        a: list[list[float]] = [[] for _ in range(modes)]
+        b: list[float] = []
+        active = set(range(modes))
         for n in range(1, hi + 1):
             drift = rng.gauss(1.0, 0.1)
             b.append(1000 * drift * rng.gauss(1, cv))
-            a.append(1000 * (1 - delta) * drift * rng.gauss(1, cv))
+            for i in active:
+                a[i].append(1000 * (1 - delta) * drift * rng.gauss(1, cv))
             if n >= lo:
-                c = compare(a, b, higher_is_better=True, rounds_a=list(range(n)), rounds_b=list(range(n)))
-                if adaptive.settled(c, hi) or adaptive.futile(c, hi):  # the runner's stopping rule
-                    return c.verdict
-        return c.verdict
+                comps = judged(a, b)
+                active -= {i for i in active if adaptive.settled(comps[i], hi) or adaptive.futile(comps[i], hi)}
+                if not active:  # the runner's stopping rule
+                    break
+        return [c.verdict for c in judged(a, b)]
 
-    detected = sum(run(shift) == "worse" for _ in range(trials)) / trials
-    false = sum(run(0.0) in ("better", "worse") for _ in range(trials)) / trials
+    per = max(1, trials // modes)
+    detected = sum(v == "worse" for _ in range(per) for v in run(shift)) / (per * modes)
+    false = sum(v in ("better", "worse") for _ in range(per) for v in run(0.0)) / (per * modes)
     return detected, false
 
 
@@ -151,7 +165,8 @@ def run(quick: bool = False) -> list[Row]:
     hb, htb, _ = decisive(before[0], before[1], "http")
     ha, hta, hc = decisive(after[0], after[1], "http")
     sd_b, sd_a = pair_sd(before[0], before[1]), pair_sd(after[0], after[1])
-    detected, false = simulate()
+    detected, false = simulate()  # one mode alone: its own spread, no pooling
+    detected8, false8 = simulate(trials=8000, modes=8)  # a sweep's modes against one host, pooled
     rows = [
         Row("verdicts", "decisive comparisons, make sweep's plan", ad / at if at else None, "share", ">= 0.90",
             (ad / at >= 0.90) if at else None,
@@ -173,11 +188,19 @@ def run(quick: bool = False) -> list[Row]:
                         f"{sd_a[w]:.2f} % of the host mean, before {sd_b[w]:.2f} %"))
     rows += [
         Row("verdicts", "simulated 20 % shift detected at the auto setting", detected, "share", ">= 0.90",
-            detected >= 0.90, "2000 paired trials, 5 % spread, 10 % drift between rounds, 3..6 rounds"),
+            detected >= 0.90, "2000 paired trials of one mode alone, 5 % spread, 10 % drift between rounds, 2..6 "
+            "rounds"),
         Row("verdicts", "simulated A/A: better / worse called on identical sides", false, "share", "<= 0.05",
-            false <= 0.05, "2000 paired trials at the auto setting (binomial SE about 0.5 %), the runner's stopping rule "
-            "(sweep/adaptive.py: an early stop on a difference needs it with the interval widened by 2 sqrt(max / n), "
-            "futile ones stop; looking after every round inflates the per-look 5 %, this row measures what is left)"),
+            false <= 0.05, "2000 paired trials of one mode alone at the auto setting (binomial SE about 0.5 %), the "
+            "runner's stopping rule (sweep/adaptive.py: an early stop needs 2 or more degrees of freedom in its "
+            "spread, and on a difference the interval widened by 2 sqrt(max / n); futile ones stop; looking after "
+            "every round inflates the per-look 5 %, this row measures what is left)"),
+        Row("verdicts", "simulated 20 % shift detected, 8 modes pooled against one host", detected8, "share",
+            ">= 0.90", detected8 >= 0.90, "1000 trials of 8 modes sharing one host's runs, their spreads pooled as "
+            "the sweep pools them, 2..6 rounds, each mode stopping on its own"),
+        Row("verdicts", "simulated A/A, 8 modes pooled against one host: better / worse called", false8, "share",
+            "<= 0.05", false8 <= 0.05, "8000 comparisons (1000 trials of 8 modes), the runner's stopping rule on "
+            "pooled spreads from round 2 (min-repetitions 2, make sweep's plan)"),
     ]
     return rows
 

@@ -49,14 +49,15 @@ def _planned_runs(root: Path, preset: str, params: dict[str, str] | None = None)
     return sum(len(runs_for(s, c)) for c in cells)
 
 
-def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None
-             ) -> tuple[int, float, int]:
+def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None,
+             min_repetitions: int = 2) -> tuple[int, float, int]:
     """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
     preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run; `params`: the
     claims' select). The timed measurement leaves out the runs every testbed records unsupported at once (service
     proxy none where the CNI does not replace kube-proxy); runs recorded unsupported where a kernel lacks a feature
     (ESP, Geneve, IPVS) count as measured: another machine's kernel may have it."""
-    s = spec_mod.load(root / preset, {"repetitions": "auto", "max-repetitions": str(max_repetitions),
+    s = spec_mod.load(root / preset, {"repetitions": "auto", "min-repetitions": str(min_repetitions),
+                                      "max-repetitions": str(max_repetitions),
                                       **{k: v for k, v in (params or {}).items() if k == "select"}},
                       substrate="local")
     cells, _ = expand_checked(s)
@@ -74,6 +75,9 @@ def run_cmd(
                                "preset gets its share of what is left, in proportion to its planned runs."),
     paper: List[str] = typer.Option([], "--paper", metavar="ID", help="Only these seed papers (000 ... 004); "
                                     "repeatable. Default: all."),
+    min_repetitions: int = typer.Option(2, "--min-repetitions", min=2, max=30, help="Rounds every variant runs "
+                                        "before it may stop; a claim comparison stops after round 2 only on a spread "
+                                        "of 2 or more degrees of freedom (docs/verdicts.md)."),
     max_repetitions: int = typer.Option(6, "--max-repetitions", min=3, max=30, help="At most this many rounds per "
                                         "variant (repetitions=auto stops a variant earlier once it is decided)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say which presets would run, for which claims; run "
@@ -102,7 +106,9 @@ def run_cmd(
     rows, claims = _read(path)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
     chosen = {t.preset: t.params(claims) for t in tasks}  # aim and select, as each preset's sweep gets them
-    minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset]) for t in tasks}
+    if min_repetitions > max_repetitions:
+        raise SpecError(f"--min-repetitions ({min_repetitions}) is above --max-repetitions ({max_repetitions})")
+    minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset], min_repetitions) for t in tasks}
     planned = {t.preset: _planned_runs(root, t.preset, chosen[t.preset]) for t in tasks}
     for t in tasks:
         runs, timed, untimed = minimum[t.preset]
@@ -146,6 +152,7 @@ def run_cmd(
         papers_run.run(tasks, seconds, planned_runs=planned.get, run_sweep=run_sweep,
                        rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
                        log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
+                       min_repetitions=min_repetitions,
                        claims=claims, minimum_s=lambda p: minimum[p][1])
     except KeyboardInterrupt:
         err.print("interrupted: runs already measured are stored; run the same command again to resume")

@@ -124,8 +124,16 @@ def widen(n: int, n_max: int) -> float:
     return EARLY_WIDEN * math.sqrt(max(n_max, n) / max(n, 1))
 
 
+# An early stop needs a spread worth trusting: a paired spread from 2 rounds alone has 1 degree of freedom and is
+# often near 0 by chance (simulated: 1 % of identical pairs stopped as different after 2 rounds even with the widened
+# interval). Pooled with the sweep's other modes (verdict.pooled) a comparison has more from round 2 on.
+STOP_MIN_DF = 2
+
+
 def settled(c: Comparison, n_max: int) -> bool:
     """May a variant stop on this comparison before n_max (max-repetitions) rounds?"""
+    if c.df is None or c.df < STOP_MIN_DF:
+        return False
     if c.verdict == "equivalent":
         return True
     if c.verdict in ("better", "worse") and c.ci95 is not None and c.mean_b is not None:

@@ -151,7 +151,7 @@ def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str],
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
         run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
         still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
-        max_repetitions: int = 6, clock: Callable[[], float] = time.monotonic,
+        max_repetitions: int = 6, min_repetitions: int = 2, clock: Callable[[], float] = time.monotonic,
         claims: dict[tuple[str, str], dict] | None = None,
         minimum_s: Callable[[str], float] | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
@@ -183,7 +183,8 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
         log(f"papers: [{i + 1}/{len(tasks)}] seed {', '.join(task.papers)}: {task.preset} for {len(open_now)} "
             f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left{past}; {eta} "
             f"(sweep {task.sweep_id})")
-        params = {"repetitions": "auto", "max-repetitions": str(max_repetitions), "time-budget": str(int(share)),
+        params = {"repetitions": "auto", "min-repetitions": str(min_repetitions),
+                  "max-repetitions": str(max_repetitions), "time-budget": str(int(share)),
                   "sweep-id": task.sweep_id, **task.params(claims or {})}
         if "aim" in params:
             log(f"papers: [{i + 1}/{len(tasks)}] aimed at its {len(json.loads(params['aim']))} claim comparison(s)")
