@@ -31,6 +31,10 @@ class Dds(Workload):
         """Where the datapath carries no multicast, discovery uses static unicast peers and multicast transport
         is recorded as unsupported."""
         p = run.params
+        # a cluster's pods keep running what an earlier run started there (killing `kubectl exec` leaves the remote
+        # process; a pong or sub lives init wait + duration + 60 s): stop it first, or it answers this run's pings
+        # and takes its samples (the testbed kills its process groups; flushing there costs nothing measured)
+        ctx.provider.flush_services()
         pub = ctx.provider.client(run.placement)
         pool = ctx.provider.peers(run.placement)
         subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
