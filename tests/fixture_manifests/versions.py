@@ -168,7 +168,7 @@ VERSION_NOISE = {
 }
 RES_METRICS = ("cpu_workload_pct", "rss_workload_mb", "cpu_system_pct", "rss_system_mb")
 VERSION_DDS = {"reliability": "reliable", "transport": "unicast", "subscribers": 1, "discovery": "static-peers",
-               "security": "none", "rate": "inf"}
+               "security": "none", "rate": "inf", "leftovers_stopped": True}  # a cluster's run after that fix
 # (workload, protocol, length, params, metrics): 9 configurations, 52 metrics per card
 VERSION_CONFIGS = (
     *[("iperf3", "tcp", n, {}, ("throughput_mbps/tcp", *RES_METRICS)) for n in (131072, 65536, 16384)],

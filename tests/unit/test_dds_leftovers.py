@@ -13,8 +13,8 @@ DDS = workloads.REGISTRY["dds"]
 
 
 class _Pods:  # a cluster's provider as the DDS workload reads it
-    def __init__(self, events):
-        self.events = events
+    def __init__(self, events, name="ssh"):
+        self.events, self.name = events, name
 
     def flush_services(self):
         self.events.append("flush")
@@ -48,3 +48,11 @@ def test_each_dds_run_stops_the_pods_leftovers_before_it_starts_its_own(monkeypa
         DDS.measure(ctx, _run(mode))
     assert events == ["flush", "client", "measure latency", "flush", "client", "measure latency",
                       "flush", "client", "measure throughput"]
+
+
+def test_a_clusters_dds_run_records_that_it_ran_after_the_flush_and_a_testbed_run_does_not(monkeypatch):
+    monkeypatch.setattr(driver, "measure", lambda pub, subs, **kw: ({}, {"latency_p90_us": 1.0}, None))
+    *_, on_cluster = DDS.measure(SimpleNamespace(provider=_Pods([])), _run("latency"))
+    *_, on_testbed = DDS.measure(SimpleNamespace(provider=_Pods([], name="local")), _run("latency"))
+    assert on_cluster["leftovers_stopped"] is True  # the warehouse keeps a cluster's DDS run without it out
+    assert "leftovers_stopped" not in on_testbed

@@ -190,3 +190,30 @@ def test_report_support_prints_the_matrix_and_its_json(support_warehouse):
     assert got[("flannel", "wireguard", "namespace")]["reason"] == WG_REASON
     assert got[("flannel", "vxlan", "vm-arm64")]["node_arches"] == "arm64"
     assert got[("cilium", "vxlan", "vm-x86")]["support"] == NEVER
+
+
+def test_a_clusters_dds_run_stored_before_the_leftovers_were_stopped_is_invalid(tmp_path):
+    """A cluster's DDS run without params.leftovers_stopped (stored before a DDS run stopped the ddsperf earlier runs
+    left in the pods, workloads/dds.py) is out of every comparison with the reason; the same run with it, a testbed
+    run and an imported one are not."""
+    import copy
+
+    base = next(m for m in fx.dds_manifests() if m["status"] == "ok" and m["params"]["mode"] == "latency")
+    ms = []
+    for sweep, substrate, marker, imported in (("dds-old", "ssh", False, False), ("dds-new", "ssh", True, False),
+                                               ("dds-tb", "local", False, False), ("dds-imp", "ssh", False, True)):
+        m = copy.deepcopy(base)
+        m.update(sweep_id=sweep, substrate=substrate, distribution="kubeadm" if substrate == "ssh" else "none",
+                 run_id=f"r-{sweep}", cell_id=f"c-{sweep}")
+        if marker:
+            m["params"]["leftovers_stopped"] = True
+        if imported:
+            m["imported"] = {"tool": "ddsperf"}
+        ms.append(m)
+    _warehouse_of(fx.write_tree(tmp_path / "raw", ms), tmp_path)
+    got = dict((r[0], r[1:]) for r in q(tmp_path / "warehouse.duckdb",
+                                        "select sweep_id, is_valid, invalid_reason from fct_runs"))
+    reason = ("a DDS run on a cluster stored before leftover responders were stopped between runs (pongs and "
+              "subscribers of earlier runs still ran in its pods)")
+    assert got == {"dds-old": (False, reason), "dds-new": (True, None), "dds-tb": (True, None),
+                   "dds-imp": (True, None)}

@@ -128,6 +128,11 @@ renamed as (
         -- vm-arm64 (a VM node among the cell's nodes), machine (a lab of real machines); runs recorded before the
         -- nodes were fall back on shared_kernel (namespace) or machine; kind and imported runs keep the substrate.
         coalesce(manifest->'environment'->'cluster'->>'cpu' = 'emulated', false) as cpu_emulated,
+        -- a cluster's DDS run without params.leftovers_stopped was stored before a DDS run stopped what earlier runs
+        -- left in the pods (var dds_leftovers_reason); the testbed kills its process groups, imported runs are not ours
+        coalesce((manifest->>'workload') = 'dds' and (manifest->>'substrate') <> 'local'
+                 and json_type(manifest->'imported') is distinct from 'OBJECT'
+                 and (manifest->'params'->'leftovers_stopped') is null, false) as dds_leftovers,
         case when manifest->>'substrate' = 'local' then 'testbed'
              when manifest->>'substrate' = 'ssh'
              then coalesce(nullif(manifest->'environment'->'cluster'->>'node_kind', ''),
@@ -152,12 +157,14 @@ renamed as (
         -- absent (older manifests) or JSON null = valid; anything that is not a boolean becomes null and fails
         -- the not_null data test instead of silently counting as valid. A run on an emulated CPU is never valid:
         -- this is the one place that keeps such runs out of every comparison (each reads `is_valid` runs only)
-        case when cpu_emulated then false
+        case when cpu_emulated or dds_leftovers then false
              when (manifest->'is_valid') is null or json_type(manifest->'is_valid') = 'NULL' then true
              when json_type(manifest->'is_valid') = 'BOOLEAN' then (manifest->>'is_valid')::boolean
         end                                                        as is_valid,
-        case when cpu_emulated
-             then concat_ws('; ', nullif(manifest->>'invalid_reason', ''), '{{ var('emulated_cpu_reason') }}')
+        case when cpu_emulated or dds_leftovers
+             then concat_ws('; ', nullif(manifest->>'invalid_reason', ''),
+                            case when cpu_emulated then '{{ var('emulated_cpu_reason') }}' end,
+                            case when dds_leftovers then '{{ var('dds_leftovers_reason') }}' end)
              else manifest->>'invalid_reason' end                  as invalid_reason,
         manifest->>'workload'                                      as workload,
         manifest->>'protocol'                                      as protocol,
@@ -259,4 +266,5 @@ renamed as (
 
 )
 
-select * from renamed
+-- dds_leftovers only decides is_valid and invalid_reason above
+select * exclude (dds_leftovers) from renamed
