@@ -201,7 +201,8 @@ def test_a_clusters_dds_run_stored_before_the_leftovers_were_stopped_is_invalid(
     base = next(m for m in fx.dds_manifests() if m["status"] == "ok" and m["params"]["mode"] == "latency")
     ms = []
     for sweep, substrate, marker, imported in (("dds-old", "ssh", False, False), ("dds-new", "ssh", True, False),
-                                               ("dds-tb", "local", False, False), ("dds-imp", "ssh", False, True)):
+                                               ("dds-tb", "local", False, False), ("dds-imp", "ssh", False, True),
+                                               ("dds-fix", "ssh", False, False)):
         m = copy.deepcopy(base)
         m.update(sweep_id=sweep, substrate=substrate, distribution="kubeadm" if substrate == "ssh" else "none",
                  run_id=f"r-{sweep}", cell_id=f"c-{sweep}")
@@ -209,6 +210,8 @@ def test_a_clusters_dds_run_stored_before_the_leftovers_were_stopped_is_invalid(
             m["params"]["leftovers_stopped"] = True
         if imported:
             m["imported"] = {"tool": "ddsperf"}
+        if sweep == "dds-fix":  # made by the commit that stopped the leftovers before runs recorded it
+            m["environment"]["edgebench_commit"] = "49b3ef818e999fcc3609ec7232992566a0858626"
         ms.append(m)
     _warehouse_of(fx.write_tree(tmp_path / "raw", ms), tmp_path)
     got = dict((r[0], r[1:]) for r in q(tmp_path / "warehouse.duckdb",
@@ -216,4 +219,4 @@ def test_a_clusters_dds_run_stored_before_the_leftovers_were_stopped_is_invalid(
     reason = ("a DDS run on a cluster stored before leftover responders were stopped between runs (pongs and "
               "subscribers of earlier runs still ran in its pods)")
     assert got == {"dds-old": (False, reason), "dds-new": (True, None), "dds-tb": (True, None),
-                   "dds-imp": (True, None)}
+                   "dds-imp": (True, None), "dds-fix": (True, None)}

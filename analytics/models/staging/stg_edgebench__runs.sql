@@ -129,10 +129,14 @@ renamed as (
         -- nodes were fall back on shared_kernel (namespace) or machine; kind and imported runs keep the substrate.
         coalesce(manifest->'environment'->'cluster'->>'cpu' = 'emulated', false) as cpu_emulated,
         -- a cluster's DDS run without params.leftovers_stopped was stored before a DDS run stopped what earlier runs
-        -- left in the pods (var dds_leftovers_reason); the testbed kills its process groups, imported runs are not ours
+        -- left in the pods (var dds_leftovers_reason), unless the commit that made it already stopped them (var
+        -- dds_leftovers_stopped_commits); the testbed kills its process groups, imported runs are not ours
         coalesce((manifest->>'workload') = 'dds' and (manifest->>'substrate') <> 'local'
                  and json_type(manifest->'imported') is distinct from 'OBJECT'
-                 and (manifest->'params'->'leftovers_stopped') is null, false) as dds_leftovers,
+                 and (manifest->'params'->'leftovers_stopped') is null
+                 and coalesce(manifest->'environment'->>'edgebench_commit', '') not in (
+                     {%- for c in var('dds_leftovers_stopped_commits') %}'{{ c }}'{{ ', ' if not loop.last }}{% endfor -%}
+                 ), false) as dds_leftovers,
         case when manifest->>'substrate' = 'local' then 'testbed'
              when manifest->>'substrate' = 'ssh'
              then coalesce(nullif(manifest->'environment'->'cluster'->>'node_kind', ''),
