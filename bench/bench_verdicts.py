@@ -41,7 +41,8 @@ PARAMS = {"cnis": ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "c
           "http-payloads": ["60"]}
 QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan", "flannel:host-gw"], "workloads": ["iperf3:tcp", "http:payload-echo"]}
 BEFORE = {"repetitions": "3", "duration": "3", "dds-duration": "3"}
-AFTER = {"repetitions": "auto", "min-repetitions": "2", "max-repetitions": "6", "duration": "3", "dds-duration": "3"}  # + time-budget
+AFTER = {"repetitions": "auto", "min-repetitions": "2", "max-repetitions": "6", "duration": "3",  # + time-budget
+         "dds-duration": "3"}
 
 
 def _sweep(values: dict, sweep_id: str, duet: bool):

@@ -249,6 +249,8 @@ def dds_ctx():
         ip = "10.0.0.1"
 
     class Provider:
+        name = "local"
+
         def client(self, placement):
             return Ep()
 

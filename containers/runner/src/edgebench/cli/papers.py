@@ -50,7 +50,7 @@ def _planned_runs(root: Path, preset: str, params: dict[str, str] | None = None)
 
 
 def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None,
-             min_repetitions: int = 2) -> tuple[int, float, int]:
+             min_repetitions: int = papers_run.MIN_REPETITIONS) -> tuple[int, float, int]:
     """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
     preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run; `params`: the
     claims' select). The timed measurement leaves out the runs every testbed records unsupported at once (service
@@ -75,7 +75,7 @@ def run_cmd(
                                "preset gets its share of what is left, in proportion to its planned runs."),
     paper: List[str] = typer.Option([], "--paper", metavar="ID", help="Only these seed papers (000 ... 004); "
                                     "repeatable. Default: all."),
-    min_repetitions: int = typer.Option(2, "--min-repetitions", min=2, max=30, help="Rounds every variant runs "
+    min_repetitions: int = typer.Option(papers_run.MIN_REPETITIONS, "--min-repetitions", min=2, max=30, help="Rounds every variant runs "
                                         "before it may stop; a claim comparison stops after round 2 only on a spread "
                                         "of 2 or more degrees of freedom (docs/verdicts.md)."),
     max_repetitions: int = typer.Option(6, "--max-repetitions", min=3, max=30, help="At most this many rounds per "

@@ -18,8 +18,9 @@ from typing import Any
 
 from edgebench import workloads
 from edgebench.plan.dimensions import DIMENSIONS
-from edgebench.sweep import aim as aiming
 from edgebench.results.report.verdict import Comparison, compare, decide, margin_abs, margin_pct, pooled, t95
+from edgebench.sweep import aim as aiming
+from edgebench.workloads.dds import LEFTOVERS_STOPPED
 
 
 def conditions(cell, ignore: tuple[str, ...] = ()) -> tuple:
@@ -38,7 +39,7 @@ def baselines(cells) -> dict[int, int | None]:
 # its peers (the host network uses multicast discovery, a datapath without multicast static peers; cmp_dds_vs_host
 # compares them and shows both as discovery / host_discovery); and what a run records of how it was made
 # (leftovers_stopped: workloads/dds.py), never planned
-NOT_MATCHED = ("discovery", "leftovers_stopped")
+NOT_MATCHED = ("discovery", LEFTOVERS_STOPPED)
 
 
 def _variant(doc: dict[str, Any]) -> tuple:

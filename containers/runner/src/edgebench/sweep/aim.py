@@ -20,11 +20,12 @@ from typing import Any, Iterable
 
 from edgebench.results.report.claim_compare import metric_family
 from edgebench.results.report.verdict import Comparison, compare, margin_pct
+from edgebench.workloads.dds import LEFTOVERS_STOPPED
 
 # names the claims use for what a run document holds under another name
 ALIASES = {"dds_mode": "mode"}
 # never part of what pairs two runs: derived from the CNI mode, or allowed to differ from the pair's (adaptive)
-UNPAIRED = {"datapath", "discovery", "is_host_baseline", "leftovers_stopped"}
+UNPAIRED = {"datapath", "discovery", "is_host_baseline", LEFTOVERS_STOPPED}
 # a run's identity, besides its parameters: the variant and the cell's dimensions
 IDENTITY = ("workload", "protocol", "path", "placement", "length_bytes", "cni", "cni_mode", "tuning_profile",
             "netem_scenario", "distribution", "intercluster_tool", "cpu_class", "service_proxy", "substrate")

@@ -133,6 +133,10 @@ def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | Non
     return sorted(tasks.values(), key=lambda t: (-len(t.claims), t.preset)), orphans
 
 
+# rounds every preset's variants run before one may stop (`--min-repetitions`; docs/papers.md)
+MIN_REPETITIONS = 2
+
+
 def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str], float]) -> str | None:
     """A warning when the presets' minimum rounds alone (min-repetitions always run, whatever the budget) hold more
     timed measurement than the budget: how many of the presets, in the order they run, fit; None when all do."""
@@ -151,7 +155,7 @@ def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str],
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
         run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
         still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
-        max_repetitions: int = 6, min_repetitions: int = 2, clock: Callable[[], float] = time.monotonic,
+        max_repetitions: int = 6, min_repetitions: int = MIN_REPETITIONS, clock: Callable[[], float] = time.monotonic,
         claims: dict[tuple[str, str], dict] | None = None,
         minimum_s: Callable[[str], float] | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:

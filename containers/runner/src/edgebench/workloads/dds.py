@@ -14,8 +14,6 @@ from edgebench.plan.dimensions import Run
 from edgebench.plan.workload_plans import DDSPERF_PING_TIMEOUT_MS
 from edgebench.workloads.base import Measurement, Workload
 
-
-
 # the run parameter a cluster's DDS run records once the pods' leftover responders are stopped before it (2026-11-29);
 # not a run key: adaptive.NOT_MATCHED and aim.UNPAIRED leave it out of a variant's identity
 LEFTOVERS_STOPPED = "leftovers_stopped"
@@ -46,7 +44,7 @@ class Dds(Workload):
         subs = [pool[i % len(pool)] for i in range(p["subscribers"])]
         no_multicast = ctx.provider.multicast_reason(run.placement)
         params = {**p, "discovery": "multicast" if no_multicast is None else "static-peers"}
-        if getattr(ctx.provider, "name", "local") != "local":
+        if ctx.provider.name != "local":
             # what tells a cluster's run from one stored before that flush: the warehouse keeps those out
             # (stg_edgebench__runs, var dds_leftovers_reason)
             params[LEFTOVERS_STOPPED] = True
