@@ -165,8 +165,11 @@ minio: tools ## start the local MinIO on 127.0.0.1:9000 (data in .edgebench/mini
 minio-stop: ## stop the local MinIO
 	@scripts/minio.sh stop
 
+# exit 2 is bad input (a spec, parameter or argument; the sweep changed nothing): the warehouse is left as it was.
+# Any other end (a failed run, an interruption) still builds it from what was measured.
 sweep: setup minio ## run the default sweep on the local testbed, build the warehouse, print the summary
 	@rc=0; $(EDGEBENCH) sweep $(SWEEP) --local $(if $(findstring repetitions,$(ARGS))$(findstring time-budget,$(ARGS))$(findstring duration,$(ARGS)),,$(REPEAT)) $(ARGS) || rc=$$?; \
+	 if [ $$rc -eq 2 ]; then exit 2; fi; \
 	 $(EDGEBENCH) warehouse || exit $$?; \
 	 echo; echo "Portal: make portal, then open http://127.0.0.1:8501"; exit $$rc
 

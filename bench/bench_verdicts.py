@@ -7,7 +7,7 @@ judged from that sweep's runs alone:
   - before: the sweep file's plan as it was the default until 2026-11-28: 3 fixed rounds of 3 s runs, the cells of a
     round one after another (--no-duet), tools not pinned to CPUs (EDGEBENCH_PIN_CPUS=0);
   - after: `make sweep`'s plan (the Makefile's REPEAT): duet rounds, client and server pinned to CPUs of their own,
-    the same 3 s runs, repetitions=auto (2..6) within a time budget equal to the wall time `before` took just now.
+    the same 3 s runs, repetitions=auto (REPEAT's min..max rounds) within a time budget equal to the wall time `before` took just now.
 Rows: the share of decisive comparisons (equivalent, better or worse; target >= 0.90; the spreads of the modes paired
 with the same host runs pooled, as the rule pools them) and of HTTP p50 comparisons (>= 0.80) after, beside before's;
 after's decisive comparisons pooled against the same runs judged each alone; wall time after / before (<= 1.0); the pair SD (sd over rounds of the per-round
@@ -41,8 +41,23 @@ PARAMS = {"cnis": ["host", "flannel:vxlan", "flannel:host-gw", "kube-router", "c
           "http-payloads": ["60"]}
 QUICK = {**PARAMS, "cnis": ["host", "flannel:vxlan", "flannel:host-gw"], "workloads": ["iperf3:tcp", "http:payload-echo"]}
 BEFORE = {"repetitions": "3", "duration": "3", "dds-duration": "3"}
-AFTER = {"repetitions": "auto", "min-repetitions": "2", "max-repetitions": "6", "duration": "3",  # + time-budget
-         "dds-duration": "3"}
+
+
+def makefile_repeat(makefile: Path = REPO / "Makefile") -> dict[str, str]:
+    """`make sweep`'s plan as the Makefile's REPEAT line gives it (`-p key=value` pairs), without its time budget
+    (the bench gives `after` the wall time `before` took)."""
+    for line in makefile.read_text().splitlines():
+        if line.startswith("REPEAT") and "=" in line:
+            words = line.split("=", 1)[1].split()
+            pairs = dict(w.split("=", 1) for w, flag in zip(words[1:], words) if flag == "-p")
+            pairs.pop("time-budget", None)
+            if pairs.get("repetitions") != "auto" or not {"min-repetitions", "max-repetitions"} <= set(pairs):
+                raise SystemExit(f"bench verdicts: the Makefile's REPEAT is not an adaptive plan: {line}")
+            return pairs
+    raise SystemExit(f"bench verdicts: no REPEAT line in {makefile}")
+
+
+AFTER = {**makefile_repeat(), "duration": "3", "dds-duration": "3"}  # + time-budget
 
 
 def _sweep(values: dict, sweep_id: str, duet: bool):
@@ -111,8 +126,8 @@ def decisive(sweep, report, workload: str | None = None, pool: bool = True) -> t
     return sum(n for v, n in counts.items() if v in DECISIVE), total, counts
 
 
-def simulate(trials: int = 2000, lo: int = 2, hi: int = 6, shift: float = 0.20, cv: float = 0.05,
-             modes: int = 1) -> tuple[float, float]:
+def simulate(trials: int = 2000, lo: int = int(AFTER["min-repetitions"]),
+             hi: int = int(AFTER["max-repetitions"]), shift: float = 0.20, cv: float = 0.05, modes: int = 1) -> tuple[float, float]:
     """The auto procedure on simulated paired rounds, `modes` CNI modes sharing one host's runs as a sweep's modes do
     (more than one: their spreads pooled, verdict.pooled, as the runner and the warehouse pool them; each mode stops
     on its own): (share of 20 % shifts called worse, share of A/A comparisons called better or worse). Each trial
@@ -187,10 +202,11 @@ def run(quick: bool = False) -> list[Row]:
                         "ratio", "< 1.0", (sd_a[w] / sd_b[w] < 1.0) if sd_b[w] else None,
                         f"median over variants of the sd over rounds of the difference to the host: after "
                         f"{sd_a[w]:.2f} % of the host mean, before {sd_b[w]:.2f} %"))
+    rounds = f'{AFTER["min-repetitions"]}..{AFTER["max-repetitions"]} rounds'
     rows += [
         Row("verdicts", "simulated 20 % shift detected at the auto setting", detected, "share", ">= 0.90",
-            detected >= 0.90, "2000 paired trials of one mode alone, 5 % spread, 10 % drift between rounds, 2..6 "
-            "rounds"),
+            detected >= 0.90, "2000 paired trials of one mode alone, 5 % spread, 10 % drift between rounds, "
+            f"{rounds}"),
         Row("verdicts", "simulated A/A: better / worse called on identical sides", false, "share", "<= 0.05",
             false <= 0.05, "2000 paired trials of one mode alone at the auto setting (binomial SE about 0.5 %), the "
             "runner's stopping rule (sweep/adaptive.py: an early stop needs 2 or more degrees of freedom in its "
@@ -198,10 +214,10 @@ def run(quick: bool = False) -> list[Row]:
             "every round inflates the per-look 5 %, this row measures what is left)"),
         Row("verdicts", "simulated 20 % shift detected, 8 modes pooled against one host", detected8, "share",
             ">= 0.90", detected8 >= 0.90, "1000 trials of 8 modes sharing one host's runs, their spreads pooled as "
-            "the sweep pools them, 2..6 rounds, each mode stopping on its own"),
+            f"the sweep pools them, {rounds}, each mode stopping on its own"),
         Row("verdicts", "simulated A/A, 8 modes pooled against one host: better / worse called", false8, "share",
             "<= 0.05", false8 <= 0.05, "8000 comparisons (1000 trials of 8 modes), the runner's stopping rule on "
-            "pooled spreads from round 2 (min-repetitions 2, make sweep's plan)"),
+            f"pooled spreads from round {AFTER['min-repetitions']} (make sweep's plan)"),
     ]
     return rows
 

@@ -185,3 +185,15 @@ def test_readiness_waits_are_longer_where_a_node_s_cpu_is_emulated(tmp_path):
     waits = [x for x in k.texts() if " wait " in f" {x} " and "--timeout=" in x]
     assert any(f"--timeout={300 * EMULATED_WAIT_FACTOR}s" in x and "edgebench.io/workload=true" in x for x in waits)
     assert any(f"--timeout={600 * EMULATED_WAIT_FACTOR}s" in x and "nodes --all" in x for x in waits), waits
+
+
+@pytest.mark.parametrize("qdiscs,netem_on,rate,why", [
+    ("qdisc htb 1: root\nqdisc netem 10: parent 1:10", True, True, None),
+    ("qdisc htb 1: root", True, True, "no netem qdisc on n1/eth0"),
+    ("qdisc netem 10: root", True, True, "no htb rate limit on n1/eth0"),
+    ("qdisc htb 1: root", False, True, None),  # the userspace emulator impairs; htb carries the rate
+    ("qdisc fq_codel 0: root", False, False, None),
+])
+def test_one_rule_says_which_qdisc_is_gone(qdiscs, netem_on, rate, why):
+    """The rule both substrates' checks use (the cluster's link.problem, the testbed's check_local)."""
+    assert netem.qdisc_problem(qdiscs, "n1/eth0", netem=netem_on, rate=rate) == why

@@ -274,3 +274,23 @@ def test_the_scorecard_names_the_preset_papers_run_plans_and_a_way_for_the_rest(
             assert "-p 'tuning=[" in text and "seed-003-tuned-profiles" in text, (cid, text)
         # the dry run prints the same
         assert claim_preset.home(claim, paper, REPO).command() in text
+
+
+
+def test_bad_options_change_nothing(tmp_path, monkeypatch):
+    """Rounds the wrong way round, an unknown paper or a bad budget: one message and no warehouse built from the store
+    (the checks come before anything is read or written)."""
+    from typer.testing import CliRunner
+
+    from edgebench.cli import app as cli_app
+    from edgebench.errors import EdgebenchError
+
+    built = []
+    monkeypatch.setattr(cli_papers.warehouse, "build", lambda *a, **k: built.append(a))
+    missing = tmp_path / "warehouse.duckdb"
+    for argv, message in ((["--min-repetitions", "5", "--max-repetitions", "3"], "is above --max-repetitions"),
+                          (["--paper", "009"], "unknown paper"),
+                          (["--budget", "soon"], "'--budget' must be")):
+        res = CliRunner().invoke(cli_app, ["papers", "run", "--warehouse", str(missing), *argv])
+        assert isinstance(res.exception, EdgebenchError) and message in str(res.exception), (argv, res.output)
+        assert not built and not missing.exists(), argv

@@ -75,9 +75,10 @@ def run_cmd(
                                "preset gets its share of what is left, in proportion to its planned runs."),
     paper: List[str] = typer.Option([], "--paper", metavar="ID", help="Only these seed papers (000 ... 004); "
                                     "repeatable. Default: all."),
-    min_repetitions: int = typer.Option(papers_run.MIN_REPETITIONS, "--min-repetitions", min=2, max=30, help="Rounds every variant runs "
-                                        "before it may stop; a claim comparison stops after round 2 only on a spread "
-                                        "of 2 or more degrees of freedom (docs/verdicts.md)."),
+    min_repetitions: int = typer.Option(papers_run.MIN_REPETITIONS, "--min-repetitions", min=2, max=30,
+                                        help="Rounds every variant runs before it may stop; a claim comparison "
+                                        "stops after round 2 only on a spread of 2 or more degrees of freedom "
+                                        "(docs/verdicts.md)."),
     max_repetitions: int = typer.Option(6, "--max-repetitions", min=3, max=30, help="At most this many rounds per "
                                         "variant (repetitions=auto stops a variant earlier once it is decided)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say which presets would run, for which claims; run "
@@ -93,7 +94,12 @@ def run_cmd(
     seconds = time_budget("--budget", budget)
     if seconds is None:
         raise SpecError("--budget must be a time such as 7200, 90m or 2h")
-    ids = [papers.paper_id(p) for p in paper]
+    if min_repetitions > max_repetitions:
+        raise SpecError(f"--min-repetitions ({min_repetitions}) is above --max-repetitions ({max_repetitions})")
+    try:
+        ids = [papers.paper_id(p) for p in paper]
+    except papers.PaperError as exc:
+        raise SpecError(str(exc)) from None
     root = repo_root()
     path = Path(warehouse_path) if warehouse_path else warehouse.default_warehouse_path()
     if not path.exists():  # built from what the store holds; a store with nothing in it leaves the seeds
@@ -106,8 +112,6 @@ def run_cmd(
     rows, claims = _read(path)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None)
     chosen = {t.preset: t.params(claims) for t in tasks}  # aim and select, as each preset's sweep gets them
-    if min_repetitions > max_repetitions:
-        raise SpecError(f"--min-repetitions ({min_repetitions}) is above --max-repetitions ({max_repetitions})")
     minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset], min_repetitions) for t in tasks}
     planned = {t.preset: _planned_runs(root, t.preset, chosen[t.preset]) for t in tasks}
     for t in tasks:

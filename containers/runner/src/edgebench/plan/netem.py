@@ -232,6 +232,17 @@ def render_revert(dev: str) -> list[list[str]]:
     return [["tc", "qdisc", "del", "dev", dev, "root"]]
 
 
+def qdisc_problem(qdiscs: str, where: str, *, netem: bool, rate: bool) -> str | None:
+    """Why a shaped device's qdiscs (`tc qdisc show dev DEV`) no longer carry the condition applied to it, or None:
+    a netem qdisc where the kernel's netem emulates the impairment (`netem`), an htb rate limit where the condition
+    has a rate (`rate`). `where` names the device in the message (node/dev)."""
+    if netem and "netem" not in qdiscs:
+        return f"no netem qdisc on {where}"
+    if rate and "htb" not in qdiscs:
+        return f"no htb rate limit on {where}"
+    return None
+
+
 def render_script(cmds: Sequence[Sequence[str]], prefix: Sequence[str] = ()) -> str:
     """Shell lines for SSH / nsenter, e.g. prefix=('sudo',) or ('nsenter', '-t', '1', '-n', '--')."""
     return "".join(shlex.join([*prefix, *c]) + "\n" for c in cmds)

@@ -125,11 +125,12 @@ def matches(want: str, got: str | None) -> bool:
 
 
 # rendering for real nodes (pure) --------------------------------------------------------------------------
-def render_snapshot(profile_name: str, dev: str) -> list[list[str]]:
-    """Commands whose output is the state to restore later (run before apply)."""
+def render_snapshot(profile_name: str, dev: str, tuned_adm: bool = True) -> list[list[str]]:
+    """Commands whose output is the state to restore later (run before apply). `tuned_adm`: whether a tuned profile
+    is applied by tuned-adm (else by its sysctls alone, render_apply)."""
     p = profile(profile_name)
     cmds: list[list[str]] = []
-    if p["tuned"]:
+    if p["tuned"] and tuned_adm:
         cmds.append(["tuned-adm", "active"])
     cmds += [["sysctl", "-n", k] for k in p["sysctl"]]
     if p["ethtool"].get("features"):
@@ -141,36 +142,50 @@ def render_snapshot(profile_name: str, dev: str) -> list[list[str]]:
     return cmds
 
 
-def render_readback(profile_name: str, dev: str) -> list[list[str]]:
-    cmds = render_snapshot(profile_name, dev)
-    if profile(profile_name)["tuned"]:
+def render_readback(profile_name: str, dev: str, tuned_adm: bool = True) -> list[list[str]]:
+    cmds = render_snapshot(profile_name, dev, tuned_adm)
+    if profile(profile_name)["tuned"] and tuned_adm:
         cmds.append(["tuned-adm", "verify"])
     return cmds
 
 
-def render_apply(profile_name: str, dev: str, current: Mapping[str, str] | None = None) -> list[list[str]]:
-    """Apply commands. A tuned profile is applied by tuned-adm alone (it sets its sysctls itself); custom
-    profiles by sysctl -w / ethtool / ip link. `current` (sysctl values from the snapshot) resolves `>=N`."""
+def render_apply(profile_name: str, dev: str, current: Mapping[str, str] | None = None, tuned_adm: bool = True,
+                 ring_max: Mapping[str, str] | None = None) -> list[list[str]]:
+    """Apply commands. A tuned profile is applied by tuned-adm alone (it sets its sysctls itself), or with
+    `tuned_adm` False by its sysctls; custom profiles by sysctl -w / ethtool / ip link. `current` (sysctl values from
+    the snapshot) resolves `>=N`; `ring_max` (`ethtool -g`'s pre-set maximums) clamps a ring to what the NIC takes."""
     p = profile(profile_name)
-    if p["tuned"]:
+    if p["tuned"] and tuned_adm:
         return [["tuned-adm", "profile", p["tuned"]]]
     cmds = [["sysctl", "-w", f"{k}={target_value(as_text(v), (current or {}).get(k))}"] for k, v in p["sysctl"].items()]
     feats = p["ethtool"].get("features") or {}
     if feats:
         cmds.append(["ethtool", "-K", dev, *[x for f, v in feats.items() for x in (f, as_text(v))]])
-    ring = p["ethtool"].get("ring") or {}
+    ring = {r: ring_clamp(as_text(v), (ring_max or {}).get(r)) for r, v in (p["ethtool"].get("ring") or {}).items()}
+    ring = {r: v for r, v in ring.items() if v is not None}
     if ring:
-        cmds.append(["ethtool", "-G", dev, *[x for r, v in ring.items() for x in (r, as_text(v))]])
+        cmds.append(["ethtool", "-G", dev, *[x for r, v in ring.items() for x in (r, v)]])
     if p["mtu"] is not None:
         cmds.append(["ip", "link", "set", "dev", dev, "mtu", str(p["mtu"])])
     return cmds
 
 
-def render_revert(profile_name: str, dev: str, snapshot: Mapping[str, str]) -> list[list[str]]:
+def ring_clamp(want: str, maximum: str | None) -> str | None:
+    """The ring size to set: `want`, or the NIC's maximum where it is lower; None where the device has no such ring
+    (`ethtool -g` says n/a or 0). Without a maximum read, `want` as asked."""
+    if maximum is None:
+        return want
+    if maximum.strip().lower() in ("n/a", "0", ""):
+        return None
+    return str(min(int(want), int(maximum)))
+
+
+def render_revert(profile_name: str, dev: str, snapshot: Mapping[str, str], tuned_adm: bool = True) -> list[list[str]]:
     """Restore the snapshot: {sysctl key: old value, 'ethtool.gro': 'off', 'ethtool.ring.rx': '256', 'mtu': ..,
-    'tuned': previous active profile or ''}. For tuned profiles: back to the previous profile, or `tuned-adm off`."""
+    'tuned': previous active profile or ''}. For tuned profiles applied by tuned-adm: back to the previous profile,
+    or `tuned-adm off`."""
     p = profile(profile_name)
-    if p["tuned"]:
+    if p["tuned"] and tuned_adm:
         prev = snapshot.get("tuned") or ""
         return [["tuned-adm", "profile", prev]] if prev and prev != p["tuned"] else [["tuned-adm", "off"]]
     cmds = [["sysctl", "-w", f"{k}={snapshot[k]}"] for k in p["sysctl"] if k in snapshot]

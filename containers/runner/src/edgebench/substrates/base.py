@@ -9,6 +9,7 @@ record on the cell's runs (never replaced by something else).
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from typing import Any, Protocol, Sequence
 
@@ -29,6 +30,24 @@ class Endpoint(Protocol):
     def cmd(self, argv: Sequence[str]) -> list[str]:
         """argv wrapped to run at the endpoint (ip netns exec, kubectl exec, ...)."""
         ...
+
+
+PIN_ENV = "EDGEBENCH_PIN_CPUS"  # 0: never pin the client and server to CPUs of their own
+
+
+class PinsEndpoints:
+    """Pinning a workload's client and server tools to CPUs of their own (each substrate says which in `pinning`,
+    local/endpoints.py and clusters/workload_pods.py); `pin` is the same on every substrate."""
+
+    def pinning(self) -> dict[str, int] | None:
+        """{"client_cpu", "server_cpu"}, or None where the tools are not pinned."""
+        raise NotImplementedError
+
+    def pin(self, ep, role: str):
+        """The endpoint (a dataclass with a `cpu` field) with its tools pinned to the `role`'s CPU (client or server),
+        where pinning() pins."""
+        pin = self.pinning()
+        return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
 
 
 class Provider(ABC):

@@ -200,6 +200,7 @@ def tune_nodes(ctx: CellContext) -> None:
         return
     try:
         ctx.state["tuning"] = ctx.provider.apply_tuning(profile)
+        ctx.state["tuning"].setdefault("mtu", ctx.state.get("mtu"))  # a cluster's: the pod MTU install-cni read
     except Unsupported as exc:
         if profile != "default_settings":
             _cannot(ctx, exc)

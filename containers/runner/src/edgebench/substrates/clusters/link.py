@@ -14,7 +14,8 @@ import shlex
 from typing import Callable, Sequence
 
 from edgebench import sh
-from edgebench.plan.netem import Scenario, manifest_object, render_apply, render_readback, render_revert, render_script
+from edgebench.plan.netem import (Scenario, manifest_object, qdisc_problem, render_apply, render_readback, render_revert,
+                                  render_script)
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters.inventory import Node
 from edgebench.substrates.clusters.transport import Transport
@@ -95,10 +96,10 @@ def problem(transport: Transport, nodes: Sequence[Node], applied: dict[str, str]
         rc, text, err = transport.run(node, ["tc", "qdisc", "show", "dev", dev], sudo=True, timeout=60)
         if rc != 0:
             return f"cannot read the qdiscs of {node.name}/{dev}: {(err or text).strip()}"
-        if any(sc.get(k) for k in ("delay_ms", "jitter_ms", "loss_pct")) and "netem" not in text:
-            return f"no netem qdisc on {node.name}/{dev}"
-        if sc.get("rate_mbit") and "htb" not in text:
-            return f"no htb rate limit on {node.name}/{dev}"
+        why = qdisc_problem(text, f"{node.name}/{dev}", rate=bool(sc.get("rate_mbit")),
+                            netem=any(sc.get(k) for k in ("delay_ms", "jitter_ms", "loss_pct")))
+        if why:
+            return why
     return None
 
 

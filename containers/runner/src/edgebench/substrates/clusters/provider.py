@@ -30,7 +30,7 @@ from edgebench.substrates.clusters.install.artifacts import Source, mirror_image
 from edgebench.substrates.clusters.install.cni_manifests import apply_patches
 from edgebench.substrates.clusters.workload_pods import ClusterEndpoint, WorkloadPods
 from edgebench.plan.matrix import cni_installs, compatibility, distributions
-from edgebench.substrates.clusters import link
+from edgebench.substrates.clusters import link, node_tuning
 from edgebench.substrates.clusters.transport import Transport
 
 LocalRunner = Callable[..., str]  # (argv, input=None, check=True) -> stdout; raises sh.CommandError
@@ -423,17 +423,38 @@ class ClusterProvider(WorkloadPods, Provider):
         return removed
 
     def revert_conditions(self) -> None:
+        self.log += self._revert_tuning()
         self.log += self._revert_netem()
+
+    # -- node tuning (ssh: every node, node_tuning.py) ---------------------------------------------------------
+    def apply_tuning(self, profile: str) -> dict[str, Any]:
+        if self.name != "ssh":
+            return super().apply_tuning(profile)
+        return node_tuning.apply(self.transport, self.inventory.nodes, profile,
+                                 lambda state: self._write_state({"tuning": state}))
+
+    def _revert_tuning(self) -> list[str]:
+        """Restore what the cell's state says a tuning profile changed (ssh); what was restored. A setting that does
+        not read back as before is said in the provider's log."""
+        state = self._read_state().get("tuning") or {}
+        if not state.get("nodes") or self.transport is None:
+            return []
+        restored = node_tuning.revert(self.transport, self.inventory.nodes, state)
+        self.log += [f"tuning not restored: {p}" for p in node_tuning.problem(self.transport, self.inventory.nodes,
+                                                                               state)]
+        self._write_state({"tuning": {}})
+        return restored
 
     def teardown(self) -> list[str]:
         removed: list[str] = []
         if self.unavailable:  # nothing was installed for this cell
             return removed
         if self.name == "ssh":  # a run that died before its revert_conditions
-            try:
-                removed += self._revert_netem()
-            except Exception as exc:  # an unreachable node must not stop the rest of the cleanup
-                self.log.append(f"link condition revert failed: {exc}")
+            for what, revert in (("tuning", self._revert_tuning), ("link condition", self._revert_netem)):
+                try:
+                    removed += revert()
+                except Exception as exc:  # an unreachable node must not stop the rest of the cleanup
+                    self.log.append(f"{what} revert failed: {exc}")
         kc = Path(self.kubeconfig)
         if self.name == "kind":
             self.local(kind_mod.delete_argv(self.kind_name), check=False)

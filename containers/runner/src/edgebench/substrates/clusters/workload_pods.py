@@ -4,7 +4,6 @@ resource sampling on the nodes over SSH."""
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import json
 import os
@@ -16,12 +15,11 @@ import yaml
 from edgebench import sh
 from edgebench.errors import EdgebenchError
 from edgebench.plan.catalog import cnis
-from edgebench.substrates.base import Unsupported
+from edgebench.substrates.base import PIN_ENV, PinsEndpoints, Unsupported
 from edgebench.substrates.clusters import placement as pl
 from edgebench.substrates.clusters.inventory import Node
 from edgebench.substrates.clusters.resources import NodeSampler
 from edgebench.substrates.local import resources as local_resources
-from edgebench.substrates.local.endpoints import PIN_ENV
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ def cpu_list(text: str) -> list[int]:
     return sorted(out)
 
 
-class WorkloadPods:
+class WorkloadPods(PinsEndpoints):
     """Needs of the host class: inventory, cni, mode, name, transport, kubeconfig, service_cidr, local, _kubectl,
     _pods, wait_factor, log."""
 
@@ -116,11 +114,6 @@ class WorkloadPods:
             ok = len(allowed) == 2 and all(len(a) >= 2 for a in allowed)
             self._pinned = {"client_cpu": allowed[0][0], "server_cpu": allowed[1][1]} if ok else {}
         return self._pinned or None
-
-    def pin(self, ep: ClusterEndpoint, role: str) -> ClusterEndpoint:
-        """The endpoint with its tools pinned to the `role`'s CPU (client or server), where pinning() pins."""
-        pin = self.pinning()
-        return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
 
     def multicast_reason(self, placement: str) -> str | None:
         m = str(cnis()[self.cni]["modes"][self.mode]["multicast"])

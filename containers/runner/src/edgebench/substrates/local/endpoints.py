@@ -14,17 +14,15 @@ cgroup: neither is pinned again.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from edgebench.substrates.base import PIN_ENV, PinsEndpoints
 from edgebench.substrates.local import container, cpuclass
 from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_ip
-
-PIN_ENV = "EDGEBENCH_PIN_CPUS"  # 0: never pin the client and server to CPUs of their own
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class Endpoint:
         return argv
 
 
-class Endpoints:
+class Endpoints(PinsEndpoints):
     """The endpoint choices of the Testbed (it provides prefix, nodes, clusters, cpu_limit, state_file, node_ns,
     pod_ns)."""
 
@@ -86,11 +84,6 @@ class Endpoints:
             return None
         cpus = sorted(os.sched_getaffinity(0))
         return {"client_cpu": cpus[0], "server_cpu": cpus[1]} if len(cpus) >= 2 else None
-
-    def pin(self, ep: Endpoint, role: str) -> Endpoint:
-        """The endpoint with its tools pinned to the `role`'s CPU (client or server), where pinning() pins."""
-        pin = self.pinning()
-        return dataclasses.replace(ep, cpu=pin[f"{role}_cpu"]) if pin else ep
 
     def client(self) -> Endpoint:
         return self.endpoint(self._client_node(), 1)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from edgebench import sh
 from edgebench.errors import EdgebenchError
 from edgebench.plan.netem import (EMULATOR, IPT_CHAIN, NFT_TABLE, QUEUE_NUM, Scenario, fmt_number, limit_for, manifest_object,
-                    render_apply, render_readback, render_revert, resolve)
+                    qdisc_problem, render_apply, render_readback, render_revert, resolve)
 
 Runner = Callable[..., str]
 
@@ -271,11 +271,10 @@ def check_local(node_namespaces: Sequence[str], dev: str) -> str | None:
         if state.get("mechanism") == "userspace-nfqueue" and not _is_emulator(int(state.get("pid", 0))):
             return f"netem emulator in {ns} is not running"
         qdisc = sh.run(_nsx(ns, ["tc", "qdisc", "show", "dev", dev]), check=False)
-        sc = state.get("scenario", {})
-        if state.get("mechanism") == "tc-netem" and "netem" not in qdisc:
-            return f"no netem qdisc on {ns}/{dev}"
-        if sc.get("rate_mbit") and "htb" not in qdisc:
-            return f"no htb rate limit on {ns}/{dev}"
+        why = qdisc_problem(qdisc, f"{ns}/{dev}", netem=state.get("mechanism") == "tc-netem",
+                            rate=bool(state.get("scenario", {}).get("rate_mbit")))
+        if why:
+            return why
     return None
 
 
