@@ -2,8 +2,8 @@
 
 Profiles live in catalog/tuning.yaml. Two halves:
 
-* Real nodes (pure rendering, run later over SSH / nsenter): `render_snapshot`, `render_apply`, `render_readback`,
-  `render_revert` return argv lists. sysctls via `sysctl -w`, offloads and rings via `ethtool -K/-G` (an
+* Real nodes (pure rendering, run over SSH by substrates/clusters/node_tuning.py): `render_snapshot`,
+  `render_apply`, `render_readback`, `render_revert` return argv lists. sysctls via `sysctl -w`, offloads and rings via `ethtool -K/-G` (an
   "Operation not supported" answer means unsupported, see `ethtool_unsupported`), tuned profiles via
   `tuned-adm profile X` / `tuned-adm off`.
 * Local testbed (tuning_local: `apply_local` / `revert_local`): only what a network namespace can carry. A sysctl counts as
