@@ -52,11 +52,13 @@ def _planned_runs(root: Path, preset: str, params: dict[str, str] | None = None)
 def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None,
              min_repetitions: int = papers_run.MIN_REPETITIONS) -> tuple[int, float, int]:
     """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
-    preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run; `params`: the
-    claims' select). The timed measurement leaves out the runs every testbed records unsupported at once (service
-    proxy none where the CNI does not replace kube-proxy); runs recorded unsupported where a kernel lacks a feature
-    (ESP, Geneve, IPVS) count as measured: another machine's kernel may have it."""
-    s = spec_mod.load(root / preset, {"repetitions": "auto", "min-repetitions": str(min_repetitions),
+    preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run, 3 or more where
+    the preset is not aimed, papers_run.min_rounds; `params`: the claims' aim and select). The timed measurement
+    leaves out the runs every testbed records unsupported at once (service proxy none where the CNI does not replace
+    kube-proxy); runs recorded unsupported where a kernel lacks a feature (ESP, Geneve, IPVS) count as measured:
+    another machine's kernel may have it."""
+    rounds = min(papers_run.min_rounds(params or {}, min_repetitions), max_repetitions)
+    s = spec_mod.load(root / preset, {"repetitions": "auto", "min-repetitions": str(rounds),
                                       "max-repetitions": str(max_repetitions),
                                       **{k: v for k, v in (params or {}).items() if k == "select"}},
                       substrate="local")
