@@ -141,7 +141,8 @@ def test_rings_are_clamped_to_the_nic_and_features_set(tmp_path):
     assert {r["rx"] for r in nodes.rings.values()} == {"256"} and {f["gro"] for f in nodes.features.values()} == {"off"}
 
 
-def test_a_node_that_reads_back_otherwise_makes_the_runs_invalid(tmp_path):
+def test_a_write_the_node_does_not_keep_is_unsupported_with_what_it_reads_back(tmp_path):
+    """As on the local lab's nspawn nodes: `sysctl -w net.core.rmem_max=...` exits 0 and the machine's value stays."""
     p, nodes = _setup(tmp_path)
     last = p.inventory.nodes[-1].name
     plain = nodes.run
@@ -154,8 +155,25 @@ def test_a_node_that_reads_back_otherwise_makes_the_runs_invalid(tmp_path):
 
     nodes.run = run
     obj = p.apply_tuning("kernel_optimizations")
-    assert obj["readback"]["net.core.rmem_max"].startswith("mixed: ")
-    valid, reason = tuning.validate(obj)
+    assert obj["unsupported"]["net.core.rmem_max"] == (
+        f"{last}: `sysctl -w net.core.rmem_max=16777216` exited 0 but the node reads back 212992 (a setting its "
+        "network namespace does not keep)")
+    assert "net.core.rmem_max" not in obj["readback"] and tuning.validate(obj) == (True, None)
+
+
+def test_a_setting_that_drifts_after_apply_makes_the_runs_invalid(tmp_path):
+    from edgebench.substrates.clusters import node_tuning
+
+    p, nodes = _setup(tmp_path)
+    obj = p.apply_tuning("kernel_optimizations")
+    assert tuning.validate(obj) == (True, None)
+    last = p.inventory.nodes[-1].name
+    nodes.sysctl[last]["net.core.rmem_max"] = "212992"  # something on the node set it back between runs
+    state = _state(tmp_path)
+    again = {**obj, "readback": node_tuning.readback(p.transport, p.inventory.nodes, state, obj["requested"],
+                                                     obj["unsupported"])}
+    assert again["readback"]["net.core.rmem_max"].startswith("mixed: ")
+    valid, reason = tuning.validate(again)
     assert not valid and "net.core.rmem_max" in reason
 
 

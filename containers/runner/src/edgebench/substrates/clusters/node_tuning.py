@@ -2,9 +2,10 @@
 catalog/tuning.yaml applied on every node as root over the transport with plan/tuning.py's commands for real nodes,
 read back, and reverted from a snapshot taken before anything changed.
 
-- sysctls: `sysctl -w` on each node. net.* keys are the node's network namespace; vm.* and kernel.* its kernel's, and
-  a node that shares its kernel (the local lab's nspawn nodes) refuses those writes: each refused key is recorded
-  unsupported with the node's message, never written elsewhere.
+- sysctls: `sysctl -w` on each node, each read back at once. net.* keys are the node's network namespace; vm.* and
+  kernel.* its kernel's, and a node that shares its kernel (the local lab's nspawn nodes) refuses those writes, or
+  (net.core.rmem_max on the lab) takes them and keeps the machine's value: each such key is recorded unsupported
+  with the node's message or what it reads back, as the testbed records a key its namespaces do not carry.
 - ethtool features and rings on the node's uplink (the interface holding its inventory address, link.uplink); a
   device that cannot do it is recorded unsupported; a ring above the NIC's maximum is set to the maximum, said so.
 - a tuned profile (`tuned:`): `tuned-adm profile NAME` where every node has tuned-adm (it sets the profile's sysctls
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from edgebench.plan.tuning import (as_text, ethtool_unsupported, norm_value, parse_ethtool_features,
+from edgebench.plan.tuning import (as_text, ethtool_unsupported, matches, norm_value, parse_ethtool_features,
                                    parse_ethtool_rings, parse_tuned_active, profile, render_apply, render_revert,
                                    requested, ring_clamp)
 from edgebench.substrates.base import Unsupported
@@ -142,6 +143,12 @@ def apply(transport: Transport, nodes: Sequence[Node], profile_name: str,
                 if cmd[:2] == ["ip", "link"]:  # the MTU: already in force on every uplink (checked above)
                     continue
                 rc, out, err = _run(transport, node, cmd)
+                if rc == 0 and cmd[0] == "sysctl":  # a write the node's namespace does not keep is not applied
+                    key, value = cmd[-1].split("=", 1)
+                    held = _read(transport, node, dev, [key]).get(key)
+                    if not matches(value, held):
+                        unsupported.setdefault(key, f"{node.name}: `{' '.join(cmd)}` exited 0 but the node reads "
+                                               f"back {held} (a setting its network namespace does not keep)")
                 if rc == 0:
                     continue
                 why = _message(rc, out, err)
