@@ -125,12 +125,11 @@ def matches(want: str, got: str | None) -> bool:
 
 
 # rendering for real nodes (pure) --------------------------------------------------------------------------
-def render_snapshot(profile_name: str, dev: str, tuned_adm: bool = True) -> list[list[str]]:
-    """Commands whose output is the state to restore later (run before apply). `tuned_adm`: whether a tuned profile
-    is applied by tuned-adm (else by its sysctls alone, render_apply)."""
+def render_snapshot(profile_name: str, dev: str) -> list[list[str]]:
+    """Commands whose output is the state to restore later (run before apply)."""
     p = profile(profile_name)
     cmds: list[list[str]] = []
-    if p["tuned"] and tuned_adm:
+    if p["tuned"]:
         cmds.append(["tuned-adm", "active"])
     cmds += [["sysctl", "-n", k] for k in p["sysctl"]]
     if p["ethtool"].get("features"):
@@ -142,9 +141,9 @@ def render_snapshot(profile_name: str, dev: str, tuned_adm: bool = True) -> list
     return cmds
 
 
-def render_readback(profile_name: str, dev: str, tuned_adm: bool = True) -> list[list[str]]:
-    cmds = render_snapshot(profile_name, dev, tuned_adm)
-    if profile(profile_name)["tuned"] and tuned_adm:
+def render_readback(profile_name: str, dev: str) -> list[list[str]]:
+    cmds = render_snapshot(profile_name, dev)
+    if profile(profile_name)["tuned"]:
         cmds.append(["tuned-adm", "verify"])
     return cmds
 
@@ -199,6 +198,13 @@ def render_revert(profile_name: str, dev: str, snapshot: Mapping[str, str], tune
     if p["mtu"] is not None and "mtu" in snapshot:
         cmds.append(["ip", "link", "set", "dev", dev, "mtu", snapshot["mtu"]])
     return cmds
+
+
+def common_value(per_node: Mapping[str, str | None]) -> str | None:
+    """One readback value over nodes (or namespaces): the value they share, else 'mixed: node=value, ...' (which
+    `validate` then finds not in force)."""
+    distinct = set(per_node.values())
+    return distinct.pop() if len(distinct) == 1 else "mixed: " + ", ".join(f"{n}={v}" for n, v in per_node.items())
 
 
 def parse_tuned_active(text: str) -> str:

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from edgebench.plan.tuning import (as_text, ethtool_unsupported, matches, norm_value, parse_ethtool_features,
-                                   parse_ethtool_rings, parse_tuned_active, profile, render_apply, render_revert,
-                                   requested, ring_clamp)
+from edgebench.plan.tuning import (as_text, common_value, ethtool_unsupported, matches, norm_value,
+                                   parse_ethtool_features, parse_ethtool_rings, parse_tuned_active, profile,
+                                   render_apply, render_revert, requested, ring_clamp)
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.clusters.inventory import Node
 from edgebench.substrates.clusters.link import uplink
@@ -184,10 +184,7 @@ def readback(transport: Transport, nodes: Sequence[Node], state: Mapping[str, An
                         for k in host & set(keys)})
         for key in keys:
             per[key][node.name] = got.get(key)
-    out: dict[str, str | None] = {}
-    for key, vals in per.items():
-        distinct = set(vals.values())
-        out[key] = distinct.pop() if len(distinct) == 1 else "mixed: " + ", ".join(f"{n}={v}" for n, v in vals.items())
+    out: dict[str, str | None] = {key: common_value(vals) for key, vals in per.items()}
     if "mtu" in req and "mtu" not in unsupported:  # apply refused any other MTU than the one in force
         out["mtu"] = req["mtu"]
     return out

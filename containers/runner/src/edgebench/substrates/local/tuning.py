@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from edgebench import sh
-from edgebench.plan.tuning import (norm_value, as_text, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
+from edgebench.plan.tuning import (norm_value, as_text, common_value, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
                      profile, requested, target_value)
 
 Runner = Callable[..., str]
@@ -157,11 +157,7 @@ def _readback(namespaces: Sequence[str], dev: str, req: Mapping[str, str],
             else:
                 vals[ns] = sysctls[ns][key]
         per[key] = vals
-    out: dict[str, str | None] = {}
-    for key, vals in per.items():
-        distinct = set(vals.values())
-        out[key] = distinct.pop() if len(distinct) == 1 else "mixed: " + ", ".join(f"{n}={v}" for n, v in vals.items())
-    return out
+    return {key: common_value(vals) for key, vals in per.items()}
 
 
 def apply_local(node_namespaces: Sequence[str], pod_namespaces: Sequence[str], profile_name: str,
