@@ -114,6 +114,38 @@ def test_cilium_pod_traffic_takes_the_ebpf_forwarding(tb):
     assert subprocess.run(node_ping, capture_output=True).returncode != 0
 
 
+def test_cilium_pods_reach_a_service_by_the_socket_load_balancer_alone(tb):
+    """Cilium's modes run every pod process in its node's cgroup with the socket load balancer's programs
+    (sock_lb.py): with service proxy `none` (no DNAT rule anywhere) a pod reaches the ClusterIP over UDP and TCP, and
+    sees the answers come from the ClusterIP; the programs counted the translations. Down removes the cgroups."""
+    from edgebench.substrates.local import sock_lb
+    cm = resolve_cni("cilium:vxlan")
+    state = tb.up(cm)
+    tb.install_service_proxy("none", cm)
+    assert sorted(state["sock_lb"]) == ["1", "2"]
+    client, server = tb.client(), tb.server("cross-node")
+    assert client.cgroups == (state["sock_lb"]["1"]["cgroup"],)
+    tb.add_service("10.96.0.10", 5201, server)
+    echo = ("import socket\nu=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.bind(('0.0.0.0',5201))\n"
+            "t=socket.socket(); t.bind(('0.0.0.0',5201)); t.listen(1)\nd,a=u.recvfrom(64); u.sendto(d,a)\n"
+            "c,_=t.accept(); c.sendall(c.recv(64))")
+    srv = subprocess.Popen(server.cmd([sys.executable, "-c", echo]))
+    try:
+        time.sleep(0.5)
+        ask = ("import socket\nu=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.settimeout(3)\n"
+               "u.sendto(b'u',('10.96.0.10',5201)); d,a=u.recvfrom(64); print(d.decode(),a[0])\n"
+               "t=socket.create_connection(('10.96.0.10',5201),timeout=3); t.sendall(b't'); print(t.recv(64).decode())")
+        out = subprocess.run(client.cmd([sys.executable, "-c", ask]), capture_output=True, text=True, timeout=20)
+        assert out.stdout.split() == ["u", "10.96.0.10", "t"], out.stderr
+    finally:
+        srv.kill()
+        srv.wait()
+    counted = sock_lb.counts(tb.sock_lb_nodes()[1])
+    assert counted["translated"] >= 2 and counted["reversed"] >= 1
+    tb.down()
+    assert not [d for d in os.listdir(sock_lb.cgroup2()) if d.startswith(f"edgebench-{PREFIX}-sock-")]
+
+
 def test_without_the_ebpf_build_cilium_is_unsupported_and_nothing_is_built(tb, monkeypatch):
     from edgebench.substrates.local import ebpf
     monkeypatch.setattr(ebpf, "missing", lambda: "clang is not installed (apt-get install clang libbpf-dev)")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from edgebench import sh
 from edgebench.plan.catalog import CniMode
-from edgebench.substrates.local import ebpf
+from edgebench.substrates.local import ebpf, sock_lb
 
 # the address plan
 LAN = ipaddress.ip_network("10.77.0.0/24")
@@ -106,6 +106,7 @@ class Datapath:
         keys.cleanup()
         if cm.local.get("forward") == "ebpf":
             self._attach_ebpf(cm, tunnel=ebpf_tunnel)
+            self._attach_sock_lb()
         if cm.local.get("multicast_flood"):
             for i in range(1, self.nodes + 1):
                 self._multicast_flood(i, cm)
@@ -219,6 +220,11 @@ class Datapath:
             lines = [line for j in range(1, PODS_PER_NODE + 1) for line in ebpf.tc_lines(ptp_veth(i, j), obj, leaving)]
             lines += ebpf.tc_lines(arrive, obj, arriving)
             self._ns(self.node_ns(i), "tc", "-batch", "-", input="\n".join(lines) + "\n")
+
+    def _attach_sock_lb(self) -> None:
+        """The socket load balancer's cgroup programs (sock_lb.py), one cgroup per node; its pods' processes start
+        in it (Endpoints.endpoint). Recorded in the testbed's state ("sock_lb")."""
+        self._sock_lb_recs = {i: sock_lb.attach(self.prefix, i) for i in range(1, self.nodes + 1)}
 
     def _transport_geneve(self, i: int, j: int, cm: CniMode, keys: "_Keys") -> None:
         """One point-to-point Geneve device per peer, onlink route + static ARP."""

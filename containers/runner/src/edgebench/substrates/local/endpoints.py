@@ -32,7 +32,8 @@ class Endpoint:
     ns: str
     ip: str
     node: int
-    cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
+    cgroups: tuple[str, ...] = ()  # the cgroup directories its tools start in: the node's CPU class (cpuclass.py),
+    #                                the node's socket load balancer (sock_lb.py); () = neither
     container: str | None = None  # the testbed prefix when tools run in runc containers (container.py), else None
     cpu: int | None = None  # the CPU its tools are pinned to (module doc), else None
 
@@ -41,7 +42,7 @@ class Endpoint:
             return container.wrap(self.ns, self.container, argv)
         pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
         argv = ["ip", "netns", "exec", self.ns, *pin, *argv]
-        if self.cgroups:  # started inside the node's cgroups, so the tool and its children are CPU-limited
+        if self.cgroups:  # started inside the cgroups: the tool and its children are CPU-limited, or pass the hooks
 
             return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
         return argv
@@ -57,6 +58,14 @@ class Endpoints(PinsEndpoints):
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         return state.get("datapath") == "host"
 
+    def sock_lb_nodes(self) -> dict[int, dict]:
+        """node -> its socket load balancer's record (sock_lb.attach) where the mode has one, else {}."""
+        recs = getattr(self, "_sock_lb_recs", None)
+        if recs:
+            return recs
+        state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        return {int(k): v for k, v in (state.get("sock_lb") or {}).items()}
+
     def _runtime_of(self) -> str | None:
         if getattr(self, "_runtime", None) is not None or getattr(self, "_host", None) is not None:
             return getattr(self, "_runtime", None)
@@ -71,7 +80,8 @@ class Endpoints(PinsEndpoints):
         if host:
             return Endpoint(self.node_ns(node), node_ip(node), node, cgroups,
                             self.prefix if self._runtime_of() else None)
-        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups)
+        lb = self.sock_lb_nodes().get(node)
+        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, (*cgroups, lb["cgroup"]) if lb else cgroups)
 
     def _client_node(self) -> int:
         """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""

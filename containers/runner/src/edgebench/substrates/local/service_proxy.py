@@ -9,7 +9,9 @@ models: which proxy implements services (iptables, nftables or IPVS kube-proxy, 
             service-<hash> chains choosing an endpoint with numgen, endpoint-<hash> chains that DNAT
   ipvs      dummy kube-ipvs0 holding the ClusterIPs, IPVS virtual services with masquerading real servers
             (ipvsadm), KUBE-POSTROUTING masquerade; needs ip_vs in the kernel, probed, never assumed
-  none      nothing: the CNI's eBPF load balancer (not built here); pod-to-service runs are unsupported
+  none      nothing: the CNI's eBPF load balancer replaces kube-proxy; in the modes with the testbed's socket load
+            balancer (sock_lb.py, Cilium's) a pod reaches a service by it alone, elsewhere pod-to-service runs are
+            unsupported
 
 Every builder takes the Testbed (its _ns / node_ns / nodes) and raises Unsupported with the reason where the kernel
 or a tool is missing. Rule shapes follow kube-proxy's proxiers (sources kp-iptables, kp-nftables, kp-ipvs).

@@ -32,7 +32,7 @@ from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath  # noqa: F401 - PODS_PER_NODE: re-exported
-from edgebench.substrates.local import container, cpuclass, ebpf, processes
+from edgebench.substrates.local import container, cpuclass, ebpf, processes, sock_lb
 from edgebench.substrates.local.processes import netns_pids
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 from edgebench.substrates.local.endpoints import Endpoint, Endpoints  # noqa: F401 - Endpoint: re-exported
@@ -202,7 +202,7 @@ class Testbed(NodeConditions, Datapath, Endpoints):
             raise Unsupported(f"unsupported: {cm.local['unsupported']}")
         reason = self.probe(cm.local["transport"])
         if not reason and cm.local.get("forward") == "ebpf":
-            reason = self.probe_ebpf(int(cm.local.get("vni", 0)))
+            reason = self.probe_ebpf(int(cm.local.get("vni", 0))) or sock_lb.probe(self.prefix)
         if reason:
             raise Unsupported(f"unsupported: {reason}")
 
@@ -256,6 +256,7 @@ class Testbed(NodeConditions, Datapath, Endpoints):
             raise Unsupported(f"{cm.key}: {container.RUNTIME} is not installed (apt-get install {container.RUNTIME})")
         self._host = cm.host_network
         self._runtime = cm.runtime
+        self._sock_lb_recs = {}
         try:
             with self._batched():
                 self._build_datapath(cm)
@@ -264,7 +265,8 @@ class Testbed(NodeConditions, Datapath, Endpoints):
             raise
         state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
                  "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()),
-                 "multicast_flood": bool(cm.local.get("multicast_flood")), "pid": os.getpid()}
+                 "multicast_flood": bool(cm.local.get("multicast_flood")), "pid": os.getpid(),
+                 "sock_lb": {str(i): rec for i, rec in getattr(self, "_sock_lb_recs", {}).items()}}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
@@ -280,6 +282,8 @@ class Testbed(NodeConditions, Datapath, Endpoints):
         shutil.rmtree(STATE_DIR / f"intercluster-{self.prefix}", ignore_errors=True)  # a join's certificates, marker
 
         cpuclass.remove(self.prefix)  # the nodes' CPU-class cgroups, also after a killed run
+        sock_lb.remove(self.prefix)  # the socket load balancer's cgroups, and with them its programs and maps
+        self._sock_lb_recs = {}
         container.cleanup(self.prefix)  # host-container's runc containers, bundles and root bind mount
         for sub in self.duet_members(removed):  # a duet's testbeds live under this prefix: their state goes too
             removed += Testbed(sub, runner=self._runner).down()
