@@ -218,6 +218,35 @@ def test_what_an_earlier_session_stopped_stays_stopped():
     assert runner._resume_stops(s, cells, _Store(), {0: {tcp}}, lines.append) == {}  # first session: nothing
 
 
+def test_an_earlier_stop_goes_on_where_this_sessions_parameters_undo_its_reason():
+    """A stop from a time budget, from a lower max-repetitions (reached or futile) or before this session's
+    min-repetitions does not hold: the variant goes on (`edgebench papers run`'s second pass); a decided one stays."""
+    from edgebench.sweep import runner
+
+    values = {"min-repetitions": 3, "max-repetitions": 10}
+    assert runner.stop_holds({"after_round": 3, "reason": "decided after 3 rounds: worse"}, values)
+    assert runner.stop_holds({"after_round": 10, "reason": "max-repetitions (10) reached: inconclusive"}, values)
+    assert not runner.stop_holds({"after_round": 2, "reason": "decided after 2 rounds: worse"}, values)
+    assert not runner.stop_holds({"after_round": 4, "reason": "time budget: round 5 (8 runs, about 80 s at 10.0 s a "
+                                                              "run) would end at 900 s, after the 850 s budget"}, values)
+    assert not runner.stop_holds({"after_round": 6, "reason": "max-repetitions (6) reached: inconclusive"}, values)
+    assert not runner.stop_holds({"after_round": 3, "reason": "futile after 3 rounds: inconclusive, and "
+                                                              "max-repetitions (6) would not decide it"}, values)
+    s = _sweep(**{"min-repetitions": "3"})
+    cells, _ = expand_checked(s)
+    tcp = adaptive._variant(_docs(cells[0], [1])[0])
+    earlier = {cells[1].cell_id: {"label": cells[1].label, "after_round": 2, "reason": "every variant stopped (1)",
+                                  "variants": {adaptive.label(tcp): {"after_round": 2, "reason": "decided after 2 "
+                                                                                                   "rounds: worse"}}}}
+    active = {i: {tcp} for i in range(3)}
+    lines = []
+    assert runner._resume_stops(s, cells, _Store(earlier), active, lines.append) == {
+        cells[1].cell_id: {"label": cells[1].label, "variants": {}}}
+    assert active == {i: {tcp} for i in range(3)}
+    assert lines == [f"{cells[1].label}: 1 variant(s) an earlier session stopped go on: its reason does not hold "
+                     "under this session's min-repetitions, max-repetitions or budget"]
+
+
 def test_dds_runs_pair_with_the_hosts_across_discovery():
     """The host network finds DDS peers by multicast, a datapath without it by static peers: the warehouse compares
     them (cmp_dds_vs_host shows both), so the runner judges them as a pair too (before, DDS never had a baseline)."""

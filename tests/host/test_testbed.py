@@ -124,7 +124,7 @@ def test_cilium_pods_reach_a_service_by_the_socket_load_balancer_alone(tb):
     tb.install_service_proxy("none", cm)
     assert sorted(state["sock_lb"]) == ["1", "2"]
     client, server = tb.client(), tb.server("cross-node")
-    assert client.cgroups == (state["sock_lb"]["1"]["cgroup"],)
+    assert client.hooks == state["sock_lb"]["1"]["cgroup"] and client.cgroups == ()
     tb.add_service("10.96.0.10", 5201, server)
     echo = ("import socket\nu=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.bind(('0.0.0.0',5201))\n"
             "t=socket.socket(); t.bind(('0.0.0.0',5201)); t.listen(1)\nd,a=u.recvfrom(64); u.sendto(d,a)\n"

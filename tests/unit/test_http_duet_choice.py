@@ -15,18 +15,19 @@ from edgebench.sweep import duet
 HTTP = workloads.REGISTRY["http"]
 
 
-def _run(run_id, intercluster="none", service="payload-echo", length=60, workload="http"):
+def _run(run_id, intercluster="none", service="payload-echo", length=60, workload="http", path="pod-to-pod"):
     cell = SimpleNamespace(intercluster=intercluster, intercluster_info=SimpleNamespace(is_none=intercluster == "none"))
-    return SimpleNamespace(run_id=run_id, workload=workload, cell=cell, placement="cross-node", path="pod-to-pod",
+    return SimpleNamespace(run_id=run_id, workload=workload, cell=cell, placement="cross-node", path=path,
                            params={"service": service, "requests": 100}, length_bytes=length)
 
 
 class _Testbed:  # the namespace testbed's provider as measure_together reads it
-    def __init__(self, name, container=None):
-        self.name, self.container = name, container
+    def __init__(self, name, container=None, hooks=None):
+        self.name, self.container, self.hooks = name, container, hooks
 
     def client(self, placement):
-        return SimpleNamespace(ns=f"{self.name}-c", ip="10.0.0.1", cpu=0, cgroups=(), container=self.container)
+        return SimpleNamespace(ns=f"{self.name}-c", ip="10.0.0.1", cpu=0, cgroups=(), container=self.container,
+                               hooks=self.hooks)
 
     def server(self, placement):
         return SimpleNamespace(ns=f"{self.name}-s", ip="10.0.0.2", cpu=1, cgroups=(), container=self.container)
@@ -36,6 +37,9 @@ class _Testbed:  # the namespace testbed's provider as measure_together reads it
 
     def flush_services(self):
         pass
+
+    def add_service(self, cluster_ip, port, backend):
+        return None
 
 
 def _members(*providers, **run):
@@ -69,11 +73,20 @@ def test_testbed_members_are_measured_together_each_through_its_own_endpoints(bu
     (lambda: _members(_Testbed("a"), SimpleNamespace()), "1", "not a single cluster of the namespace testbed"),
     (lambda: _members(_Testbed("a"), _Testbed("b"), intercluster="skupper"), "1", "not a single cluster"),
     (lambda: _members(_Testbed("a", container="eb"), _Testbed("b", container="eb")), "1", "runs in a container"),
+    (lambda: _members(_Testbed("a"), _Testbed("b", hooks="/cg/sock-n1"), path="pod-to-service"), "1",
+     "reaches the service by its socket load balancer"),
 ])
 def test_otherwise_it_says_why_and_measures_nothing(built, monkeypatch, members, env, why):
     monkeypatch.setenv("EDGEBENCH_DUET_INTERLEAVE", env)
     got = HTTP.measure_together(members())
     assert isinstance(got, str) and why in got and "ends" not in built
+
+
+def test_a_member_with_the_socket_load_balancer_is_measured_together_pod_to_pod(built):
+    """The duet client is in no member's socket load balancer cgroup: pod-to-pod it skips one connect() hook a run,
+    so the members are measured together; pod-to-service it is refused (above)."""
+    got = HTTP.measure_together(_members(_Testbed("a"), _Testbed("b", hooks="/cg/sock-n1")))
+    assert set(got) == {"r0", "r1"}
 
 
 def test_without_the_client_built_the_runs_go_one_after_another(monkeypatch):

@@ -83,6 +83,44 @@ def test_the_loop_shares_the_budget_skips_what_got_decided_and_stops_when_it_is_
     assert any("the budget is spent" in x and "stored runs are kept" in x for x in lines)
 
 
+def test_budget_left_goes_back_to_the_claims_a_few_runs_short_fewest_first_within_what_is_left():
+    """The second pass: a preset whose claims are a few runs a side short runs again for them alone, to their runs a
+    side plus what they lack, cut to the rounds the budget left holds; one far short, or decided, does not."""
+    clock, ran, lines = Clock(), [], []
+    a = PresetTask("a.testbed.yaml", [("001", "1"), ("001", "2"), ("001", "3")])
+    b = PresetTask("b.testbed.yaml", [("002", "4")])
+    c = PresetTask("c.testbed.yaml", [("003", "5")])
+    short = {("001", "1"): (3, 2), ("001", "2"): (3, 40), ("002", "4"): (2, 9), ("003", "5"): (4, 1)}
+    decided = set()
+
+    def run_sweep(task, params):
+        ran.append((task.preset, task.claims, params))
+        first = params["min-repetitions"] == "3"
+        clock.t += 300 if first else 1000
+        if not first:  # a second pass decides what it went back to
+            decided.update(task.claims)
+
+    def shortfall(task):
+        return {k: short[k] for k in task.claims if k in short and k not in decided}
+
+    out = papers_run.run([a, b, c], 3000, planned_runs=lambda p: 100, run_sweep=run_sweep, rebuild=lambda: None,
+                         still_open=lambda t: [k for k in t.claims if k not in decided], log=lines.append,
+                         clock=clock, minimum_s=lambda p: 180.0, shortfall=shortfall)
+    assert [r["outcome"] for r in out] == ["run", "run", "run", "second pass", "second pass", "no budget"]
+    again = ran[3:]
+    # c first (1 run short: 4 + 1 = 5 rounds), then a for 001-1 alone (3 + 2), 001-2 (40 short) left out
+    assert [(p, claims) for p, claims, _ in again] == [("c.testbed.yaml", [("003", "5")]),
+                                                       ("a.testbed.yaml", [("001", "1")])]
+    assert [params["min-repetitions"] for *_, params in again] == ["5", "5"]
+    assert all(params["sweep-id"] == f"papers-{p.split('.')[0]}-testbed" for p, _, params in again)
+    # b (9 short) last: 2100 s were left after the first pass, 100 after c and a: less than MIN_SLICE_S
+    assert out[-1]["preset"] == "b.testbed.yaml"
+    assert again[0][2]["time-budget"] == "2100" and again[1][2]["time-budget"] == "1100"
+    assert any("second pass" in x and "not run" in x for x in lines)
+    assert any("a.testbed.yaml: 1 claim(s) about 2 run(s) a side short (1): their runs to 5 rounds a side (2 more" in x
+               for x in lines)
+
+
 def test_a_preset_whose_claims_runs_can_judge_is_aimed_at_them():
     ran, lines = [], []
     row = {"metric": "throughput_mbps", "left_subject": "cni=flannel;cni_mode=host-gw", "comparator": ">",

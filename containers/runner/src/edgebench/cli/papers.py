@@ -90,8 +90,10 @@ def run_cmd(
 ):
     """Run every testbed preset that the seed papers' undecided claims need, most claims first, within --budget;
     after each preset rebuild the warehouse and skip presets whose claims are decided by then; end with the
-    scorecard (`edgebench report --paper all`). Each preset is a sweep of its own (`papers-<preset>`), so a second
-    run measures nothing already stored and runs nothing already decided. Without a warehouse it builds one from
+    scorecard (`edgebench report --paper all`). With budget left after every preset ran, a second pass goes back to
+    the claims only a few runs a side short (about 10 or fewer) and runs their sides up to the rounds they lack.
+    Each preset is a sweep of its own (`papers-<preset>`), so a second run measures nothing already stored and runs
+    nothing already decided. Without a warehouse it builds one from
     the runs stored; on a machine that has measured nothing it plans from the papers' seeds, every claim undecided."""
     seconds = time_budget("--budget", budget)
     if seconds is None:
@@ -159,7 +161,8 @@ def run_cmd(
                        rebuild=lambda: warehouse.build(path, quiet=True), still_open=still_open,
                        log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
                        min_repetitions=min_repetitions,
-                       claims=claims, minimum_s=lambda p: minimum[p][1])
+                       claims=claims, minimum_s=lambda p: minimum[p][1],
+                       shortfall=lambda task: papers_run.short_of_runs(_read(path)[0], task.claims))
     except KeyboardInterrupt:
         err.print("interrupted: runs already measured are stored; run the same command again to resume")
         raise typer.Exit(130)

@@ -19,8 +19,9 @@ runs is selected is not set up. A claim goes to the testbed preset whose grid ho
 Where every claim a preset serves can be judged on the runs themselves (sweep/aim.py: a per-run metric, subjects
 and filters a run holds), the sweep aims at those claims (`aim`): a variant stops once every claim comparison it is a
 side of is decided or cannot be, and one that no claim uses stops at min-repetitions; otherwise (a claim on a metric
-the marts derive, such as an efficiency) the variants stop on their comparison with the host. What it does not do
-yet: run the cluster presets (`argo submit` on a lab).
+the marts derive, such as an efficiency) the variants stop on their comparison with the host.
+With budget left after every preset ran, a second pass goes back to the claims a few runs short (`second_pass`).
+What it does not do yet: run the cluster presets (`argo submit` on a lab).
 Everything that touches the machine is injected (run_sweep, rebuild, read_rows), so the plan and the loop are
 tested offline.
 """
@@ -115,6 +116,16 @@ def to_decide(rows: list[dict], key: tuple[str, str]) -> str | None:
                  if u["claim_id"] == key[1]), None)
 
 
+def short_of_runs(rows: list[dict], keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
+    """Of these claims, those the testbed cannot tell for want of runs alone (the scorecard's `more_runs`), each
+    with (its runs a side, about how many more would decide it)."""
+    want = set(keys)
+    return {(row["paper"], u["claim_id"]): (u["runs_a_side"], u["more_runs"])
+            for row in _testbed_rows(rows, sorted({p for p, _ in want})) for u in row["cannot_tell"]
+            if (row["paper"], u["claim_id"]) in want and u.get("more_runs") is not None
+            and u.get("runs_a_side") is not None}
+
+
 def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | None = None,
          papers: list[str] | None = None) -> tuple[list[PresetTask], list[tuple[str, str]]]:
     """The presets to run, most undecided claims first, and the undecided claims no testbed preset measures (none's
@@ -162,15 +173,26 @@ def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str],
             "budget is spent do not run (run again with a larger --budget: stored runs are kept)")
 
 
+# the second pass: a claim at most this many more runs a side short (the scorecard's estimate) is gone back to while
+# budget is left, its sides up to at most MAX_ROUNDS rounds
+SHORT_RUNS = 10
+MAX_ROUNDS = 12
+
+Shortfall = Callable[[PresetTask], dict[tuple[str, str], tuple[int, int]]]
+
+
 def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str], int],
         run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
         still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
         max_repetitions: int = 6, min_repetitions: int = MIN_REPETITIONS, clock: Callable[[], float] = time.monotonic,
         claims: dict[tuple[str, str], dict] | None = None,
-        minimum_s: Callable[[str], float] | None = None) -> list[dict]:
+        minimum_s: Callable[[str], float] | None = None, shortfall: Shortfall | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
-    nothing left to decide, `no budget`) and its time budget and wall time in seconds. minimum_s(preset): the timed
-    measurement of its minimum rounds, to say when a preset will run past its share."""
+    nothing left to decide, `no budget`) and its time budget and wall time in seconds, then one per preset of the
+    second pass (`second pass`). minimum_s(preset): the timed measurement of its minimum rounds, to say when a preset
+    will run past its share. shortfall(task): its claims still undecided for want of runs alone, each with (runs a
+    side, about how many more would decide it); with it, budget left after every preset ran goes back to them
+    (second_pass)."""
     t0 = clock()
     weights = {t.preset: max(1, planned_runs(t.preset)) for t in tasks}
     done: list[dict] = []
@@ -218,4 +240,62 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
         log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: {wall / 60:.1f} min; "
             f"{len(open_now) - len(left_open)} of its {len(open_now)} claim(s) decided")
         done.append({"preset": task.preset, "outcome": "run", "budget_s": share, "wall_s": wall})
+    if shortfall:
+        ran = [t for t, rec in zip(tasks, done) if rec["outcome"] == "run"]
+        done += second_pass(ran, budget_s - (clock() - t0), shortfall=shortfall, run_sweep=run_sweep,
+                            rebuild=rebuild, still_open=still_open, log=log, max_repetitions=max_repetitions,
+                            min_repetitions=min_repetitions, clock=clock, claims=claims, minimum_s=minimum_s)
+    return done
+
+
+def second_pass(tasks: list[PresetTask], budget_s: float, *, shortfall: Shortfall,
+                run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
+                still_open: Callable[[PresetTask], list[tuple[str, str]]], log: Callable[[str], None] = print,
+                max_repetitions: int = 6, min_repetitions: int = MIN_REPETITIONS,
+                clock: Callable[[], float] = time.monotonic, claims: dict[tuple[str, str], dict] | None = None,
+                minimum_s: Callable[[str], float] | None = None) -> list[dict]:
+    """The presets whose claims are a few runs short (at most SHORT_RUNS more a side, the scorecard's estimate),
+    fewest short first, each run again under its sweep id for those claims alone (select) with min-repetitions at
+    their runs a side plus the runs they lack: the runs stored are kept, and the variants an earlier session stopped
+    before that go on (sweep/runner.stop_holds). A preset's extra rounds are cut to what the budget left holds at
+    the pace of its minimum rounds (minimum_s); one that cannot add a round is not run."""
+    t0 = clock()
+    wanted = []
+    for task in tasks:
+        short = {k: v for k, v in shortfall(task).items() if v[1] <= SHORT_RUNS}
+        if short:
+            wanted.append((max(v[1] for v in short.values()), task, short))
+    wanted.sort(key=lambda w: (w[0], w[1].preset))
+    done: list[dict] = []
+    for i, (more, task, short) in enumerate(wanted):
+        tag = f"papers: second pass [{i + 1}/{len(wanted)}] {task.preset}"
+        left = budget_s - (clock() - t0)
+        have = min(n for n, _ in short.values())
+        target = min(MAX_ROUNDS, max(n + k for n, k in short.values()))
+        first = task.params(claims or {})
+        per_round = (minimum_s(task.preset) / min(min_rounds(first, min_repetitions), max_repetitions)
+                     if minimum_s else 0.0)
+        fits = int(left // per_round) if per_round else target - have
+        extra = min(target - have, fits)
+        if left < MIN_SLICE_S or extra < 1:
+            log(f"{tag}: {len(short)} claim(s) about {more} run(s) a side short; the budget left "
+                f"({max(left, 0) / 60:.1f} min) holds no more round; not run")
+            done.append({"preset": task.preset, "outcome": "no budget", "budget_s": 0.0, "wall_s": 0.0})
+            continue
+        sub = PresetTask(task.preset, sorted(short))
+        rounds = have + extra
+        params = {"repetitions": "auto", "min-repetitions": str(rounds),
+                  "max-repetitions": str(max(max_repetitions, rounds)), "time-budget": str(int(left)),
+                  "sweep-id": task.sweep_id, **sub.params(claims or {})}
+        log(f"{tag}: {len(short)} claim(s) about {more} run(s) a side short ({', '.join(c for _, c in sub.claims)}): "
+            f"their runs to {rounds} rounds a side ({extra} more, about {extra * per_round / 60:.1f} min); "
+            f"{left / 60:.1f} min of the budget left (sweep {task.sweep_id})")
+        start = clock()
+        run_sweep(sub, params)
+        rebuild()
+        wall = clock() - start
+        left_open = still_open(sub)
+        log(f"{tag}: {wall / 60:.1f} min; {len(sub.claims) - len(left_open)} of its {len(sub.claims)} claim(s) "
+            "decided")
+        done.append({"preset": task.preset, "outcome": "second pass", "budget_s": left, "wall_s": wall})
     return done

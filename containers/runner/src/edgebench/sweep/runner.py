@@ -9,6 +9,7 @@ waits for its uploads before it returns; teardown always runs.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
@@ -194,11 +195,35 @@ def _resume_stops(sweep: Sweep, cells, store: ResultStore, active: dict[int, set
         i = index.get(cell_id)
         if i is None:
             continue
-        done = {v for v in active[i] if adaptive.label(v) in (rec.get("variants") or {})}
+        stops = rec.get("variants") or {}
+        lifted = {name for name, stop in stops.items() if not stop_holds(stop, sweep.values)}
+        for name in lifted:
+            del stops[name]
+        if lifted:  # the cell is no longer stopped as a whole
+            rec.pop("after_round", None)
+            rec.pop("reason", None)
+        done = {v for v in active[i] if adaptive.label(v) in stops}
         if done:
             active[i] -= done
             log(f"{cells[i].label}: {len(done)} variant(s) stopped by an earlier session of this sweep stay stopped")
+        if lifted:
+            log(f"{cells[i].label}: {len(lifted)} variant(s) an earlier session stopped go on: its reason does not hold "
+                "under this session's min-repetitions, max-repetitions or budget")
     return earlier
+
+
+def stop_holds(stop: dict, values: dict) -> bool:
+    """Does a variant's stop recorded by an earlier session of the sweep (stops.json) hold under this session's
+    parameters? Not when it came before this session's min-repetitions, from a time budget (each session has its
+    own), or from a max-repetitions lower than this session's (reached, or futile at that maximum); a variant
+    decided stays decided."""
+    if stop.get("after_round", 0) < values["min-repetitions"]:
+        return False
+    reason = stop.get("reason") or ""
+    if reason.startswith("time budget"):
+        return False
+    limit = re.search(r"max-repetitions \((\d+)\)", reason)
+    return not (limit and int(limit.group(1)) < values["max-repetitions"])
 
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,

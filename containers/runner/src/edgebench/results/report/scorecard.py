@@ -25,10 +25,27 @@ def runs_to_decide(row: dict) -> int | None:
     if left.get("mean") is None or right.get("mean") is None or left.get("ci95") is None:
         return None
     ci = math.sqrt(left["ci95"] ** 2 + (right.get("ci95") or 0.0) ** 2)
-    per_row = [s["n_runs"] / s["n_rows"] for s in (left, right) if s.get("n_rows")]
-    n = max(2, int(min(per_row))) if per_row else 2
+    n = max(2, runs_a_side(row) or 2)
     return verdict.runs_to_decide("inconclusive", left["mean"] - right["mean"], ci, n, right["mean"],
                                   verdict.margin_pct(metric_family(row.get("metric") or "")))
+
+
+def runs_a_side(row: dict) -> int | None:
+    """The runs a side of a claim comparison has per configuration (the fewer of the two), None when unknown."""
+    per_row = [s["n_runs"] / s["n_rows"] for s in (row.get("left") or {}, row.get("right") or {}) if s.get("n_rows")]
+    return int(min(per_row)) if per_row else None
+
+
+# reasons a claim is undecided that more runs of the same runs do not mend
+NOT_MORE_RUNS = ("nothing measured", "side missing", "few runs", "not evaluated")
+
+
+def more_runs(row: dict) -> int | None:
+    """Where what an undecided claim lacks is runs (its comparison is inconclusive): about how many more a side
+    would decide it (runs_to_decide); None otherwise, or when it cannot be estimated."""
+    if row.get("substrate") is None or row.get("reason") in NOT_MORE_RUNS:
+        return None
+    return runs_to_decide(row)
 
 
 def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> str:
@@ -49,7 +66,7 @@ def to_decide(row: dict, claim: dict, paper: str, root: Path | None = None) -> s
         return f"2 or more runs per side: {run} (-p repetitions=3 or more)"
     if reason == "not evaluated":
         return f"the claim's mart cannot be read as the claim asks: {row.get('detail')}"
-    k = runs_to_decide(row)
+    k = more_runs(row)
     if k is None:
         return f"more runs than can be estimated (over {verdict.MAX_RUNS_TO_DECIDE} per side) at this spread: {run}"
     return f"about {k} more run(s) per side: {run} with -p repetitions=auto -p max-repetitions={k + 3}"
@@ -105,7 +122,8 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
             tally[row["outcome"]] += 1
             if row["outcome"] == "cannot tell":
                 undecided.append({"claim_id": cid, "claim": claim.get("claim"), "why": row.get("detail"),
-                                  "to_decide": to_decide(row, claim, paper, root)})
+                                  "to_decide": to_decide(row, claim, paper, root), "runs_a_side": runs_a_side(row),
+                                  "more_runs": more_runs(row)})
         testable = len(claims) - tally["not testable"]  # on this substrate (papers.substrate_limit)
         decided = tally["agrees"] + tally["disagrees"]
         measured = {_number_key(n) for n in rep["numbers"] if n.get("substrate") == sub and n.get("ours") is not None}

@@ -32,19 +32,19 @@ class Endpoint:
     ns: str
     ip: str
     node: int
-    cgroups: tuple[str, ...] = ()  # the cgroup directories its tools start in: the node's CPU class (cpuclass.py),
-    #                                the node's socket load balancer (sock_lb.py); () = neither
+    cgroups: tuple[str, ...] = ()  # the node's CPU-class cgroup directories (cpuclass.py); () = no CPU class
     container: str | None = None  # the testbed prefix when tools run in runc containers (container.py), else None
     cpu: int | None = None  # the CPU its tools are pinned to (module doc), else None
+    hooks: str | None = None  # the node's socket load balancer cgroup (sock_lb.py) its tools start in, else None
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
         if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class)
             return container.wrap(self.ns, self.container, argv)
         pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
         argv = ["ip", "netns", "exec", self.ns, *pin, *argv]
-        if self.cgroups:  # started inside the cgroups: the tool and its children are CPU-limited, or pass the hooks
-
-            return cpuclass.wrap([Path(d) for d in self.cgroups], argv)
+        dirs = [*self.cgroups, *([self.hooks] if self.hooks else [])]
+        if dirs:  # started inside the cgroups: the tool and its children are CPU-limited, and pass the hooks
+            return cpuclass.wrap([Path(d) for d in dirs], argv)
         return argv
 
 
@@ -81,7 +81,7 @@ class Endpoints(PinsEndpoints):
             return Endpoint(self.node_ns(node), node_ip(node), node, cgroups,
                             self.prefix if self._runtime_of() else None)
         lb = self.sock_lb_nodes().get(node)
-        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, (*cgroups, lb["cgroup"]) if lb else cgroups)
+        return Endpoint(self.pod_ns(node, pod), pod_ip(node, pod), node, cgroups, hooks=lb["cgroup"] if lb else None)
 
     def _client_node(self) -> int:
         """Node 1; with two clusters the last node (a worker of cluster 2: the client runs in cluster 2)."""
