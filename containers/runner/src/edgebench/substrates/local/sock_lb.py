@@ -7,10 +7,10 @@ real node (where they sit on the root cgroup). Measured on the local lab's real 
 recvmsg hook was the largest of its programs in a DDS round trip; the testbed had no such hook before this.
 A service the testbed adds is written to the node's `services` map too: a pod's connect() or sendto() to the
 ClusterIP leaves addressed to the backend (the service proxy's DNAT is not reached, as with Cilium's).
-The hooks report to the node's `events` perf array where Cilium's socket load balancer tracing does (its agent's
-`trace-sock`, on by default): every UDP message a pod receives, and every operation towards a service. A monitor
-process per node (`sock_lb_loader monitor`, in the node's namespace, so Testbed.down ends it with the rest; a reset
-spares it, Endpoints.agent_pids) reads the events as the agent's perf reader does: a wake-up an event.
+Each hooked operation also reports itself on the node's `events` perf array, as Cilium's socket load balancer
+tracing does (its agent's `trace-sock`, on by default), and a monitor process per node (`sock_lb_loader monitor`,
+in the node's namespace, so Testbed.down ends it with the rest) reads the events as the agent's perf reader does:
+a wake-up an event.
 
 bpf/sock_lb_loader.c loads and attaches the programs (the cgroup keeps them: no bpffs, no pinning) and edits the
 map by id. Both are built with clang and libbpf (`make setup` installs them) and cached like ebpf.py's object.

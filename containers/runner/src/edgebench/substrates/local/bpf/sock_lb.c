@@ -13,12 +13,10 @@
 // UDP message a pod sends or receives pays a service lookup or a reverse lookup, hit or miss, as it does on a real
 // node, where the programs sit on the root cgroup. With a service translated here, the service proxy's DNAT rules
 // are not reached: the packet leaves the pod addressed to the backend.
-// The hooks report to the node's agent where Cilium's socket load balancer tracing does (its agent's `trace-sock`,
-// on by default; bpf_sock.c's send_trace_sock_notify4): on the way out an event once the destination is found to be
-// a service and one after the translation; on the way back an event for every operation, before the reverse
-// lookup, and one after a translation. An event is 32 bytes on `events`, which the node's monitor (sock_lb_loader
-// monitor, one process per node, as the agent's perf reader) reads as it comes, one wake-up an event. So each UDP
-// message a pod receives wakes the monitor, and a message it sends to a pod does not.
+// Each hook first reports the operation to the node's agent, as Cilium's socket load balancer tracing does (its
+// agent's `trace-sock`, on by default: an event on its perf event array for every hooked operation, and one more
+// for every translation): a 32-byte event on `events`, which the node's monitor (sock_lb_loader monitor, one
+// process per node, as the agent's perf reader) reads as it comes, one wake-up an event.
 // What it leaves out of Cilium's: the service's backend selection among several (one backend here), session
 // affinity, health checks, host-network sockets (a real node runs the hooks for them too), IPv6, what the agent does
 // with an event (Hubble decodes it into a flow; the monitor here only counts it), and the agent that fills the maps
@@ -107,13 +105,13 @@ static __always_inline void notify(struct bpf_sock_addr *ctx, __u8 type, __u8 po
 static __always_inline int to_backend(struct bpf_sock_addr *ctx, __u8 proto)
 {
     struct svc_key key = {.addr = ctx->user_ip4, .port = (__u16)ctx->user_port, .proto = proto};
+    __u64 cookie = bpf_get_socket_cookie(ctx);
+    notify(ctx, 1, 0, proto, key.addr, key.port, cookie);
     struct svc_backend *be = bpf_map_lookup_elem(&services, &key);
     if (!be) {
         count(2);
         return 1;
     }
-    __u64 cookie = bpf_get_socket_cookie(ctx);
-    notify(ctx, 1, 0, proto, key.addr, key.port, cookie);
     struct rev_key rk = {.cookie = cookie, .addr = be->addr, .port = be->port};
     struct svc_backend svc = {.addr = key.addr, .port = key.port};
     bpf_map_update_elem(&reverse, &rk, &svc, BPF_ANY);
