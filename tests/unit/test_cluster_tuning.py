@@ -201,3 +201,16 @@ def test_default_settings_changes_nothing(tmp_path):
     obj = p.apply_tuning("default_settings")
     assert obj == {"profile": "default_settings", "requested": {}, "readback": {}, "unsupported": {}}
     assert nodes.calls == []
+
+
+def test_one_reading_of_ethtool_keys_for_namespaces_and_nodes():
+    """plan/tuning.ethtool_values: the testbed's namespaces and a cluster's nodes read snapshot keys the same way."""
+    keys = ["net.core.rmem_max", "ethtool.gro", "ethtool.tso", "ethtool.ring.rx", "ethtool.ring.tx"]
+    assert tuning.ethtool_keys(keys) == (True, True) and tuning.ethtool_keys(keys[:1]) == (False, False)
+    feats = tuning.parse_ethtool_features("Features for eth0:\ngeneric-receive-offload: on\n"
+                                          "tcp-segmentation-offload: off [fixed]\n")
+    rings = tuning.parse_ethtool_rings("Pre-set maximums:\nRX:\t4096\nTX:\t4096\nCurrent hardware settings:\n"
+                                       "RX:\t256\nTX:\t512\n")["current"]
+    got = tuning.ethtool_values(keys, feats, rings)
+    assert got == {"ethtool.gro": "on", "ethtool.tso": "off", "ethtool.ring.rx": "256", "ethtool.ring.tx": "512"}
+    assert tuning.ethtool_values(keys, {}, {}) == {}

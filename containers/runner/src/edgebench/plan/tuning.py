@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from edgebench.plan.catalog import load
 from edgebench.errors import SpecError
@@ -239,6 +239,21 @@ def parse_ethtool_rings(text: str) -> dict[str, dict[str, str]]:
             k = k.strip().lower()
             if k in ("rx", "tx"):
                 out[section][k] = v.strip()
+    return out
+
+
+def ethtool_keys(keys: Sequence[str]) -> tuple[bool, bool]:
+    """Do these snapshot keys hold (offload features, rings)? What has to be read with `ethtool -k` / `-g`."""
+    return (any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in keys),
+            any(k.startswith("ethtool.ring.") for k in keys))
+
+
+def ethtool_values(keys: Sequence[str], features: Mapping[str, str], rings: Mapping[str, str]) -> dict[str, str]:
+    """The values of snapshot keys `ethtool.<feature>` and `ethtool.ring.<ring>` in parsed `ethtool -k` features and
+    `ethtool -g` current rings, on a namespace of the testbed or a cluster's node alike; a key not read is left out."""
+    out = {k: features[k[8:]].split()[0] for k in keys
+           if k.startswith("ethtool.") and not k.startswith("ethtool.ring.") and features.get(k[8:], "").split()}
+    out.update({k: rings[k[13:]] for k in keys if k.startswith("ethtool.ring.") and k[13:] in rings})
     return out
 
 

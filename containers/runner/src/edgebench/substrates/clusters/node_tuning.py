@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from edgebench.plan.tuning import (as_text, common_value, ethtool_unsupported, matches, norm_value,
+from edgebench.plan.tuning import (as_text, common_value, ethtool_keys, ethtool_unsupported, ethtool_values, matches,
+                                   norm_value,
                                    parse_ethtool_features, parse_ethtool_rings, parse_tuned_active, profile,
                                    render_apply, render_revert, requested, ring_clamp)
 from edgebench.substrates.base import Unsupported
@@ -53,14 +54,12 @@ def _read(transport: Transport, node: Node, dev: str, keys: Sequence[str]) -> di
         rc, out, _ = _run(transport, node, ["sysctl", "-n", key])
         if rc == 0 and out.strip():
             got[key] = norm_value(out)
-    if any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in keys):
+    want_features, want_rings = ethtool_keys(keys)
+    feats: dict[str, str] = {}
+    if want_features:
         rc, out, _ = _run(transport, node, ["ethtool", "-k", dev])
         feats = parse_ethtool_features(out) if rc == 0 else {}
-        got.update({k: feats[k[8:]].split()[0] for k in keys
-                    if k.startswith("ethtool.") and not k.startswith("ethtool.ring.") and feats.get(k[8:], "").split()})
-    if any(k.startswith("ethtool.ring.") for k in keys):
-        rings = _rings(transport, node, dev)["current"]
-        got.update({k: rings[k[13:]] for k in keys if k.startswith("ethtool.ring.") and k[13:] in rings})
+    got.update(ethtool_values(keys, feats, _rings(transport, node, dev)["current"] if want_rings else {}))
     if "mtu" in keys:
         rc, out, _ = _run(transport, node, ["ip", "-j", "link", "show", "dev", dev])
         try:

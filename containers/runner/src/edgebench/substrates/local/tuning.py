@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from edgebench import sh
-from edgebench.plan.tuning import (norm_value, as_text, common_value, ethtool_unsupported, matches, parse_ethtool_features, parse_ethtool_rings,
+from edgebench.plan.tuning import (norm_value, as_text, common_value, ethtool_keys, ethtool_unsupported, ethtool_values,
+                     matches, parse_ethtool_features, parse_ethtool_rings,
                      profile, requested, target_value)
 
 Runner = Callable[..., str]
@@ -126,13 +127,9 @@ def _current(ns: str, dev: str, keys: Sequence[str]) -> dict[str, str]:
     `dev`); keys that cannot be read are left out. What apply_local snapshots and revert_and_verify reads again."""
     sysctls = [k for k in keys if not k.startswith("ethtool.")]
     out = {k: v for k, v in _ns_sysctls(ns, sysctls).items() if v is not None} if sysctls else {}
-    if any(k.startswith("ethtool.") and not k.startswith("ethtool.ring.") for k in keys):
-        feats = _read_features(ns, dev)
-        out.update({k: feats[k[8:]].split()[0] for k in keys
-                    if k.startswith("ethtool.") and not k.startswith("ethtool.ring.") and feats.get(k[8:], "").split()})
-    if any(k.startswith("ethtool.ring.") for k in keys):
-        rings = _read_rings(ns, dev)["current"]
-        out.update({k: rings[k[13:]] for k in keys if k.startswith("ethtool.ring.") and k[13:] in rings})
+    want_features, want_rings = ethtool_keys(keys)
+    out.update(ethtool_values(keys, _read_features(ns, dev) if want_features else {},
+                              _read_rings(ns, dev)["current"] if want_rings else {}))
     return out
 
 
