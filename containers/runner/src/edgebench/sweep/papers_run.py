@@ -287,8 +287,10 @@ def second_pass(tasks: list[PresetTask], budget_s: float, *, shortfall: Shortfal
         params = {"repetitions": "auto", "min-repetitions": str(rounds),
                   "max-repetitions": str(max(max_repetitions, rounds)), "time-budget": str(int(left)),
                   "sweep-id": task.sweep_id, **sub.params(claims or {})}
+        cost = (f"about {extra * per_round / 60:.1f} min of timed measurement" if per_round else
+                "HTTP runs, counted in requests: their time is not estimated")
         log(f"{tag}: {len(short)} claim(s) about {more} run(s) a side short ({', '.join(c for _, c in sub.claims)}): "
-            f"their runs to {rounds} rounds a side ({extra} more, about {extra * per_round / 60:.1f} min); "
+            f"their runs to {rounds} rounds a side ({extra} more, {cost}); "
             f"{left / 60:.1f} min of the budget left (sweep {task.sweep_id})")
         start = clock()
         run_sweep(sub, params)
