@@ -232,13 +232,8 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
         if "select" in params:
             log(f"papers: [{i + 1}/{len(tasks)}] only the runs its claims compare: {len(json.loads(params['select']))} "
                 "condition(s) (select)")
-        start = clock()
-        run_sweep(task, params)
-        rebuild()
-        wall = clock() - start
-        left_open = still_open(task)
-        log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: {wall / 60:.1f} min; "
-            f"{len(open_now) - len(left_open)} of its {len(open_now)} claim(s) decided")
+        wall = _measure(task, params, len(open_now), run_sweep=run_sweep, rebuild=rebuild, still_open=still_open,
+                        clock=clock, log=log, tag=f"papers: [{i + 1}/{len(tasks)}] {task.preset}")
         done.append({"preset": task.preset, "outcome": "run", "budget_s": share, "wall_s": wall})
     if shortfall:
         ran = [t for t, rec in zip(tasks, done) if rec["outcome"] == "run"]
@@ -246,6 +241,20 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
                             rebuild=rebuild, still_open=still_open, log=log, max_repetitions=max_repetitions,
                             min_repetitions=min_repetitions, clock=clock, claims=claims, minimum_s=minimum_s)
     return done
+
+
+def _measure(task: PresetTask, params: dict[str, str], n_open: int, *,
+             run_sweep: Callable[[PresetTask, dict[str, str]], None], rebuild: Callable[[], None],
+             still_open: Callable[[PresetTask], list[tuple[str, str]]], clock: Callable[[], float],
+             log: Callable[[str], None], tag: str) -> float:
+    """Run a preset's sweep, rebuild the warehouse and say how many of its `n_open` open claims it decided; returns
+    its wall time in seconds."""
+    start = clock()
+    run_sweep(task, params)
+    rebuild()
+    wall = clock() - start
+    log(f"{tag}: {wall / 60:.1f} min; {n_open - len(still_open(task))} of its {n_open} claim(s) decided")
+    return wall
 
 
 def second_pass(tasks: list[PresetTask], budget_s: float, *, shortfall: Shortfall,
@@ -292,12 +301,7 @@ def second_pass(tasks: list[PresetTask], budget_s: float, *, shortfall: Shortfal
         log(f"{tag}: {len(short)} claim(s) about {more} run(s) a side short ({', '.join(c for _, c in sub.claims)}): "
             f"their runs to {rounds} rounds a side ({extra} more, {cost}); "
             f"{left / 60:.1f} min of the budget left (sweep {task.sweep_id})")
-        start = clock()
-        run_sweep(sub, params)
-        rebuild()
-        wall = clock() - start
-        left_open = still_open(sub)
-        log(f"{tag}: {wall / 60:.1f} min; {len(sub.claims) - len(left_open)} of its {len(sub.claims)} claim(s) "
-            "decided")
+        wall = _measure(sub, params, len(sub.claims), run_sweep=run_sweep, rebuild=rebuild, still_open=still_open,
+                        clock=clock, log=log, tag=tag)
         done.append({"preset": task.preset, "outcome": "second pass", "budget_s": left, "wall_s": wall})
     return done

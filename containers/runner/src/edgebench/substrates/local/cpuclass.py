@@ -115,22 +115,29 @@ def remove(prefix: str, root: Path = CGROUP_ROOT) -> list[str]:
         h = detect(root)
     except Unsupported:
         return []
-    removed = []
-    for base in {h.cpu, h.cpuset}:
-        for d in sorted(base.glob(NAME.format(prefix=prefix, node="*"))):
-            if not d.is_dir():
-                continue
-            for pid in (d / "cgroup.procs").read_text().split():
-                try:
-                    (base / "cgroup.procs").write_text(pid)
-                except OSError:
-                    pass  # already gone
-            try:
-                d.rmdir()
-                removed.append(d.name)
-            except OSError:
-                pass
+    pattern = NAME.format(prefix=prefix, node="*")
+    removed = [name for base in {h.cpu, h.cpuset} for name in remove_matching(base, pattern)]
     return sorted(set(removed))
+
+
+def remove_matching(base: Path, pattern: str) -> list[str]:
+    """Delete every cgroup directly under `base` whose name matches the glob `pattern`, its processes moved to
+    `base` first; the names removed (one still busy stays, unnamed)."""
+    removed = []
+    for d in sorted(base.glob(pattern)):
+        if not d.is_dir():
+            continue
+        for pid in (d / "cgroup.procs").read_text().split():
+            try:
+                (base / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # already gone
+        try:
+            d.rmdir()
+            removed.append(d.name)
+        except OSError:
+            pass
+    return removed
 
 
 def benchmark_argv(seconds: int) -> list[str]:

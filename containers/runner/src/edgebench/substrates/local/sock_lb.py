@@ -24,7 +24,7 @@ from typing import Callable
 
 from edgebench import sh
 from edgebench.substrates.local import ebpf
-from edgebench.substrates.local.cpuclass import CGROUP_ROOT
+from edgebench.substrates.local.cpuclass import CGROUP_ROOT, remove_matching
 
 BPF_DIR = Path(__file__).parent / "bpf"
 SOURCE = BPF_DIR / "sock_lb.c"
@@ -112,23 +112,7 @@ def remove(prefix: str, root: Path = CGROUP_ROOT) -> list[str]:
     """Delete every edgebench-<prefix>-sock-n* cgroup (processes still inside moved to the root first), which
     releases its programs and maps; the names removed."""
     base = cgroup2(root)
-    if base is None:
-        return []
-    removed = []
-    for d in sorted(base.glob(NAME.format(prefix=prefix, node="*"))):
-        if not d.is_dir():
-            continue
-        for pid in (d / "cgroup.procs").read_text().split():
-            try:
-                (base / "cgroup.procs").write_text(pid)
-            except OSError:
-                pass  # already gone
-        try:
-            d.rmdir()
-            removed.append(d.name)
-        except OSError:
-            pass
-    return removed
+    return remove_matching(base, NAME.format(prefix=prefix, node="*")) if base is not None else []
 
 
 def probe(prefix: str, root: Path = CGROUP_ROOT) -> str | None:
