@@ -12,6 +12,7 @@ import hashlib
 import os
 import sysconfig
 from pathlib import Path
+from typing import Callable
 
 from edgebench import sh
 
@@ -26,14 +27,19 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgebench" / "bpf"
 
 
-def compile_argv(source: Path, output: Path, vni: int) -> list[str]:
-    """clang's command line for the object: BPF target, the kernel's UAPI headers of this architecture (asm/ lives
-    under the multiarch include directory on Debian), the tunnel's index and VNI."""
+def bpf_clang() -> list[str]:
+    """clang's command line for a BPF object of the testbed's: BPF target, the kernel's UAPI headers of this
+    architecture (asm/ lives under the multiarch include directory on Debian)."""
     argv = ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf"]
     multiarch = sysconfig.get_config_var("MULTIARCH")
     if multiarch and Path(f"/usr/include/{multiarch}").is_dir():
         argv.append(f"-I/usr/include/{multiarch}")
-    return [*argv, f"-DTUNNEL_IFINDEX={TUNNEL_IFINDEX}", f"-DVNI={vni}", "-c", str(source), "-o", str(output)]
+    return argv
+
+
+def compile_argv(source: Path, output: Path, vni: int) -> list[str]:
+    """clang's command line for the object: bpf_clang(), the tunnel's index and VNI."""
+    return [*bpf_clang(), f"-DTUNNEL_IFINDEX={TUNNEL_IFINDEX}", f"-DVNI={vni}", "-c", str(source), "-o", str(output)]
 
 
 def object_path(vni: int, source: Path = SOURCE) -> Path:
@@ -45,12 +51,18 @@ def object_path(vni: int, source: Path = SOURCE) -> Path:
 
 def build(vni: int, source: Path = SOURCE) -> Path:
     """The object for this VNI, compiled unless cached. Raises sh.CommandError with clang's message."""
-    out = object_path(vni, source)
+    return compile_cached(object_path(vni, source), lambda partial: compile_argv(source, partial, vni))
+
+
+def compile_cached(out: Path, argv: Callable[[Path], list[str]]) -> Path:
+    """`out` (a path in cache_dir() whose name carries what it is built from), built by running argv(partial) and
+    renaming the partial file into place unless it exists. Raises sh.CommandError with the compiler's message; a
+    failed build leaves nothing behind."""
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_suffix(f".{os.getpid()}.tmp")
+        partial = out.with_name(f"{out.name}.{os.getpid()}.tmp")
         try:
-            sh.run(compile_argv(source, partial, vni))
+            sh.run(argv(partial))
             partial.replace(out)
         finally:
             partial.unlink(missing_ok=True)

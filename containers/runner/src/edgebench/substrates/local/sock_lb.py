@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sysconfig
 from pathlib import Path
 from typing import Callable
 
@@ -42,28 +40,17 @@ def cgroup2(root: Path = CGROUP_ROOT) -> Path | None:
     return None
 
 
-def _cached(name: str, sources: list[Path], argv: Callable[[Path], list[str]]) -> Path:
-    key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + " ".join(argv(Path("x"))).encode()).hexdigest()
-    out = ebpf.cache_dir() / f"{name}-{key[:16]}"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        try:
-            sh.run(argv(partial))
-            partial.replace(out)
-        finally:
-            partial.unlink(missing_ok=True)
-    return out
+def _cached(name: str, source: Path, argv: Callable[[Path], list[str]]) -> Path:
+    """ebpf.compile_cached under a name that carries the source's and the command line's hash."""
+    key = hashlib.sha256(source.read_bytes() + " ".join(argv(Path("x"))).encode()).hexdigest()[:16]
+    return ebpf.compile_cached(ebpf.cache_dir() / f"{name}-{key}", argv)
 
 
 def build() -> tuple[Path, Path]:
     """(the programs' object, the loader), compiled unless cached. Raises sh.CommandError with clang's message."""
-    multiarch = sysconfig.get_config_var("MULTIARCH")
-    include = [f"-I/usr/include/{multiarch}"] if multiarch and Path(f"/usr/include/{multiarch}").is_dir() else []
-    obj = _cached("sock_lb.o", [SOURCE], lambda out: ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf",
-                                                      *include, "-c", str(SOURCE), "-o", str(out)])
-    loader = _cached("sock_lb_loader", [LOADER_SOURCE], lambda out: ["clang", "-O2", "-Wall", "-Werror", "-o",
-                                                                     str(out), str(LOADER_SOURCE), "-lbpf"])
+    obj = _cached("sock_lb.o", SOURCE, lambda out: [*ebpf.bpf_clang(), "-c", str(SOURCE), "-o", str(out)])
+    loader = _cached("sock_lb_loader", LOADER_SOURCE, lambda out: ["clang", "-O2", "-Wall", "-Werror", "-o",
+                                                                   str(out), str(LOADER_SOURCE), "-lbpf"])
     return obj, loader
 
 
