@@ -60,6 +60,7 @@ def test_a_variant_stops_when_its_claim_is_decided_not_when_its_host_comparison_
     out = adaptive.stops(cells, docs, active, rnd=3, min_r=2, max_r=6, aim=[CLAIM])
     assert set(out) == {0, 1, 2}
     assert out[2][tcp].startswith("every aimed comparison it is a side of is done after 3 rounds: aim 1: better")
+    assert not out[2][tcp].bounded  # decided: a later session with a higher max-repetitions keeps the stop
 
 
 def test_a_variant_no_claim_uses_stops_at_the_minimum_and_the_host_waits_for_the_rest():
@@ -76,6 +77,7 @@ def test_a_variant_no_claim_uses_stops_at_the_minimum_and_the_host_waits_for_the
     # at max-repetitions everything still open stops
     out = adaptive.stops(cells, docs, {0: {udp}, 1: {udp}, 2: {udp}}, rnd=6, min_r=2, max_r=6, aim=[only_udp])
     assert set(out) == {0, 1, 2} and "max-repetitions (6) reached" in out[1][udp]
+    assert out[1][udp].bounded  # it rests on max-repetitions (runner.stop_holds lifts it under a higher one)
 
 
 def test_runs_pair_where_everything_but_the_subjects_keys_is_the_same():

@@ -23,6 +23,18 @@ from edgebench.sweep import aim as aiming
 from edgebench.workloads.dds import LEFTOVERS_STOPPED
 
 
+class Reason(str):
+    """Why a variant stops, in words (the log, stops.json), and whether the stop rests on the session's
+    max-repetitions (`bounded`: reached, or futile at it), so a later session with a higher maximum knows, without
+    reading the words, that it no longer holds (runner.stop_holds)."""
+    bounded: bool
+
+    def __new__(cls, text: str, bounded: bool = False) -> "Reason":
+        out = super().__new__(cls, text)
+        out.bounded = bounded
+        return out
+
+
 def conditions(cell, ignore: tuple[str, ...] = ()) -> tuple:
     """What a cell shares with its host baseline: every dimension but the network's own (and those in `ignore`)."""
     return tuple(getattr(cell, d.field) for d in DIMENSIONS
@@ -165,16 +177,16 @@ def futile(c: Comparison, n_max: int) -> bool:
     return not (abs(c.diff) > projected or abs(c.diff) + projected <= margin)
 
 
-def group_done(c: Comparison | None, rnd: int, max_r: int) -> str | None:
+def group_done(c: Comparison | None, rnd: int, max_r: int) -> Reason | None:
     """Why an aimed comparison (sweep/aim.py) needs no more rounds, or None while it does."""
     if c is None:
-        return "one side is not measured in this sweep"
+        return Reason("one side is not measured in this sweep")
     if settled(c, max_r):
-        return f"{c.verdict} ({c.method}, n={min(c.n_a, c.n_b)})"
+        return Reason(f"{c.verdict} ({c.method}, n={min(c.n_a, c.n_b)})")
     if futile(c, max_r):
-        return f"futile: {c.verdict}, and max-repetitions ({max_r}) would not decide it"
+        return Reason(f"futile: {c.verdict}, and max-repetitions ({max_r}) would not decide it", bounded=True)
     if rnd >= max_r:
-        return f"max-repetitions ({max_r}) reached: {c.verdict}"
+        return Reason(f"max-repetitions ({max_r}) reached: {c.verdict}", bounded=True)
     return None
 
 
@@ -183,12 +195,12 @@ def _aimed(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tup
     """The cells' variants that stop when the sweep aims at comparisons (sweep/aim.py): each when every aimed
     comparison it is a side of is done; one that none uses at min-repetitions."""
     docs = [d for ds in docs_by_cell.values() for d in ds]
-    state: dict[tuple, list[str | None]] = {}
+    state: dict[tuple, list[Reason | None]] = {}
     for g in aiming.groups(aim, docs, _variant):
         why = group_done(g["comparison"], rnd, max_r)
         for member in g["members"]:
-            state.setdefault(member, []).append(f"aim {g['aim'] + 1}: {why}" if why else None)
-    out: dict[int, dict[tuple, str]] = {}
+            state.setdefault(member, []).append(Reason(f"aim {g['aim'] + 1}: {why}", why.bounded) if why else None)
+    out: dict[int, dict[tuple, Reason]] = {}
     for i in sorted(active):
         mine = {}
         for v in sorted(active[i]):
@@ -196,9 +208,10 @@ def _aimed(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tup
             if whys is None:
                 mine[v] = f"no aimed comparison uses it: stopped at min-repetitions ({min_r})"
             elif all(whys):
-                mine[v] = f"every aimed comparison it is a side of is done after {rnd} rounds: {'; '.join(whys)}"
+                mine[v] = Reason(f"every aimed comparison it is a side of is done after {rnd} rounds: "
+                                 f"{'; '.join(whys)}", bounded=any(w.bounded for w in whys))
             elif rnd >= max_r:
-                mine[v] = f"max-repetitions ({max_r}) reached"
+                mine[v] = Reason(f"max-repetitions ({max_r}) reached", bounded=True)
         if mine:
             out[i] = mine
     return out
@@ -234,10 +247,10 @@ def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tupl
             elif settled(c, max_r):
                 mine[v] = f"decided after {rnd} rounds: {c.verdict} ({c.method}, n={min(c.n_a, c.n_b)})"
             elif rnd >= max_r:
-                mine[v] = f"max-repetitions ({max_r}) reached: {c.verdict}"
+                mine[v] = Reason(f"max-repetitions ({max_r}) reached: {c.verdict}", bounded=True)
             elif futile(c, max_r):
-                mine[v] = (f"futile after {rnd} rounds: {c.verdict}, and max-repetitions ({max_r}) would not decide it "
-                           f"at the spread measured")
+                mine[v] = Reason(f"futile after {rnd} rounds: {c.verdict}, and max-repetitions ({max_r}) would not "
+                                 f"decide it at the spread measured", bounded=True)
         if mine:
             out[i] = mine
     needed: dict[int, set[tuple]] = {}
@@ -247,8 +260,9 @@ def stops(cells, docs_by_cell: dict[str, list[dict]], active: dict[int, set[tupl
     for i in sorted(active):  # a host baseline measures a variant while a cell still needs it
         if cells[i].cni_info.is_host:
             own = (aimed or {}).get(i, {}) if aimed is not None else None  # and while its aimed comparisons do
-            done = {v: (f"every cell compared with it stopped this variant after {rnd} rounds" if rnd < max_r else
-                        f"max-repetitions ({max_r}) reached") for v in active[i] if v not in needed.get(i, set())
+            done = {v: (Reason(f"every cell compared with it stopped this variant after {rnd} rounds") if rnd < max_r
+                        else Reason(f"max-repetitions ({max_r}) reached", bounded=True))
+                    for v in active[i] if v not in needed.get(i, set())
                     and (own is None or v in own)}
             if done:
                 out[i] = done

@@ -9,7 +9,6 @@ waits for its uploads before it returns; teardown always runs.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
@@ -148,7 +147,10 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
         active[j] -= set(by_variant)
         rec = stopped.setdefault(cells[j].cell_id, {"label": cells[j].label, "variants": {}})
         for var, reason in sorted(by_variant.items()):
-            rec["variants"][adaptive.label(var)] = {"after_round": rnd, "reason": reason}
+            rec["variants"][adaptive.label(var)] = {
+                "after_round": rnd, "reason": str(reason), "max_repetitions": sweep.values["max-repetitions"],
+                "kind": ("time-budget" if reason is over else
+                         "max-repetitions" if getattr(reason, "bounded", False) else "judged")}
             if reason != over:  # the budget's stop is said once, above
                 log(f"{cells[j].label}: {adaptive.label(var)} stops after round {rnd}: {reason}")
         if not active[j]:
@@ -216,14 +218,14 @@ def stop_holds(stop: dict, values: dict) -> bool:
     """Does a variant's stop recorded by an earlier session of the sweep (stops.json) hold under this session's
     parameters? Not when it came before this session's min-repetitions, from a time budget (each session has its
     own), or from a max-repetitions lower than this session's (reached, or futile at that maximum); a variant
-    decided stays decided."""
+    decided stays decided. A stop recorded without its kind (an older stops.json) does not hold: measuring again
+    costs runs, trusting a stop that no longer holds would cost the answer."""
     if stop.get("after_round", 0) < values["min-repetitions"]:
         return False
-    reason = stop.get("reason") or ""
-    if reason.startswith("time budget"):
-        return False
-    limit = re.search(r"max-repetitions \((\d+)\)", reason)
-    return not (limit and int(limit.group(1)) < values["max-repetitions"])
+    kind = stop.get("kind")
+    if kind == "max-repetitions":
+        return stop.get("max_repetitions", 0) >= values["max-repetitions"]
+    return kind == "judged"
 
 
 def _run_cells(sweep: Sweep, cells, store: ResultStore, testbed: Testbed | None, previous: dict, report: SweepReport,
