@@ -15,6 +15,7 @@ from edgebench.plan.catalog import resolve_cni
 from edgebench.plan.cells import expand
 from edgebench.substrates import build_key
 from edgebench.substrates.local import netem as netem_local
+from edgebench.substrates.local import processes
 from edgebench.substrates.local.provider import LocalProvider
 from edgebench.substrates.local.testbed import Testbed
 
@@ -80,6 +81,34 @@ def test_reset_returns_the_testbed_to_its_built_state(built):
     after = subprocess.run(["ip", "netns", "exec", pod, "sysctl", "-n", "net.ipv4.tcp_fastopen"],
                            capture_output=True, text=True).stdout
     assert after == before
+
+
+@needs_root
+def test_reset_keeps_the_modes_own_agents_and_says_when_one_is_gone(tmp_path, monkeypatch):
+    """Cilium's testbed runs a monitor per node (the socket load balancer's event reader, sock_lb.py): a reset kills
+    what a cell left running, not them, so the testbed is reused; a monitor that died makes the reset refuse it."""
+    monkeypatch.setenv("EDGEBENCH_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("EDGEBENCH_STATE", str(tmp_path / "state"))
+    tb = Testbed("ebm")
+    provider = LocalProvider(tb)
+    try:
+        provider.provision()
+        provider.install_cni(resolve_cni("cilium:vxlan"))
+        fresh = provider.fingerprint()
+        agents = tb.agent_pids()
+        assert len(agents) == 2
+        pod = provider.server("cross-node").ns
+        left = subprocess.Popen(["ip", "netns", "exec", pod, "sleep", "300"])
+        assert provider.reset(fresh) == ["1 process(es) were still running in the testbed"]
+        left.wait(timeout=5)
+        assert provider.reset(fresh) == [] and tb.agent_pids() == agents
+        os.kill(agents[0], 9)
+        assert provider.reset(fresh) == ["1 of the mode's agent process(es) (the socket load balancer's monitors) "
+                                         "are gone"]
+    finally:
+        tb.down()
+    assert tb.namespaces() == []
+    assert not [pid for pid in agents if processes.running(pid)]
 
 
 @needs_root

@@ -223,8 +223,11 @@ class Datapath:
 
     def _attach_sock_lb(self) -> None:
         """The socket load balancer's cgroup programs (sock_lb.py), one cgroup per node; its pods' processes start
-        in it (Endpoints.endpoint). Recorded in the testbed's state ("sock_lb")."""
+        in it (Endpoints.endpoint); and each node's monitor of their events, in the node's namespace. Recorded in the
+        testbed's state ("sock_lb")."""
         self._sock_lb_recs = {i: sock_lb.attach(self.prefix, i) for i in range(1, self.nodes + 1)}
+        for i, rec in self._sock_lb_recs.items():  # the agent's reader of the hooks' events, one per node
+            rec["monitor_pid"] = sock_lb.start_monitor(rec, self.node_ns(i)).pid
 
     def _transport_geneve(self, i: int, j: int, cm: CniMode, keys: "_Keys") -> None:
         """One point-to-point Geneve device per peer, onlink route + static ARP."""

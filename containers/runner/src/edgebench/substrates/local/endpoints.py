@@ -66,6 +66,10 @@ class Endpoints(PinsEndpoints):
         state = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
         return {int(k): v for k, v in (state.get("sock_lb") or {}).items()}
 
+    def agent_pids(self) -> list[int]:
+        """The processes the mode runs in its nodes as a CNI's agent would: the socket load balancer's monitors."""
+        return [rec["monitor_pid"] for rec in self.sock_lb_nodes().values() if rec.get("monitor_pid")]
+
     def _runtime_of(self) -> str | None:
         if getattr(self, "_runtime", None) is not None or getattr(self, "_host", None) is not None:
             return getattr(self, "_runtime", None)

@@ -28,6 +28,15 @@ def netns_pids(names: Sequence[str]) -> dict[str, list[int]]:
     return out
 
 
+def running(pid: int) -> bool:
+    """Is pid a process that has not exited (neither gone nor a zombie)?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] not in ("Z", "X")
+
+
 def other_live(pid: int) -> int | None:
     """pid when it is a running process other than this one and its parent, else None."""
     if pid in (0, os.getpid(), os.getppid()) or not os.path.exists(f"/proc/{pid}"):

@@ -12,7 +12,7 @@ from edgebench.plan import tuning
 from edgebench.plan.catalog import CniMode
 from edgebench.substrates.base import Provider, Unsupported
 from edgebench.substrates.local import netem as netem_local
-from edgebench.substrates.local import cpuclass, service_proxy
+from edgebench.substrates.local import cpuclass, processes, service_proxy
 from edgebench.substrates.local import tuning as tuning_local
 from edgebench.substrates.local.datapath import PODS_PER_NODE, node_ip, pod_cidr
 from edgebench.substrates.local.intercluster import Joiner
@@ -59,9 +59,14 @@ class LocalProvider(Provider):
         self.flush_services()
         netem_local.revert_local(self._nodes(), "eth0")
         problems = tuning_local.revert_and_verify(self._nodes(), self._pods())
-        left = self.testbed.kill_processes()
+        agents = self.testbed.agent_pids()
+        left = self.testbed.kill_processes(spare=agents)
         if left:
             problems.append(f"{left} process(es) were still running in the testbed")
+        gone = [pid for pid in agents if not processes.running(pid)]
+        if gone:
+            problems.append(f"{len(gone)} of the mode's agent process(es) (the socket load balancer's monitors) "
+                            "are gone")
         self.testbed.forget_traffic()
         now = self.fingerprint()
         problems += [f"{ns} differs from the freshly built testbed" for ns in sorted(set(built) | set(now))

@@ -7,6 +7,10 @@ real node (where they sit on the root cgroup). Measured on the local lab's real 
 recvmsg hook was the largest of its programs in a DDS round trip; the testbed had no such hook before this.
 A service the testbed adds is written to the node's `services` map too: a pod's connect() or sendto() to the
 ClusterIP leaves addressed to the backend (the service proxy's DNAT is not reached, as with Cilium's).
+The hooks report to the node's `events` perf array where Cilium's socket load balancer tracing does (its agent's
+`trace-sock`, on by default): every UDP message a pod receives, and every operation towards a service. A monitor
+process per node (`sock_lb_loader monitor`, in the node's namespace, so Testbed.down ends it with the rest; a reset
+spares it, Endpoints.agent_pids) reads the events as the agent's perf reader does: a wake-up an event.
 
 bpf/sock_lb_loader.c loads and attaches the programs (the cgroup keeps them: no bpffs, no pinning) and edits the
 map by id. Both are built with clang and libbpf (`make setup` installs them) and cached like ebpf.py's object.
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -67,7 +73,7 @@ def missing(root: Path = CGROUP_ROOT) -> str | None:
 
 def attach(prefix: str, node: int, root: Path = CGROUP_ROOT, run: Run | None = None) -> dict:
     """Node `node`'s cgroup, created, with the programs attached; returns {"cgroup", "services", "reverse",
-    "counts"} (the directory and the maps' ids). Raises sh.CommandError with the loader's message."""
+    "counts", "events"} (the directory and the maps' ids). Raises sh.CommandError with the loader's message."""
     obj, loader = build()
     base = cgroup2(root)
     if base is None:
@@ -76,6 +82,23 @@ def attach(prefix: str, node: int, root: Path = CGROUP_ROOT, run: Run | None = N
     cg.mkdir(exist_ok=True)
     out = (run or sh.run)([str(loader), "attach", str(obj), str(cg)])
     return {"cgroup": str(cg), **json.loads(out)}
+
+
+MONITOR_READY_S = 10.0
+
+
+def start_monitor(rec: dict, ns: str) -> subprocess.Popen:
+    """The node's monitor (the agent's perf reader) on its events map, started in the node's namespace `ns` and
+    left running; returns once it reads. Raises sh.CommandError when it does not become ready."""
+    argv = ["ip", "netns", "exec", ns, str(build()[1]), "monitor", str(rec["events"])]
+    proc = sh.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + MONITOR_READY_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (proc.stdout.readline() if proc.stdout else "").startswith("ready"):
+            return proc
+    proc.kill()
+    _, err = proc.communicate(timeout=10)
+    raise sh.CommandError(argv, proc.returncode or 1, err or "the monitor did not become ready")
 
 
 def add_service(rec: dict, cluster_ip: str, port: int, backend_ip: str, backend_port: int,

@@ -299,11 +299,14 @@ class Testbed(NodeConditions, Datapath, Endpoints):
                       for m in [pattern.match(f.name[len("testbed-"):])] if m}
         return sorted(found)
 
-    def kill_processes(self, namespaces: Sequence[str] | None = None) -> int:
-        """SIGKILL every process in the testbed's namespaces (found in /proc); returns how many there were."""
+    def kill_processes(self, namespaces: Sequence[str] | None = None, spare: Sequence[int] = ()) -> int:
+        """SIGKILL every process in the testbed's namespaces (found in /proc) but those in `spare` (the mode's own
+        daemons, agent_pids); returns how many there were."""
         n = 0
         for pids in netns_pids(self.namespaces() if namespaces is None else namespaces).values():
             for pid in pids:
+                if pid in spare:
+                    continue
                 try:
                     os.kill(pid, signal.SIGKILL)
                     n += 1
