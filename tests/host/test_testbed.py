@@ -65,6 +65,22 @@ def check_datapath(tb, cm):
         srv.kill()
 
 
+def test_kube_router_nodes_carry_its_pod_rule(tb):
+    """kube-router's routing controller adds `from <node's pod CIDR> lookup 77` on each node (the local lab's node:
+    pref 32765): every route lookup of a pod's packet goes through the rules. Flannel adds none."""
+    def rules(node):
+        return json.loads(subprocess.run(["ip", "-n", f"{PREFIX}-n{node}", "-j", "rule"], capture_output=True,
+                                         text=True, check=True).stdout)
+    tb.up(resolve_cni("kube-router:bgp"))
+    for node, cidr in ((1, "10.244.1.0"), (2, "10.244.2.0")):
+        mine = [r for r in rules(node) if r.get("priority") == 32765]
+        assert [(r["src"], r["srclen"], r["table"]) for r in mine] == [(cidr, 24, "77")], rules(node)
+    assert ping(tb.client(), tb.server("cross-node").ip)  # the rule's table is empty: main still routes them
+    tb.down()
+    tb.up(resolve_cni("flannel:vxlan"))
+    assert not [r for r in rules(1) if r.get("priority") == 32765]
+
+
 @pytest.mark.parametrize("entry", WORKING)
 def test_datapath_works(tb, entry):
     check_datapath(tb, resolve_cni(entry))

@@ -94,6 +94,10 @@ class Datapath:
                          "oifname", bridge, "ct", "status", "dnat", "masquerade")
             else:
                 self._ptp_pods(i, mtu)
+            rule = cm.local.get("pod_rule")
+            if rule:  # the CNI's policy-routing rule for its pods: their route lookups go through the rules
+                self._ip(self.node_ns(i), "rule", "add", "pref", str(rule["pref"]), "from", str(pod_cidr(i)),
+                         "lookup", str(rule["table"]))
         ebpf_tunnel = cm.local.get("forward") == "ebpf" and transport in ("vxlan", "geneve")
         keys = _Keys()
         for i in range(1, self.nodes + 1):
