@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from edgebench import sh
 from edgebench.errors import EdgebenchError
+from edgebench.substrates.local import processes
 from edgebench.plan.netem import (EMULATOR, IPT_CHAIN, NFT_TABLE, QUEUE_NUM, Scenario, fmt_number, limit_for, manifest_object,
                     qdisc_problem, render_apply, render_readback, render_revert, resolve)
 
@@ -167,20 +168,13 @@ def _stop_pid(pid: int, timeout: float = 3.0) -> None:
             if done:
                 return
         except ChildProcessError:
-            if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            if not processes.running(pid):
                 return
         time.sleep(0.02)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _emulator_pids(ns: str) -> list[int]:
