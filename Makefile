@@ -12,11 +12,12 @@ TOOLS      ?= $(HOME)/.local/share/edgebench/tools
 SWEEP      ?= workflows/sweep.yaml
 ARGS       ?=
 # how `make sweep` repeats: each variant at least 2 rounds, more (up to 6) where its comparison with the host is
-# still open, while the next round ends within the 12 min budget; a variant decided after round 2 (its spread pooled
-# with the other modes') gives its time to the open ones (docs/verdicts.md, "Adaptive repetitions");
+# still open, while the next round ends within the time 3 full rounds take on this machine (3r: fixed 3's, measured on
+# the sweep's own first rounds); a variant decided after round 2 (its spread pooled with the other modes') gives its
+# time to the open ones (docs/verdicts.md, "Adaptive repetitions");
 # REPEAT='-p repetitions=3' is the sweep file's fixed plan; ARGS that name repetitions, time-budget or a duration
 # replace REPEAT
-REPEAT     ?= -p repetitions=auto -p min-repetitions=2 -p max-repetitions=6 -p time-budget=12m
+REPEAT     ?= -p repetitions=auto -p min-repetitions=2 -p max-repetitions=6 -p time-budget=3r
 # Pinned MinIO server and client (Go module versions of their release commits)
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MC_VERSION    := v0.0.0-20250313080218-cf909e1063a9

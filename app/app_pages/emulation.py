@@ -3,7 +3,7 @@ import streamlit as st
 from edgebench.results.report.verdict import CPU_HEADROOM_FLOOR_PCT
 
 from data.emulation import (EMULATION_EMPTY, LAB_BANNER, emulation_rows, fared_lines, leaves_out, normalized_rows,
-                            style, traced_causes, verdict_counts)
+                            shortfalls, style, traced_causes, verdict_counts)
 import ui
 
 st.title("Emulation vs real")
@@ -60,6 +60,13 @@ else:
         for c in causes:
             st.markdown(f"- **{c['cause']}** ({len(c['rows'])} comparison(s): {'; '.join(c['rows'])}). "
                         f"{c['explanation']}")
+
+    short = shortfalls(norm)
+    if short:
+        st.markdown("**Metrics short of a bar, with what was measured** (verdicts agree; the catalog's "
+                    "testbed_shortfalls):")
+        for c in short:
+            st.markdown(f"- **{c['what']}, {c['bar']}: {c['cause']}.** {c['explanation']}")
 
 st.subheader("What the testbed still leaves out")
 st.caption("Per CNI mode on this page: the parts of a real cluster running it that the testbed does not build "

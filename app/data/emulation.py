@@ -84,6 +84,19 @@ def traced_causes(df: pd.DataFrame) -> list[dict]:
     return emu.traced(records(df))
 
 
+def shortfalls(df: pd.DataFrame) -> list[dict]:
+    """The metrics among cmp_emulation_overhead's rows that miss a bar of the comparison with a lab although their
+    verdicts agree, each with its known cause and what was measured (the catalog's testbed_shortfalls)."""
+    if df.empty:
+        return []
+    out = []
+    for f in emu.fared(records(df)):
+        if f.get("shortfall"):
+            entry = catalog.shortfall(f["workload"], f["metric"])
+            out.append({"what": f"{f['workload']} {f['metric']} against {f['real_lab']}", **entry})
+    return out
+
+
 def leaves_out(df: pd.DataFrame) -> dict[str, list[str]]:
     """Per CNI mode on the page: what the testbed does not build of a real cluster running it (the catalog's
     testbed_leaves_out, catalog.leaves_out), so that a disagreement can be read against it."""

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from edgebench.cli import app as cli_app
 from edgebench.errors import SpecError
-from edgebench.plan import spec
+from edgebench.plan import params, spec
 from edgebench.plan.cells import expand_checked
 from edgebench.sweep import adaptive
 
@@ -198,10 +198,56 @@ def test_the_time_budget_stops_every_open_variant_before_a_round_that_would_end_
             assert all(active[i] == {tcp} for i in range(3))
 
 
+def _round_budget(budget, marks, now, measured, first=1):
+    """_adapt after round 3 of a sweep of 3 cells x 3 paths (9 runs a full round) with `budget`, the session's
+    round ends at `marks` (round, elapsed, measured) and the clock at `now`: whether round 4 starts, and the log."""
+    from edgebench.plan.cells import runs_for
+    from edgebench.sweep import runner
+    from edgebench.sweep.progress import Progress
+
+    s = _sweep(**{"min-repetitions": "3", "max-repetitions": "10", "time-budget": budget})
+    cells, _ = expand_checked(s)
+    tcp = adaptive._variant(_docs(cells[0], [1])[0])
+    now_docs = _docs(cells[0], [1000, 990, 1010]) + _docs(cells[1], [940, 960, 900]) + _docs(cells[2], [950, 1000, 930])
+    report = runner.SweepReport(s.sweep_id, results=now_docs)
+    active = {i: {tcp} for i in range(3)}
+    variant_of = {r.run_id: adaptive.variant(r) for c in cells for r in runs_for(s, c)}
+    rep_of = {r.run_id: r.repetition for c in cells for r in runs_for(s, c)}
+    plan = [(2, set())] + [(i, {r.run_id for r in runs_for(s, c) if r.repetition == 4}) for i, c in enumerate(cells)]
+    clock = iter([0.0, now, now]).__next__
+    progress = Progress(3, 90, log=lambda _: None, clock=clock)
+    progress.measured, progress.round_marks = measured, list(marks)
+    lines = []
+    runner._adapt(s, cells, _Store(), report, progress, lines.append, plan, 0, 3, active, variant_of, {}, [], rep_of)
+    return len(plan) > 1, lines
+
+
+def test_a_budget_in_rounds_is_fixed_ns_time_measured_on_the_sweeps_own_full_rounds():
+    """`3r`: the time 3 full rounds take here. Rounds of 40 s (the first, with its one-time set-up), 30 and 30 s
+    (9 runs each): 4 rounds' time is 40 + 3 x 30 = 130 s; round 4 at the session's pace (100 s / 27 runs) would end
+    at 133 s: over 4r, within 5r."""
+    marks = [(1, 40.0, 9), (2, 70.0, 18)]
+    starts, lines = _round_budget("4r", marks, 100.0, 27)
+    assert not starts and lines == ["round 3: time budget: round 4 (9 runs, about 33 s at 3.7 s a run) would end at "
+                                    "133 s, after 4 full rounds' time (130 s; a full round takes 30 s here)"]
+    assert _round_budget("5r", marks, 100.0, 27)[0]
+    # a slow last round sets the pace: its 9 runs took 45 s (5 s a run, the session's 4.3) -> round 4 would end at
+    # 160 s (at the session's pace 153 s): over a 155 s budget, within 161 s
+    assert not _round_budget("155", marks, 115.0, 27)[0]
+    assert _round_budget("161", marks, 115.0, 27)[0]
+    # a resumed session whose first round is 3 (rounds 1-2 were an earlier session's): 3r leaves it one round, spent;
+    # 4r leaves two, and round 4 (30 s more) ends at 60 s, within them
+    assert not _round_budget("3r", [], 30.0, 9)[0]
+    assert _round_budget("4r", [], 30.0, 9)[0]
+
+
 def test_a_bad_time_budget_is_refused():
     with pytest.raises(SpecError, match="time-budget"):
         _sweep(**{"time-budget": "soon"})
+    with pytest.raises(SpecError, match="at least 1r"):
+        _sweep(**{"time-budget": "0r"})
     assert _sweep(**{"time-budget": "1h"}).values["time-budget"] == 3600
+    assert _sweep(**{"time-budget": "3R"}).values["time-budget"] == params.Rounds(3)
     assert _sweep().values["time-budget"] is None
 
 

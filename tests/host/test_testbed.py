@@ -81,6 +81,34 @@ def test_kube_router_nodes_carry_its_pod_rule(tb):
     assert not [r for r in rules(1) if r.get("priority") == 32765]
 
 
+def test_nodes_carry_the_chains_a_real_node_carries(tb):
+    """node_chains.py: every node has the kubelet's KUBE-FIREWALL; kube-proxy's KUBE-FORWARD where kube-proxy runs
+    (not beside cilium, which replaces it); the CNI's own chains (flannel's forward accepts, kube-router's per-pod
+    firewall, cilium's raw, mangle and filter feeders); the host baseline carries flannel's, as the lab's host
+    cluster does. Packets still pass, and the cell's state says what was built."""
+    def saved(node):
+        return subprocess.run(["ip", "netns", "exec", f"{PREFIX}-n{node}", "iptables-save"], capture_output=True,
+                              text=True, check=True).stdout
+
+    expect = {"host:host": ({"KUBE-FIREWALL", "KUBE-FORWARD", "FLANNEL-FWD"}, {"CILIUM_FORWARD", "KUBE-ROUTER-FORWARD"}),
+              "flannel:vxlan": ({"KUBE-FIREWALL", "KUBE-FORWARD", "FLANNEL-FWD"}, {"CILIUM_FORWARD"}),
+              "kube-router:bgp": ({"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-ROUTER-FORWARD", "KUBE-NWPLCY-DEFAULT"},
+                                  {"FLANNEL-FWD"}),
+              "cilium:vxlan": ({"KUBE-FIREWALL", "CILIUM_FORWARD", "CILIUM_PRE_raw", "CILIUM_PRE_mangle"},
+                               {"KUBE-FORWARD", "FLANNEL-FWD"})}
+    for entry, (present, absent) in expect.items():
+        state = tb.up(resolve_cni(entry))
+        for node in (1, 2):
+            text = saved(node)
+            chains = {ln[1:].split()[0] for ln in text.splitlines() if ln.startswith(":")}
+            assert present <= chains and not absent & chains, (entry, node, text)
+        assert set(state["node_chains"].values()) == {"built"}, state["node_chains"]
+        if entry == "kube-router:bgp":  # a firewall chain per pod of the node, jumped to from FORWARD
+            assert sum(ln.startswith(":KUBE-POD-FW-") for ln in saved(1).splitlines()) == PODS_PER_NODE
+        assert ping(tb.client(), tb.server("cross-node").ip), entry
+        tb.down()
+
+
 @pytest.mark.parametrize("entry", WORKING)
 def test_datapath_works(tb, entry):
     check_datapath(tb, resolve_cni(entry))

@@ -19,6 +19,7 @@ from edgebench.errors import EdgebenchError
 from edgebench.plan import catalog as catalog_mod
 from edgebench.plan import dimensions_dbt
 from edgebench.plan import spec as spec_mod
+from edgebench.plan.params import Rounds
 from edgebench.plan.cells import cell_item, cell_json, expand_checked, runs_for
 from edgebench.results.records.runstore import now
 from edgebench.results.records.store import ResultStore
@@ -34,6 +35,13 @@ from edgebench.sweep.runner import run_local
 
 def _load(file: Path, params: list[str], local: bool) -> spec_mod.Sweep:
     return spec_mod.load(file, spec_mod.parse_overrides(params), substrate="local" if local else None)
+
+
+def _budget_words(budget) -> str:
+    """The time budget as the dry run and the sweep's first line say it."""
+    if isinstance(budget, Rounds):
+        return f"{budget.n} full rounds' time (fixed {budget.n}'s on this machine, measured on its first rounds)"
+    return f"the {budget}s time budget"
 
 
 def _arches(substrate: str, inventory: Optional[Path]) -> Optional[frozenset]:
@@ -110,7 +118,7 @@ def sweep(
         out.print(f"sweep [bold]{s.sweep_id}[/]: {len(cells)} cells, between {len(runs) * lo // hi} and {len(runs)} "
                   f"runs (repetitions=auto: {lo} to {hi} rounds; each variant of a CNI cell stops once its "
                   f"comparison with the host is decided, or cannot be"
-                  + (f", or the next round would end after the {s.values['time-budget']}s time budget"
+                  + (f", or the next round would end after {_budget_words(s.values['time-budget'])}"
                      if s.values.get("time-budget") else "")
                   + f"), up to {timed}s of timed measurement (substrate={s.values['substrate']})")
     else:

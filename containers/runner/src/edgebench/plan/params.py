@@ -90,6 +90,30 @@ def time_budget(name: str, value: str) -> int | None:
     return int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
+@dataclass(frozen=True)
+class Rounds:
+    """A time budget of `n` full rounds: the wall time the fixed plan of `n` repetitions takes, measured on the
+    sweep's own first rounds (sweep/runner.py), so that it holds on a slow machine and a fast one alike."""
+    n: int
+
+    def __str__(self) -> str:
+        return f"{self.n} full rounds' time (fixed {self.n}'s)"
+
+
+def sweep_time_budget(name: str, value: str) -> int | Rounds | None:
+    """A sweep's time budget: what `time_budget` takes, or `3r`: the time 3 full rounds take on this machine."""
+    m = re.fullmatch(r"([0-9]{1,3})r", str(value).strip().lower())
+    if m:
+        if int(m.group(1)) == 0:
+            raise SpecError(f"parameter {name!r} in rounds must be at least 1r; got {short(value)}")
+        return Rounds(int(m.group(1)))
+    try:
+        return time_budget(name, value)
+    except SpecError:
+        raise SpecError(f"parameter {name!r} must be none, a positive time such as 1200, 20m or 1h, or full rounds "
+                        f"such as 3r; got {short(value)}") from None
+
+
 def choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise SpecError(f"parameter {name!r} must be one of {', '.join(choices)}; got {value!r}")

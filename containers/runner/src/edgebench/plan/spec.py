@@ -19,7 +19,7 @@ import yaml
 from edgebench.errors import SpecError
 from edgebench.plan import catalog, netem, selection, versions
 from edgebench.plan.dimensions import CNIS, dimension_params, neutral_params, substrate_problems
-from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, time_budget
+from edgebench.plan.params import Param, choice, integer, json_default, json_list, short, sweep_time_budget
 from edgebench.plan.workload_plans import PLANS, params as workload_params
 
 SUBSTRATES = ("local", "kind", "ssh")
@@ -186,9 +186,11 @@ CORE_PARAMS: tuple[Param, ...] = (
           "intercluster_tool, workload, protocol, length_bytes, dds_mode, reliability, subscribers, service, ...); "
           "a cell with no run selected is skipped; run ids are the full grid's; [] = every run (`edgebench papers "
           "run` sets it to what the claims it measures compare)", neutral_at_default=True),
-    Param("time-budget", time_budget, "none",
-          "with repetitions=auto: the sweep's wall time at most (none, or seconds, 20m, 1h); after the minimum rounds "
-          "a further round starts only while, at the pace measured so far, it ends within the budget (local runner)"),
+    Param("time-budget", sweep_time_budget, "none",
+          "with repetitions=auto: the sweep's wall time at most (none, or seconds, 20m, 1h, or 3r: the time 3 full "
+          "rounds of every variant take, measured on this sweep's first rounds: fixed 3's wall time on this "
+          "machine); after the minimum rounds a further round starts only while, at the pace of the last round, it "
+          "ends within the budget (local runner)"),
     Param("duration", lambda n, v: integer(n, v, 1), "3", "seconds per measurement"),
 )
 LATE_PARAMS: tuple[Param, ...] = (  # after the workloads' parameters, as the Argo files list them

@@ -48,6 +48,7 @@ class Progress:
         self.phase_name: str | None = None
         self._log, self.stream, self.tty, self.clock = log, stream, tty and stream is not None, clock
         self.started = clock()
+        self.round_marks: list[tuple[int, float, int]] = []  # (round, elapsed, measured) at each round's end
         self._shown = False
         self._lock = threading.RLock()  # the upload thread logs too
 
@@ -73,6 +74,11 @@ class Progress:
         with self._lock:
             self.runs_done += n
             self._show(changed=False)
+
+    def round_ended(self, rnd: int) -> None:
+        """Round `rnd` of an interleaved sweep ended: its time and runs give the pace of the next (sweep/runner.py)."""
+        with self._lock:
+            self.round_marks.append((rnd, self.elapsed(), self.measured))
 
     def cell_done(self) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
@@ -18,6 +19,7 @@ from edgebench.sweep import adaptive, duet, phases
 from edgebench.sweep.progress import Progress
 from edgebench import substrates
 from edgebench.plan.cells import Run, expand_checked, runs_for
+from edgebench.plan.params import Rounds
 from edgebench.results.records.runstore import now
 from edgebench.plan.spec import Sweep
 from edgebench.results.records.store import BackgroundUploader, ResultStore, state_dir, statuses
@@ -135,7 +137,8 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
                                sweep.values["max-repetitions"], aim=sweep.values.get("aim"))
     nxt = sum(1 for j, t in plan[v + 1:] for rid in t  # the next round's runs of the variants still open
               if rep_of[rid] == rnd + 1 and variant_of[rid] not in decisions.get(j, {}))
-    over = _over_budget(sweep, nxt, rnd, progress)
+    progress.round_ended(rnd)
+    over = _over_budget(sweep, nxt, rnd, progress, len(rep_of) // max(1, sweep.values["repetitions"]))
     if over:  # the next round would end after the budget: every variant still open stops here
         for j, vs in active.items():
             for var in vs - set(decisions.get(j, {})):
@@ -173,19 +176,38 @@ def _adapt(sweep: Sweep, cells, store: ResultStore, report: SweepReport, progres
     store.put_json(f"sweeps/{sweep.sweep_id}/stops.json", {"sweep_id": sweep.sweep_id, "stops": stopped})
 
 
-def _over_budget(sweep: Sweep, next_round: int, rnd: int, progress: Progress) -> str | None:
+def _over_budget(sweep: Sweep, next_round: int, rnd: int, progress: Progress, full_round: int) -> str | None:
     """repetitions=auto with a time-budget, after round `rnd` from the minimum on: why the next round (of
-    `next_round` runs) does not start (it would end after the budget at the pace of the runs measured so far), or
-    None."""
+    `next_round` runs) does not start (it would end after the budget), or None. The next round's time is its runs at
+    the pace of the last round (its runs and its cells' set-up, over its runs) or of the whole session, whichever is
+    slower: later rounds measure fewer variants, so each round's set-up weighs more on each run. A budget in rounds
+    (`3r`) is the time that many full rounds (`full_round` runs: every variant) take at the pace of this session's
+    full rounds, the session's first round counted once as it was (it carries the one-time costs fixed N pays
+    once too), less the rounds an earlier session of the sweep measured."""
     budget = sweep.values.get("time-budget")
     if not budget or not next_round or rnd < sweep.values["min-repetitions"] or not progress.measured:
         return None
-    pace = progress.elapsed() / progress.measured
-    ends = progress.elapsed() + next_round * pace
-    if ends <= budget:
+    elapsed, marks = progress.elapsed(), progress.round_marks
+    pace = elapsed / progress.measured
+    spans = [(t1 - t0, m1 - m0) for (_, t0, m0), (_, t1, m1) in zip([(0, 0.0, 0), *marks], marks)]
+    if spans and spans[-1][1] > 0:
+        pace = max(pace, spans[-1][0] / spans[-1][1])
+    ends = elapsed + next_round * pace
+    cost = f"round {rnd + 1} ({next_round} runs, about {next_round * pace:.0f} s at {pace:.1f} s a run) would end at " \
+           f"{ends:.0f} s"
+    if not isinstance(budget, Rounds):
+        return None if ends <= budget else f"time budget: {cost}, after the {budget} s budget"
+    rounds = max(0, budget.n - (marks[0][0] - 1 if marks else 0))  # less what an earlier session measured
+    full = [t for t, m in spans if m == full_round]
+    if len(full) >= 2 and spans[0][1] == full_round:
+        seconds, per_round = full[0] + (rounds - 1) * statistics.fmean(full[1:]), statistics.fmean(full[1:])
+    else:
+        per_round = statistics.fmean(full) if full else full_round * elapsed / progress.measured
+        seconds = rounds * per_round
+    if ends <= seconds:
         return None
-    return (f"time budget: round {rnd + 1} ({next_round} runs, about {next_round * pace:.0f} s at {pace:.1f} s a "
-            f"run) would end at {ends:.0f} s, after the {budget} s budget")
+    return (f"time budget: {cost}, after {rounds} full rounds' time ({seconds:.0f} s; a full round takes "
+            f"{per_round:.0f} s here)")
 
 
 def _resume_stops(sweep: Sweep, cells, store: ResultStore, active: dict[int, set], log: Log) -> dict:

@@ -120,6 +120,15 @@ def disagreement(workload: str, config: str) -> dict[str, str] | None:
     return None
 
 
+def shortfall(workload: str, metric: str) -> dict[str, str] | None:
+    """Why the testbed's answer on this metric misses a bar of the comparison with a real lab where its verdicts
+    agree (cnis.yaml `testbed_shortfalls`: workload, metric, bar, cause, explanation), or None when none is known."""
+    for entry in _load("cnis.yaml").get("testbed_shortfalls") or []:
+        if entry["workload"] == workload and entry["metric"] == metric:
+            return entry
+    return None
+
+
 def rows() -> list[dict[str, Any]]:
     """The catalog flattened to one row per CNI mode (for `edgebench catalog`)."""
     out = []

@@ -48,8 +48,12 @@ def fared(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["real_lab"], r["workload"], r["metric"]), []).append(r)
-    return [{"real_lab": lab, "workload": workload, "metric": metric, **fare(rs)}
-            for (lab, workload, metric), rs in sorted(groups.items())]
+    out = [{"real_lab": lab, "workload": workload, "metric": metric, **fare(rs)}
+           for (lab, workload, metric), rs in sorted(groups.items())]
+    for f in out:  # a metric short of a bar with its cause known (catalog.shortfall) says it
+        entry = catalog.shortfall(f["workload"], f["metric"]) if f["outcome"] != "holds" else None
+        f["shortfall"] = {"bar": entry["bar"], "cause": entry["cause"]} if entry else None
+    return out
 
 
 def fare(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -92,6 +96,8 @@ def sentence(f: dict[str, Any]) -> str:
         if f.get("explained") else ""
     gap = f"; overhead gap median {f['median_gap_pts']:.1f} points (largest {f['max_gap_pts']:.1f})" \
         if f["median_gap_pts"] is not None else ""
+    short = f". Short of the bar on {f['shortfall']['bar']}: {f['shortfall']['cause']} (see the Emulation page)" \
+        if f.get("shortfall") else ""
     return (f"{f['workload']} {f['metric']} against {f['real_lab']}: {f['outcome']} - decided on both substrates in "
             f"{f['decided_both']} of {f['comparisons']}, the same verdict in {f['agree']} of {f['decided_both']}"
-            f"{why}{gap}{tau}")
+            f"{why}{gap}{tau}{short}")

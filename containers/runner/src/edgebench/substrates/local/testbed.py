@@ -31,8 +31,9 @@ from edgebench import sh
 from edgebench.plan.catalog import CniMode
 from edgebench.errors import EdgebenchError, NotRootError
 from edgebench.substrates.base import Unsupported
-from edgebench.substrates.local.datapath import PODS_PER_NODE, Datapath  # noqa: F401 - PODS_PER_NODE: re-exported
-from edgebench.substrates.local import container, cpuclass, ebpf, processes, sock_lb
+from edgebench.substrates.local.datapath import (PODS_PER_NODE, Datapath, pod_ip,  # noqa: F401 - PODS_PER_NODE
+                                                 service_cidr)  # (re-exported)
+from edgebench.substrates.local import container, cpuclass, ebpf, node_chains, processes, sock_lb
 from edgebench.substrates.local.processes import netns_pids
 from edgebench.substrates.local.testbed_conditions import NodeConditions
 from edgebench.substrates.local.endpoints import Endpoint, Endpoints  # noqa: F401 - Endpoint: re-exported
@@ -260,16 +261,28 @@ class Testbed(NodeConditions, Datapath, Endpoints):
         try:
             with self._batched():
                 self._build_datapath(cm)
+            chains = self._node_chains(cm)
         except BaseException:
             self.down()
             raise
         state = {"prefix": self.prefix, "nodes": self.nodes, "clusters": self.clusters, "cni": cm.cni, "mode": cm.mode,
                  "datapath": cm.datapath, "runtime": cm.runtime, "mtu": self.read_mtu(self.client()),
                  "multicast_flood": bool(cm.local.get("multicast_flood")), "pid": os.getpid(),
-                 "sock_lb": {str(i): rec for i, rec in getattr(self, "_sock_lb_recs", {}).items()}}
+                 "sock_lb": {str(i): rec for i, rec in getattr(self, "_sock_lb_recs", {}).items()},
+                 "node_chains": chains}
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
+
+    def _node_chains(self, cm: CniMode) -> dict[str, str]:
+        """The iptables chains a real node running this mode carries (node_chains.py), in every node."""
+        attach = cm.local["attach"]
+        nodes = list(range(1, self.nodes + 1))
+        pods = {i: [] if attach == "host" else [pod_ip(i, j) for j in range(1, PODS_PER_NODE + 1)] for i in nodes}
+        return node_chains.install(self, cm, nodes=nodes, pods=pods, bridge=cm.local.get("bridge", "cni0"),
+                                   pod_ifs="cali+" if attach == "ptp" else "veth+",
+                                   service_cidr={i: str(service_cidr(self.cluster_of(i))) for i in nodes},
+                                   service_proxy=self.service_proxy)
 
     def down(self) -> list[str]:
         """Remove every namespace carrying the prefix (killing processes inside first). Idempotent. The processes
