@@ -59,19 +59,19 @@ def test_every_shortfall_names_a_metric_a_bar_and_what_was_measured():
         assert e["cause"].strip() and len(e["explanation"]) > 200, e  # the measurement, not a label
 
 
-def _metric_rows(gaps, workload="dds", metric="throughput_mbps"):
+def _metric_rows(gaps, workload="http", metric="response_p50_ms"):
     return [{**_row(f"throughput {n} B", "worse", "worse", cni=cni), "workload": workload, "metric": metric,
              "overhead_gap_pts": g} for n, (cni, g) in enumerate(zip(("flannel", "cilium", "kube-router"), gaps))]
 
 
 def test_a_metric_short_of_a_bar_says_its_known_cause_and_one_that_holds_says_none():
-    entry = catalog.shortfall("dds", "throughput_mbps")
+    entry = catalog.shortfall("http", "response_p50_ms")
     (short,) = emulation.fared(_metric_rows([15.0, 14.0, 16.0]))  # gap median 15: short of the 10-point bar
     assert short["outcome"] == "not yet" and short["shortfall"] == {"bar": entry["bar"], "cause": entry["cause"]}
     assert f"Short of the bar on {entry['bar']}: {entry['cause']}" in emulation.sentence(short)
     (holds,) = emulation.fared(_metric_rows([2.0, 3.0, 1.0]))
     assert holds["outcome"] == "holds" and holds["shortfall"] is None and "Short of" not in emulation.sentence(holds)
-    (unknown,) = emulation.fared(_metric_rows([15.0, 14.0, 16.0], metric="latency_p90_us"))
+    (unknown,) = emulation.fared(_metric_rows([15.0, 14.0, 16.0], workload="dds", metric="latency_p90_us"))
     assert unknown["outcome"] == "not yet" and unknown["shortfall"] is None  # no cause known: none is invented
 
 
@@ -99,8 +99,8 @@ def test_the_emulation_page_shows_a_traced_cause_beside_the_comparisons(tmp_path
            "null")
     path = tmp_path / "warehouse.duckdb"
     with duckdb.connect(str(path)) as con:
-        short = ("'cilium', 'vxlan', 'ebpf-vxlan', 'none', 'default_settings', 'none', 'dds', 'throughput_mbps', "
-                 "'throughput 64 B', 'lab-local', 13, 13, 36.0, 6.8, 'worse', 10, 10, 51.0, 8.9, 'worse', -15.0, true, "
+        short = ("'cilium', 'vxlan', 'ebpf-vxlan', 'none', 'default_settings', 'none', 'http', 'response_p50_ms', "
+                 "'payload-echo 60 B', 'lab-local', 3, 5, 41.0, 9.0, 'worse', 15, 15, 24.0, 8.5, 'worse', 17.0, true, "
                  "true, 1, null")  # agrees, but 15 points apart: short of the gap's bar, with a known cause
         con.execute(f"create table cmp_emulation_overhead as select * from (values ({row}), ({short})) as t({cols})")
         con.execute("create table cmp_emulation_vs_real as select 'flannel' as cni, 'vxlan' as cni_mode, "
@@ -119,9 +119,9 @@ def test_the_emulation_page_shows_a_traced_cause_beside_the_comparisons(tmp_path
     text = "\n".join(m.value for m in at.markdown)
     assert "(1 of the 1 that differ traced: see the Emulation page)" in text
     assert f"**{catalog.disagreement('iperf3', UDP_SAME)['cause']}** (1 comparison(s): lab-local, flannel:vxlan" in text
-    entry = catalog.shortfall("dds", "throughput_mbps")
+    entry = catalog.shortfall("http", "response_p50_ms")
     assert f"Short of the bar on {entry['bar']}: {entry['cause']} (see the Emulation page)" in text
-    assert f"**dds throughput_mbps against lab-local, {entry['bar']}: {entry['cause']}.** {entry['explanation']}" in text
+    assert f"**http response_p50_ms against lab-local, {entry['bar']}: {entry['cause']}.** {entry['explanation']}" in text
 
 
 def test_a_configuration_with_no_two_modes_told_apart_is_said_not_ranked():
