@@ -74,3 +74,48 @@ def test_a_chains_name_the_module_does_not_know_is_refused():
     bad = dataclasses.replace(cm, local={**cm.local, "chains": "felix"})
     with pytest.raises(ValueError, match="local.chains 'felix'"):
         node_chains.sets_for(bad)
+
+
+class _FakeTestbed:
+    """Records the commands node_chains runs; `iptables-restore` fails in `failing_node` for `failing_text`."""
+
+    def __init__(self, failing_node=None, failing_text=""):
+        self.calls, self.failing_node, self.failing_text = [], failing_node, failing_text
+
+    @staticmethod
+    def node_ns(i):
+        return f"fake-n{i}"
+
+    def _run(self, argv, check=True, input=None):
+        from edgebench import sh
+        self.calls.append((list(argv), input))
+        if "iptables-restore" in argv and argv[3] == self.node_ns(self.failing_node or 0) \
+                and self.failing_text in (input or ""):
+            raise sh.CommandError(argv, 2, "iptables-restore v1.8.9 (nf_tables): Couldn't load match `socket'")
+        return ""
+
+
+def test_a_set_the_kernel_cannot_build_is_left_out_of_every_node_and_recorded(monkeypatch):
+    from edgebench import sh
+    monkeypatch.setattr(sh, "which", lambda tool: f"/usr/sbin/{tool}")
+    tb = _FakeTestbed(failing_node=2, failing_text="--transparent")
+    out = node_chains.install(tb, resolve_cni("cilium:vxlan"), nodes=[1, 2], pods={1: [], 2: []}, bridge="cni0",
+                              pod_ifs="cali+", service_cidr={1: "10.96.0.0/16", 2: "10.96.0.0/16"})
+    assert out["kubelet"] == "built"
+    assert out["cilium"].startswith("left out: iptables-restore: ") and "socket" in out["cilium"]
+    # node 1 had taken the set before node 2 refused it: its rules and chains are taken out again
+    undone = [argv for argv, _ in tb.calls if argv[3] == "fake-n1" and argv[4] == "iptables"]
+    assert any("-D" in a and "CILIUM_PRE_mangle" in a for a in undone)
+    assert any("-X" in a and "CILIUM_FORWARD" in a for a in undone)
+    assert not any(argv[3] == "fake-n1" and "KUBE-FIREWALL" in " ".join(argv) for argv, _ in tb.calls
+                   if argv[4] == "iptables")  # the kubelet's set, built, is left alone
+
+
+def test_without_iptables_restore_every_set_is_recorded_left_out(monkeypatch):
+    from edgebench import sh
+    monkeypatch.setattr(sh, "which", lambda tool: None)
+    tb = _FakeTestbed()
+    out = node_chains.install(tb, resolve_cni("flannel:vxlan"), nodes=[1], pods={1: []}, bridge="cni0",
+                              pod_ifs="veth+", service_cidr={1: "10.96.0.0/16"})
+    assert set(out) == {"kubelet", "kube-proxy", "flannel"} and tb.calls == []
+    assert all(v.startswith("left out: iptables-restore is not installed") for v in out.values())
