@@ -20,8 +20,10 @@ docs/lab-vs-testbed.md, "The nodes' chains"); the cnis.yaml mode's `local.chains
 
 Left out: the nat tables' chains (a NAT chain is walked by a connection's first packet only; the testbed's service
 DNAT stays datapath.py's or service_proxy.py's), kube-proxy's nfacct match on invalid packets (it needs an nfacct
-object; the rule keeps its conntrack test) and the cilium agent's pod-interface names (the testbed's ptp pods' host
-veths, cali<i><j>, stand for lxc+).
+object; the rule keeps its conntrack test), kube-router's `-m physdev --physdev-is-bridged` twin of each per-pod
+jump (the physdev match loads br_netfilter on a kernel built with modules, which would change every bridge of the
+machine for the rest of the sweep; the plain jump before it stays) and the cilium agent's pod-interface names (the
+testbed's ptp pods' host veths, cali<i><j>, stand for lxc+).
 
 Each set goes in with one `iptables-restore --noflush` per node and table set; a set the kernel or the tools cannot
 build (no iptables-restore, a match module missing) is left out of every node and recorded in the cell's state with
@@ -87,8 +89,7 @@ def rules(sets: list[str], *, pods: list[str], bridge: str, pod_ifs: str, servic
                   "-m mark ! --mark 0x10000/0x10000 -m limit --limit 10/min --limit-burst 10 -j NFLOG --nflog-group 100",
                   "-m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable",
                   "-j MARK --set-xmark 0x0/0x10000", "-j MARK --set-xmark 0x20000/0x20000")
-            fwd += [f"-d {ip}/32 -j {pc}", f"-d {ip}/32 -m physdev --physdev-is-bridged -j {pc}",
-                    f"-s {ip}/32 -j {pc}", f"-s {ip}/32 -m physdev --physdev-is-bridged -j {pc}"]
+            fwd += [f"-d {ip}/32 -j {pc}", f"-s {ip}/32 -j {pc}"]  # (its physdev twins: see the module's doc)
             inp.append(f"-s {ip}/32 -j {pc}")
             out += [f"-d {ip}/32 -j {pc}", f"-s {ip}/32 -j {pc}"]
         accept = "-m mark --mark 0x20000/0x20000 -j ACCEPT"
