@@ -156,19 +156,18 @@ def install(tb, cm: CniMode, *, nodes: list[int], pods: dict[int, list[str]], br
         return {s: "left out: iptables-restore is not installed (apt-get install iptables)" for s in wanted}
     out = {}
     for s in wanted:
+        texts = {i: rules([s], pods=pods.get(i, []), bridge=bridge, pod_ifs=pod_ifs, service_cidr=service_cidr[i])
+                 for i in nodes}
         why = None
         for i in nodes:
             try:
-                tb._run(["ip", "netns", "exec", tb.node_ns(i), "iptables-restore", "-w", "--noflush"],
-                        input=rules([s], pods=pods.get(i, []), bridge=bridge, pod_ifs=pod_ifs,
-                                    service_cidr=service_cidr[i]))
+                tb._run(["ip", "netns", "exec", tb.node_ns(i), "iptables-restore", "-w", "--noflush"], input=texts[i])
             except sh.CommandError as exc:
                 why = "; ".join(sh.error_lines(exc.stderr)) or f"exit {exc.returncode}"
                 break
         if why:  # the set goes from every node: a node never carries half of one
             for i in nodes:
-                _flush(tb, tb.node_ns(i), rules([s], pods=pods.get(i, []), bridge=bridge, pod_ifs=pod_ifs,
-                                                service_cidr=service_cidr[i]))
+                _flush(tb, tb.node_ns(i), texts[i])
             out[s] = f"left out: iptables-restore: {why}"
         else:
             out[s] = "built"
