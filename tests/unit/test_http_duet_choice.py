@@ -22,8 +22,8 @@ def _run(run_id, intercluster="none", service="payload-echo", length=60, workloa
 
 
 class _Testbed:  # the namespace testbed's provider as measure_together reads it
-    def __init__(self, name, container=None, hooks=None):
-        self.name, self.container, self.hooks = name, container, hooks
+    def __init__(self, name, container=None, hooks=None, pids=None):
+        self.name, self.container, self.hooks, self.pids = name, container, hooks, pids or {}
 
     def client(self, placement):
         return SimpleNamespace(ns=f"{self.name}-c", ip="10.0.0.1", cpu=0, cgroups=(), container=self.container,
@@ -35,6 +35,9 @@ class _Testbed:  # the namespace testbed's provider as measure_together reads it
     def pin(self, endpoint, role):
         return endpoint
 
+    def workload_pids(self):  # the processes in its namespaces, as the testbed's provider reads them from /proc
+        return dict(self.pids)
+
     def flush_services(self):
         pass
 
@@ -42,9 +45,14 @@ class _Testbed:  # the namespace testbed's provider as measure_together reads it
         return None
 
 
+IDLE = [{"t_s": 0.25, "phase": "idle", "component": "system", "name": "system", "cpu_pct": 3.0, "rss_mb": 1.0,
+         "cpus": 2}]
+
+
 def _members(*providers, **run):
-    return [(SimpleNamespace(provider=p, state={"supported": True}), _run(f"r{k}", **run))
-            for k, p in enumerate(providers)]
+    """Cells set up for a duet window, each with its idle baseline sampled (sweep/sampling.py)."""
+    return [(SimpleNamespace(provider=p, state={"supported": True, "idle_baseline": IDLE}, save=lambda: None),
+             _run(f"r{k}", **run)) for k, p in enumerate(providers)]
 
 
 @pytest.fixture
@@ -111,6 +119,36 @@ def test_duet_together_leaves_the_results_for_run_one_and_skips_unsupported_memb
     started, measurement = ctxs[0].premeasured["r0"]
     assert started.endswith("Z") and measurement[1] == {"client": driver.DUET_CLIENT}
     assert logs == []
+
+
+def test_duet_together_samples_the_window_once_and_gives_each_member_its_share(built, monkeypatch):
+    """The window's CPU and memory (the headroom gate's input, int_runs__cpu_headroom): one sampler over every
+    member's processes; each member's resources.json is its idle baseline, then the machine's rows and its own
+    processes' rows, never another member's."""
+    import os
+    import time
+
+    from edgebench.sweep import sampling
+
+    monkeypatch.setattr(sampling, "SAMPLE_INTERVAL_S", 0.05)
+    inner = driver.measure_together
+
+    def slow(*args, **kw):
+        time.sleep(0.4)  # a window long enough for several samples
+        return inner(*args, **kw)
+    monkeypatch.setattr(driver, "measure_together", slow)
+    ms = _members(_Testbed("a", pids={"fortio@a-s": os.getpid()}), _Testbed("b", pids={"fortio@b-s": os.getppid()}))
+    ctxs = {k: ctx for k, (ctx, _) in enumerate(ms)}
+    for ctx in ctxs.values():
+        ctx.premeasured = {}
+    duet.together(ctxs, [(k, r) for k, (_, r) in enumerate(ms)], lambda line: None)
+    shares = [json.loads(ctxs[k].premeasured[f"r{k}"][1][0]["resources.json"]) for k in (0, 1)]
+    for k, rows in enumerate(shares):
+        assert rows[0] == IDLE[0] and all(r["phase"] == "run" for r in rows[1:])
+        assert {r["name"] for r in rows[1:]} == {"system", f"fortio@{'ab'[k]}-s"}
+        assert len([r for r in rows if r["name"] == "system" and r["phase"] == "run"]) >= 3
+        assert min(r["t_s"] for r in rows[1:]) > IDLE[0]["t_s"]
+    assert ctxs[0].premeasured["r0"][1][0]["httpduet-access.jsonl"] == b""
 
 
 def test_duet_together_logs_why_it_falls_back(monkeypatch):

@@ -16,6 +16,7 @@ substrate form groups (a real cluster is one build at a time; inter-cluster cell
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,7 +26,7 @@ from edgebench.plan import intercluster
 from edgebench.plan.cells import runs_for
 from edgebench.results.records.store import state_dir
 from edgebench.substrates.local.testbed import Testbed, default_prefix
-from edgebench.sweep import adaptive, phases
+from edgebench.sweep import adaptive, phases, sampling
 
 def group_key(cell: Any) -> tuple | None:
     """The cell's duet group (cells with equal keys stand side by side): what it shares with its host baseline
@@ -99,18 +100,26 @@ def together(ctxs: dict[int, phases.CellContext], members: Sequence[tuple[int, A
     if len(able) < 2 or len({i for i, _ in able}) < len(able):
         return
     workload = workloads.REGISTRY[able[0][1].workload]
+    if not workload.measures_together:
+        return
     started = phases.now()
+    sampled = sampling.joint([ctxs[i] for i, _ in able])  # the window's CPU and memory, every member's share
     try:
         got = workload.measure_together([(ctxs[i], r) for i, r in able])
     except Exception as exc:  # noqa: BLE001 - measured one after another instead, with the reason in the log
         got = f"{type(exc).__name__}: {exc}"
+    finally:
+        samples = sampled.stop() if sampled is not None else [None] * len(able)
     if isinstance(got, str):
         if not got.endswith("one run at a time"):
             log(f"duet: {able[0][1].workload} measured one member after another: {got}")
         return
-    for i, r in able:
+    for (i, r), own in zip(able, samples):
         if r.run_id in got:
-            ctxs[i].premeasured[r.run_id] = (started, got[r.run_id])
+            raw, metrics, error, params = got[r.run_id]
+            if own:
+                raw = {**raw, "resources.json": json.dumps(own).encode()}
+            ctxs[i].premeasured[r.run_id] = (started, (raw, metrics, error, params))
 
 
 def run_round(sweep: Any, cells: Sequence[Any], entries: Sequence[tuple[int, set[str]]], round_no: int,

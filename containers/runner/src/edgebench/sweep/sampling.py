@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from edgebench.substrates.base import Unsupported
 from edgebench.substrates.local import resources
@@ -41,3 +41,53 @@ def sampler(ctx: Any):
         ctx.state["idle_baseline"] = idle
         ctx.save()
     return make(idle).start()
+
+
+class Joint:
+    """One sampler for the members of a duet window measured together (sweep/duet.py together): one /proc pass per
+    interval over every member's processes, not one sampler per member. stop() gives each member its own
+    `resources.json`: its idle baseline, then the window's system rows (the one machine every member shares) and
+    its own processes' rows, t_s counting on from its baseline."""
+
+    def __init__(self, ctxs: Sequence[Any]):
+        self._ctxs = list(ctxs)
+        self._owner: dict[str, int] = {}
+        self._sampler = resources.Sampler(self._pids, interval_s=SAMPLE_INTERVAL_S, idle=[])
+
+    def _pids(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for k, ctx in enumerate(self._ctxs):
+            for name, pid in ctx.provider.workload_pids().items():
+                out[name] = pid
+                self._owner[name] = k
+        return out
+
+    def start(self) -> "Joint":
+        self._sampler.start()
+        return self
+
+    def stop(self) -> list[list[dict]]:
+        rows = self._sampler.stop()
+        out = []
+        for k, ctx in enumerate(self._ctxs):
+            idle = [dict(s) for s in ctx.state.get("idle_baseline") or ()]
+            offset = max((s["t_s"] for s in idle), default=0.0)
+            own = [{**r, "t_s": round(r["t_s"] + offset, 3)} for r in rows
+                   if r["component"] == "system" or self._owner.get(r["name"]) == k]
+            out.append(idle + own)
+        return out
+
+
+def joint(ctxs: Sequence[Any]) -> Joint | None:
+    """Start one sampler for members measured in one window, each member's idle baseline sampled first where it has
+    none yet (as sampler() does); None where a member cannot be sampled from this machine's /proc (a real cluster's
+    nodes are sampled over SSH, one run at a time)."""
+    if any(getattr(ctx.provider, "resource_sampler", None) is not None for ctx in ctxs):
+        return None
+    for ctx in ctxs:
+        if ctx.state.get("idle_baseline") is None:
+            first = sampler(ctx)
+            if first is None:
+                return None
+            first.stop()
+    return Joint(ctxs).start()

@@ -41,6 +41,8 @@ class Workload:
     tools: tuple[str, ...] = ()  # executables a local run needs (checked before anything starts)
     # the local testbed pins this workload's client and server to CPUs of their own (substrates/local/endpoints.py)
     pin_cpus: bool = False
+    # a duet round may measure its members' runs of one variant in one window (measure_together; sweep/duet.py)
+    measures_together: bool = False
     staging_model: str = ""  # dbt model that reads its raw files (analytics/models/staging/<name>.sql)
     mart: str = ""  # dbt mart the portal and CLI read (analytics/models/marts/<name>.sql + .yml)
     page: str = ""  # portal page (app/app_pages/<name>.py), also its URL path

@@ -19,6 +19,7 @@ INTERLEAVE_ENV = "EDGEBENCH_DUET_INTERLEAVE"  # 0: a duet round measures its HTT
 class Http(Workload):
     plan = workload_plans.HTTP
     tools = ("fortio",)
+    measures_together = True  # edgebench-httpduet, unless a member cannot (measure_together says why)
     pin_cpus = True  # p50 spread 15-21 % between runs unpinned, 7.5-9 % pinned (substrates/local/endpoints.py)
     staging_model = "stg_edgebench__http_requests"
     mart = "cmp_http_vs_host"

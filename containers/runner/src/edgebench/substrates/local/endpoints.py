@@ -8,8 +8,8 @@ landed: its spread from run to run was 15-21 % unpinned, 7.5-9 % pinned (8 runs 
 machine). Over whole default sweeps (one each) the HTTP pair SD was 12 points unpinned, 8.5 and 13.6 pinned: within
 what a sweep's median moves. iperf3 is not pinned: pinned, its TCP throughput spread more (8.5 % against 6.4 %, 8 runs
 each; pair SD 6.5 points pinned against 4.1 and 5.0 unpinned over default sweeps).
-Nodes of a CPU class run in their own pinned cgroups (cpuclass.py) and tools in a runc container start in its
-cgroup: neither is pinned again.
+Nodes of a CPU class run in their own pinned cgroups (cpuclass.py): not pinned again. Tools in a runc container
+are pinned inside it (`taskset` in the container, as a pod's tools are on clusters, substrates/clusters/workload_pods.py).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ class Endpoint:
     hooks: str | None = None  # the node's socket load balancer cgroup (sock_lb.py) its tools start in, else None
 
     def cmd(self, argv: Sequence[str]) -> list[str]:
-        if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class)
-            return container.wrap(self.ns, self.container, argv)
         pin = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
+        if self.container:  # runc joins the namespace itself (install_cni refuses a container with a CPU class);
+            return container.wrap(self.ns, self.container, [*pin, *argv])  # pinned inside, as a pod's tools are
         argv = ["ip", "netns", "exec", self.ns, *pin, *argv]
         dirs = [*self.cgroups, *([self.hooks] if self.hooks else [])]
         if dirs:  # started inside the cgroups: the tool and its children are CPU-limited, and pass the hooks
@@ -93,8 +93,8 @@ class Endpoints(PinsEndpoints):
 
     def pinning(self) -> dict[str, int] | None:
         """{"client_cpu", "server_cpu"}: the CPUs the client's and the server's tools run on (module doc); None when
-        they are not pinned (one CPU, a CPU class, a runc container, or EDGEBENCH_PIN_CPUS=0)."""
-        if os.environ.get(PIN_ENV, "1") == "0" or self.cpu_limit != cpuclass.NONE or self._runtime_of():
+        they are not pinned (one CPU, a CPU class, or EDGEBENCH_PIN_CPUS=0)."""
+        if os.environ.get(PIN_ENV, "1") == "0" or self.cpu_limit != cpuclass.NONE:
             return None
         cpus = sorted(os.sched_getaffinity(0))
         return {"client_cpu": cpus[0], "server_cpu": cpus[1]} if len(cpus) >= 2 else None
