@@ -37,7 +37,9 @@ st.subheader("Each against its own host")
 st.caption("The same CNI modes, each substrate's overhead against the host of that substrate (the vs-host pages' "
            "comparisons and verdicts, by the one rule), side by side: the machine's load, which moves a lab's CNI and "
            "its host alike, cancels. Gap: testbed minus real overhead, in points. Agree: both substrates decided, "
-           "and alike.")
+           "and alike. Last column: each side's host and what the mode adds to it, in the metric's unit: where a "
+           "lab's load adds time to its host and its modes alike (a latency), the same added time is a smaller "
+           "share of a slower host.")
 norm = ui.query(normalized_rows)
 if norm.empty:
     st.caption("No CNI mode has an overhead against its own host on both substrates yet: each side needs its host "
@@ -46,13 +48,14 @@ else:
     for line in fared_lines(norm):
         st.markdown("- " + line)
     NORM = ["real_lab", "cni_label", "workload", "metric", "config", "n", "testbed_text", "real_text",
-            "overhead_gap_pts", "agree", "kendall_tau"]
+            "overhead_gap_pts", "agree", "kendall_tau", "added_text"]
     ui.table(norm[NORM], column_order=NORM,
              column_config={"real_lab": "real lab", "cni_label": "CNI mode", "n": "n testbed / real",
                             "config": st.column_config.TextColumn("configuration", width="large"),
                             "testbed_text": "testbed vs its host", "real_text": "real vs its host",
                             "overhead_gap_pts": st.column_config.NumberColumn("gap (pts)", format="%+.1f"),
-                            "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f")})
+                            "kendall_tau": st.column_config.NumberColumn("CNI order tau", format="%+.2f"),
+                            "added_text": "host, mode - host (testbed / real)"})
 
     causes = traced_causes(norm)
     if causes:

@@ -62,6 +62,7 @@ def normalized_rows(con) -> pd.DataFrame:
                                                  df[f"{side}_verdict"])]
     df["agree"] = [{True: "yes", False: "no"}.get(a, "not both decided") if pd.notna(a) else "not both decided"
                    for a in df["verdicts_agree"]]
+    df["added_text"] = [emu.added(r) for r in records(df)]  # each host, and what the mode adds, in the metric's unit
     return df
 
 

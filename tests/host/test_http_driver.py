@@ -72,8 +72,10 @@ def test_load_cmd_and_server_cmd():
     # the seed's plan: 1 connection, exactly N calls (so no warm-up call), no rate limit, keep-alive (default on)
     assert (_flag(argv, "-c"), _flag(argv, "-n"), _flag(argv, "-qps")) == ("1", "40", "-1")
     assert not any(a.startswith("-keepalive") for a in argv) and "-t" not in argv
-    # per-request log on stdout, us resolution
+    # per-request log, us resolution: on stdout unless a file is given (run.measure gives one where the client runs)
     assert (_flag(argv, "-access-log-file"), _flag(argv, "-access-log-format")) == ("/dev/stdout", "json")
+    to_file = http.load_cmd("http://10.0.0.1:8080/echo", "POST", "/tmp/p.bin", 40, 60, access_log="/tmp/a.jsonl")
+    assert _flag(to_file, "-access-log-file") == "/tmp/a.jsonl"
     assert _flag(argv, "-X") == "POST" and _flag(argv, "-payload-file") == "/tmp/p.bin"
     assert _flag(argv, "-timeout") == f"{http.REQUEST_TIMEOUT_S}s" and _flag(argv, "-httpbufferkb") == "128"
     get = http.load_cmd("http://x/echo?size=1000", "GET", None, 40, reply_size=1000)
@@ -240,7 +242,8 @@ def test_measure_client_stops_early(pair, monkeypatch, tmp_path):
     client, server = pair
     real = http.load_cmd
     fake = tmp_path / "fake-load"
-    fake.write_text("#!/bin/sh\nexec \"$@\" | head -n 2\n")
+    fake.write_text("#!/bin/sh\n\"$@\"\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -access-log-file ] && f=$a; prev=$a; done\n"
+                    "head -n 2 \"$f\" > \"$f.2\" && mv \"$f.2\" \"$f\"\n")  # the access log cut to 2 lines
     fake.chmod(0o755)
     monkeypatch.setattr(http_command, "load_cmd", lambda *a, **k: [str(fake), *real(*a, **k)])
     raw, metrics, error = http.measure(client, server, server.ip, PORT, "static-reply", 0, requests=5)

@@ -135,3 +135,15 @@ def test_a_configuration_with_no_two_modes_told_apart_is_said_not_ranked():
     assert "CNI order tau +1.00 over 1 configuration(s); 1 configuration(s) with no two modes told apart" in text
     (g,) = emulation.fared(tied)
     assert g["kendall_tau"] is None and "1 configuration(s) with no two modes told apart" in emulation.sentence(g)
+
+
+def test_added_gives_each_host_and_what_the_mode_adds_in_the_metrics_unit():
+    """HTTP p50 at 60 B (issue 43): the same added time on a slower host is a smaller share of it, which the
+    percentages alone hide; the mart's ms shown in us, a rate's in Mbps; nothing for a warehouse without them."""
+    http = {"metric": "response_p50_ms", "testbed_host_value": 0.0676, "real_host_value": 0.1075,
+            "testbed_diff": 0.0279, "real_diff": 0.026}
+    assert emulation.added(http) == "host 67.6 / 107.5 us, mode +27.9 / +26.0 us"
+    rate = {"metric": "throughput_mbps", "testbed_host_value": 1000.0, "real_host_value": 800.0,
+            "testbed_diff": -300.0, "real_diff": -320.0}
+    assert emulation.added(rate) == "host 1000 / 800.0 Mbps, mode -300.0 / -320.0 Mbps"
+    assert emulation.added({"metric": "latency_p90_us"}) == ""

@@ -11,6 +11,8 @@ def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
     with duckdb.connect(str(db), read_only=True) as con:
         overhead = con.execute("select cni, datapath, real_datapath, testbed_overhead_pct, real_overhead_pct "
                                "from cmp_emulation_overhead where workload = 'iperf3'").fetchall()
+        hosts = con.execute("select testbed_host_value, real_host_value, testbed_diff, real_diff "
+                            "from cmp_emulation_overhead where workload = 'iperf3'").fetchall()
         ratio = con.execute("select datapath, real_datapath from cmp_emulation_vs_real "
                             "where workload = 'iperf3' and cni = 'cilium'").fetchall()
     assert len(overhead) == 1, overhead
@@ -18,6 +20,9 @@ def test_a_relabelled_testbed_model_still_meets_the_lab(tmp_path):
     assert (cni, dp, real_dp) == ("cilium", "ebpf-vxlan", "ptp-vxlan")
     assert abs(t - 30.0) < 0.5 and abs(r - 40.0) < 0.5
     assert ratio == [("ebpf-vxlan", "ptp-vxlan")]
+    # each side's host and the mode's difference from it, in Mbps (what report --emulation's last column says)
+    th, rh, td, rd = hosts[0]
+    assert abs(th - 1000.0) < 5 and abs(rh - 800.0) < 5 and abs(td + 300.0) < 5 and abs(rd + 320.0) < 5
 
 
 def _three_modes(tmp_path, testbed: tuple, real: tuple) -> tuple[list, dict]:

@@ -6,6 +6,9 @@
 --   overhead_pct: positive = worse than the substrate's host (less throughput, more latency), as in the vs-host marts;
 --   overhead_ci95_pct: the half-width of its 95% interval (Welch's interval of the difference over the host mean);
 --   overhead_gap_pts = testbed - real overhead, in percentage points (how much the testbed under- or overstates);
+--   testbed_ / real_host_value: each side's host baseline, and testbed_ / real_diff the mode minus it, in the
+--   metric's own unit (Mbps, us, ms): where a lab's load adds time to its host and its modes alike (a latency), the
+--   percentages differ by the baselines while the added time can agree; the diffs show which;
 --   verdicts_agree: both verdicts decided (equivalent / better / worse) and the same; null when one is not decided;
 --   testbed_ / real_low_headroom_runs: of the runs behind the side (the mode's and its host's), those measured
 --   while the machine had less idle CPU than the floor in some second (int_runs__cpu_headroom; null = not sampled);
@@ -28,7 +31,8 @@ with sides as (
                      'duration ' || coalesce(duration_s::varchar, '-'), 'bitrate ' || coalesce(iperf3_bitrate::varchar, '-'))
                                                                             as config,
            overhead_pct, throughput_diff_ci95_mbps / nullif(host_throughput_mbps, 0) * 100 as overhead_ci95_pct,
-           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
+           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom,
+           host_throughput_mbps as host_value, throughput_mbps - host_throughput_mbps as diff
     from {{ ref('cmp_iperf3_vs_host') }}
     where not is_host_baseline and overhead_pct is not null
     union all
@@ -40,7 +44,10 @@ with sides as (
                      'ping timeout ' || coalesce(ping_timeout_ms::varchar, '-')),
            case when dds_mode = 'throughput' then throughput_overhead_pct else latency_p90_overhead_pct end,
            case when dds_mode = 'throughput' then throughput_overhead_ci95_pct else latency_p90_overhead_ci95_pct end,
-           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
+           verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom,
+           case when dds_mode = 'throughput' then host_throughput_mbps else host_latency_p90_us end,
+           case when dds_mode = 'throughput' then throughput_mbps - host_throughput_mbps
+                else latency_p90_us - host_latency_p90_us end
     from {{ ref('cmp_dds_vs_host') }}
     where not is_host_baseline
       and (case when dds_mode = 'throughput' then throughput_overhead_pct else latency_p90_overhead_pct end) is not null
@@ -49,7 +56,8 @@ with sides as (
            concat_ws(' ', service, path, placement, length_bytes::varchar || ' B',
                      requests_planned::varchar || ' requests'),
            response_p50_overhead_pct, response_p50_diff_ci95_ms / nullif(host_response_p50_ms, 0) * 100,
-           response_p50_verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom
+           response_p50_verdict, n_runs, host_n_runs, n_low_headroom + host_n_low_headroom as n_low_headroom,
+           host_response_p50_ms, response_p50_diff_ms
     from {{ ref('cmp_http_vs_host') }}
     where not is_host_baseline and response_p50_overhead_pct is not null
 
@@ -62,7 +70,9 @@ with sides as (
            r.n_runs as real_n, r.host_n_runs as real_host_n,
            r.overhead_pct as real_overhead_pct, r.overhead_ci95_pct as real_overhead_ci95_pct,
            r.verdict as real_verdict,
-           t.n_low_headroom as testbed_low_headroom_runs, r.n_low_headroom as real_low_headroom_runs
+           t.n_low_headroom as testbed_low_headroom_runs, r.n_low_headroom as real_low_headroom_runs,
+           t.host_value as testbed_host_value, r.host_value as real_host_value,
+           t.diff as testbed_diff, r.diff as real_diff
     from sides t
     join sides r
       on  t.substrate = 'local' and r.substrate in ('ssh', 'kind')
@@ -109,6 +119,7 @@ select
     p.testbed_n, p.testbed_host_n, p.testbed_overhead_pct, p.testbed_overhead_ci95_pct, p.testbed_verdict,
     p.real_n, p.real_host_n, p.real_overhead_pct, p.real_overhead_ci95_pct, p.real_verdict,
     p.testbed_low_headroom_runs, p.real_low_headroom_runs,
+    p.testbed_host_value, p.real_host_value, p.testbed_diff, p.real_diff,
     p.testbed_overhead_pct - p.real_overhead_pct as overhead_gap_pts,
     p.testbed_verdict in ('equivalent', 'better', 'worse') and p.real_verdict in ('equivalent', 'better', 'worse')
                                                                             as decided_both,

@@ -48,14 +48,15 @@ def print_normalized(rows: list[dict]) -> None:
     if not rows:
         return
     t = Table(title="Emulation vs real, each against its own host: overhead % [95% CI] and verdict (the vs-host marts)")
-    for c in ("real lab", "CNI", "workload", "configuration", "n tb/real", "testbed", "real", "gap (pts)", "agree"):
+    for c in ("real lab", "CNI", "workload", "configuration", "n tb/real", "testbed", "real", "gap (pts)", "agree",
+              "host, mode - host (tb / real)"):
         t.add_column(c)
     for r in rows:
         side = lambda p: (f"{r[p + '_overhead_pct']:+.1f}% [+-{num(r[p + '_overhead_ci95_pct'])}] "  # noqa: E731
                           f"{r[p + '_verdict']}")
         t.add_row(r["real_lab"], f"{r['cni']}:{r['cni_mode']}", f"{r['workload']} {r['metric']}", r["config"],
                   f"{r['testbed_n']}/{r['real_n']}", side("testbed"), side("real"), f"{r['overhead_gap_pts']:+.1f}",
-                  {True: "yes", False: "NO"}.get(r["verdicts_agree"], "not both decided"))
+                  {True: "yes", False: "NO"}.get(r["verdicts_agree"], "not both decided"), emu.added(r))
     out.print(t)
     for f in emu.fared(rows):
         out.print("  " + emu.sentence(f), highlight=False)

@@ -53,11 +53,14 @@ def reply_bytes(service: str, payload_bytes: int) -> int:
     return {"payload-echo": payload_bytes, "payload-recv": 0, "static-reply": STATIC_REPLY_BYTES}[service]
 
 
-def load_cmd(url: str, method: str, body_file: str | None, requests: int, reply_size: int = 0) -> list[str]:
+def load_cmd(url: str, method: str, body_file: str | None, requests: int, reply_size: int = 0,
+             access_log: str = "/dev/stdout") -> list[str]:
     """fortio load: `requests` sequential calls by 1 goroutine over 1 kept-alive connection, no rate limit, no
-    warm-up call; one JSON access-log line per call on stdout, fortio's own report on stderr. The method is set
-    explicitly (fortio would pick GET for an empty body); without a body file the request has no body. The fast
-    client's buffer holds `reply_size` bytes plus headers."""
+    warm-up call; one JSON access-log line per call to `access_log` (run.measure gives a file where the client
+    runs: on stdout each line would wake whatever carries the client's output, on a cluster kubectl exec's whole
+    chain, during the measurement), fortio's own report on stderr. The method is set explicitly (fortio would pick
+    GET for an empty body); without a body file the request has no body. The fast client's buffer holds
+    `reply_size` bytes plus headers."""
     if requests < 1:
         raise HttpDriverError(f"requests must be >= 1, got {requests}")
     if reply_size < 0:
@@ -65,7 +68,7 @@ def load_cmd(url: str, method: str, body_file: str | None, requests: int, reply_
     buffer_kb = max(HTTP_BUFFER_MIN_KB, -(-reply_size // 1024) + HTTP_BUFFER_HEADROOM_KB)
     argv = [fortio_path(), "load", "-c", "1", "-n", str(requests), "-qps", "-1",
             "-timeout", f"{REQUEST_TIMEOUT_S}s", "-httpbufferkb", str(buffer_kb), "-X", method,
-            "-access-log-file", "/dev/stdout", "-access-log-format", "json"]
+            "-access-log-file", access_log, "-access-log-format", "json"]
     if body_file is not None:
         argv += ["-payload-file", str(body_file), "-content-type", "application/octet-stream"]
     return [*argv, url]

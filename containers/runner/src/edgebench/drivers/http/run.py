@@ -10,8 +10,9 @@ JMeter. One fortio server gives the three services through its echo handler (see
   payload-recv   POST /echo?size=0   fortio reads the whole body, then replies 200 with an empty body
   static-reply   GET  /echo?size=1000  a fixed 1000-byte body for an empty request
 
-Per-request times come from fortio's access log (`-access-log-file /dev/stdout -access-log-format json`), one JSON
-line per call, written by periodic.fileAccessLogger.Report in fortio v1.66.5:
+Per-request times come from fortio's access log (`-access-log-file <file> -access-log-format json`, a file where the
+client runs, read once the client is done), one JSON line per call, written by periodic.fileAccessLogger.Report in
+fortio v1.66.5:
 
   {"latency":%f,"timestamp":%d,"thread":%d,"iter":%d,"ok":%t,"details":%q}
 
@@ -111,30 +112,30 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
     log_path = workdir / "fortio-server.log"
     srv: subprocess.Popen | None = None
     try:
-        body_file: str | None = None
-        if method != "GET":
-            # written from inside the client endpoint, so it exists where the client runs (a namespace on this
-            # host shares the file system; a pod reached with `kubectl exec` does not)
-            body_file = str(workdir / "payload.bin")
-            made = sh.call(client.cmd(["sh", "-c", 'mkdir -p "$(dirname "$1")" && head -c "$0" /dev/urandom > "$1"',
-                                              str(int(body_bytes)), body_file]), capture_output=True)
-            if made.returncode != 0:
-                raise HttpDriverError(f"could not write the {body_bytes}-byte payload in the client: "
-                                      f"{made.stderr.decode(errors='replace').strip()}")
+        # made from inside the client endpoint, so they exist where the client runs (a namespace on this host shares
+        # the file system; a pod reached with `kubectl exec` does not): the request body and the access log
+        body_file = str(workdir / "payload.bin") if method != "GET" else None
+        access = str(workdir / "fortio-access.jsonl")
+        made = sh.call(client.cmd(["sh", "-c", 'mkdir -p "$1" && if [ -n "$2" ]; then head -c "$0" /dev/urandom > "$2"; fi',
+                                   str(int(body_bytes)), str(workdir), body_file or ""]), capture_output=True)
+        if made.returncode != 0:
+            raise HttpDriverError(f"could not prepare the client's directory (payload {body_bytes} bytes): "
+                                  f"{made.stderr.decode(errors='replace').strip()}")
         with open(log_path, "wb") as log:
             srv = sh.popen(server.cmd(command.server_cmd(port)), stdout=log, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, cwd=workdir)
         _wait_listening(server.cmd([]), port, srv, log_path)
         url = f"http://{target}:{port}{path}"
-        cli = sh.call(client.cmd(command.load_cmd(url, method, body_file, requests, reply_size)),
+        cli = sh.call(client.cmd(command.load_cmd(url, method, body_file, requests, reply_size, access)),
                              capture_output=True, stdin=subprocess.DEVNULL,
                              timeout=requests * command.REQUEST_TIMEOUT_S + 30)
-        raw["fortio-access.jsonl"] = cli.stdout
+        log = sh.call(client.cmd(["sh", "-c", 'cat "$0" && rm -f "$0"', access]), capture_output=True).stdout
+        raw["fortio-access.jsonl"] = log
         raw["fortio-load.log"] = cli.stderr
         if cli.returncode != 0:
             raise HttpDriverError(f"fortio load exited with {cli.returncode}: "
                                   f"{(cli.stderr or cli.stdout).decode(errors='replace').strip()[-500:]}")
-        metrics, error = _judge(raw, cli.stdout, requests, command.CLIENT, f"{service} {url}")
+        metrics, error = _judge(raw, log, requests, command.CLIENT, f"{service} {url}")
         return raw, metrics, error
     except (HttpDriverError, subprocess.TimeoutExpired, OSError) as exc:
         return raw, None, str(exc)

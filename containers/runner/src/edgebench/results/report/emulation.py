@@ -101,3 +101,19 @@ def sentence(f: dict[str, Any]) -> str:
     return (f"{f['workload']} {f['metric']} against {f['real_lab']}: {f['outcome']} - decided on both substrates in "
             f"{f['decided_both']} of {f['comparisons']}, the same verdict in {f['agree']} of {f['decided_both']}"
             f"{why}{gap}{tau}{short}")
+
+
+UNITS = {"throughput_mbps": ("Mbps", 1.0), "latency_p90_us": ("us", 1.0), "response_p50_ms": ("us", 1000.0)}
+
+
+def added(row: dict[str, Any]) -> str:
+    """Each side's host baseline and what the mode adds to it, in the metric's unit ("host 67.6 / 107.5 us, mode
+    +27.9 / +26.0 us", testbed / real): a lab's load adds time to its host and its modes alike, so the same added
+    time is a smaller share of a slower host; '' where the mart has no figures (warehouses built before them)."""
+    unit, scale = UNITS.get(row.get("metric"), ("", 1.0))
+    vals = [row.get(k) for k in ("testbed_host_value", "real_host_value", "testbed_diff", "real_diff")]
+    if any(v is None for v in vals):
+        return ""
+    th, rh, td, rd = (v * scale for v in vals)
+    fig = lambda v, sign="": f"{v:{sign}.0f}" if abs(v) >= 1000 else f"{v:{sign}.1f}"  # noqa: E731
+    return f"host {fig(th)} / {fig(rh)} {unit}, mode {fig(td, '+')} / {fig(rd, '+')} {unit}"
