@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from edgebench.plan import catalog
 from edgebench.results.report import emulation
@@ -51,10 +52,30 @@ def test_fared_counts_a_traced_disagreement_and_says_so():
     assert g["explained"] == 0 and "traced" not in emulation.sentence(g)
 
 
+# A shortfall as the catalog wrote HTTP p50's until 2026-11-30 (its gap closed when the clusters' client stopped
+# streaming its access log during the run): the mechanism's tests use it, the catalog lists none today.
+SHORT = {"workload": "http", "metric": "response_p50_ms", "bar": "overhead gap",
+         "cause": "the lab's host baseline is 1.6 times the testbed's",
+         "explanation": " ".join(["measured: the same added microseconds on both substrates, a slower host on the lab."] * 4)}
+
+
+@pytest.fixture
+def short_http(monkeypatch):
+    """cnis.yaml as shipped, with SHORT among its testbed_shortfalls."""
+    real = catalog._load
+
+    def load(name):
+        got = real(name)
+        return {**got, "testbed_shortfalls": [SHORT]} if name == "cnis.yaml" else got
+    monkeypatch.setattr(catalog, "_load", load)
+    return SHORT
+
+
 def test_every_shortfall_names_a_metric_a_bar_and_what_was_measured():
+    """Each entry the catalog lists (none while every metric meets every bar) says what, which bar and why."""
     entries = catalog.load("cnis.yaml")["testbed_shortfalls"]
-    assert entries
-    for e in entries:
+    assert isinstance(entries, list)
+    for e in [*entries, SHORT]:
         assert e["workload"] in catalog.workloads() and e["metric"] and e["bar"].strip(), e
         assert e["cause"].strip() and len(e["explanation"]) > 200, e  # the measurement, not a label
 
@@ -64,8 +85,9 @@ def _metric_rows(gaps, workload="http", metric="response_p50_ms"):
              "overhead_gap_pts": g} for n, (cni, g) in enumerate(zip(("flannel", "cilium", "kube-router"), gaps))]
 
 
-def test_a_metric_short_of_a_bar_says_its_known_cause_and_one_that_holds_says_none():
+def test_a_metric_short_of_a_bar_says_its_known_cause_and_one_that_holds_says_none(short_http):
     entry = catalog.shortfall("http", "response_p50_ms")
+    assert entry == short_http
     (short,) = emulation.fared(_metric_rows([15.0, 14.0, 16.0]))  # gap median 15: short of the 10-point bar
     assert short["outcome"] == "not yet" and short["shortfall"] == {"bar": entry["bar"], "cause": entry["cause"]}
     assert f"Short of the bar on {entry['bar']}: {entry['cause']}" in emulation.sentence(short)
@@ -87,7 +109,7 @@ def test_traced_lists_each_cause_once_with_the_comparisons_it_explains():
     assert emulation.traced(rows[2:]) == []
 
 
-def test_the_emulation_page_shows_a_traced_cause_beside_the_comparisons(tmp_path, monkeypatch):
+def test_the_emulation_page_shows_a_traced_cause_beside_the_comparisons(tmp_path, monkeypatch, short_http):
     from streamlit.testing.v1 import AppTest
 
     cols = ("cni, cni_mode, datapath, netem_scenario, tuning_profile, cpu_class, workload, metric, config, real_lab, "

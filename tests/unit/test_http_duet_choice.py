@@ -171,3 +171,29 @@ def test_the_clients_logs_parse_as_their_own_format():
     assert fmt.raw_name == "httpduet-access.jsonl"
     assert rec["metrics"]["client"] == driver.DUET_CLIENT and rec["metrics"]["resolution_ms"] == 0.001
     assert rec["samples"][0]["response_ms"] == pytest.approx(0.123)
+
+
+def test_testbed_members_are_sampled_in_one_pass_over_proc(monkeypatch):
+    """Members of the namespace testbed: one /proc pass per sample for all of them (pids_under with every member's
+    prefix), not one per member; each process goes to the member whose prefix its namespace starts with."""
+    import os
+    import time
+
+    from edgebench.substrates.local import provider
+    from edgebench.sweep import sampling
+
+    monkeypatch.setattr(sampling, "SAMPLE_INTERVAL_S", 0.05)
+    calls = []
+
+    def pids_under(prefixes):
+        calls.append(list(prefixes))
+        return {"fortio@eb-d0-n2": os.getpid(), "fortio@eb-d1-n2": os.getppid()}
+    monkeypatch.setattr(provider, "pids_under", pids_under)
+    ctxs = [SimpleNamespace(provider=SimpleNamespace(testbed=SimpleNamespace(prefix=p)),
+                            state={"idle_baseline": IDLE}) for p in ("eb-d0", "eb-d1")]
+    joint = sampling.joint(ctxs)
+    time.sleep(0.3)
+    shares = joint.stop()
+    assert calls and all(c == ["eb-d0", "eb-d1"] for c in calls)
+    assert [{r["name"] for r in rows[1:]} for rows in shares] == [{"system", "fortio@eb-d0-n2"},
+                                                                   {"system", "fortio@eb-d1-n2"}]

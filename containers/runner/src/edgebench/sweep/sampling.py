@@ -55,7 +55,16 @@ class Joint:
         self._sampler = resources.Sampler(self._pids, interval_s=SAMPLE_INTERVAL_S, idle=[])
 
     def _pids(self) -> dict[str, int]:
-        out: dict[str, int] = {}
+        prefixes = [getattr(getattr(ctx.provider, "testbed", None), "prefix", None) for ctx in self._ctxs]
+        if all(isinstance(p, str) for p in prefixes):  # testbed members: one pass over /proc for all of them
+            from edgebench.substrates.local.provider import pids_under
+
+            out = pids_under(prefixes)
+            for name in out:
+                ns = name.partition("@")[2]  # a member's names start with its prefix, never with another's
+                self._owner[name] = next((k for k, p in enumerate(prefixes) if ns.startswith(p + "-")), -1)
+            return out
+        out = {}
         for k, ctx in enumerate(self._ctxs):
             for name, pid in ctx.provider.workload_pids().items():
                 out[name] = pid
