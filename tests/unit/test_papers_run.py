@@ -76,9 +76,11 @@ def test_the_loop_shares_the_budget_skips_what_got_decided_and_stops_when_it_is_
     assert [r["outcome"] for r in out] == ["run", "decided", "run", "no budget"]
     # a's share: 2400 s x 100 / 500 planned runs; c's: the 1800 s left x 200 / 300
     assert [(p, params["time-budget"]) for p, params in ran] == [("a.testbed.yaml", "480"), ("c.testbed.yaml", "1200")]
-    # not aimed (no claim rows here): its variants stop on the host, from round 3 (papers_run.min_rounds)
-    assert ran[0][1] == {"repetitions": "auto", "min-repetitions": "3", "max-repetitions": "6", "time-budget": "480",
+    # not aimed (no claim rows here): its minimum rounds, 3 (papers_run.min_rounds), and no more in the first pass:
+    # its variants would stop on the host, not on its claims; the second pass goes back to those a few runs short
+    assert ran[0][1] == {"repetitions": "auto", "min-repetitions": "3", "max-repetitions": "3", "time-budget": "480",
                          "sweep-id": "papers-a-testbed"}
+    assert any("its minimum rounds (3) now; the second pass goes back" in x for x in lines)
     assert any("its claims are decided; not run" in x for x in lines)
     assert any("the budget is spent" in x and "stored runs are kept" in x for x in lines)
 
@@ -143,7 +145,8 @@ def test_a_preset_whose_claims_runs_can_judge_is_aimed_at_them():
                                                {"cni": "flannel", "cni_mode": "vxlan", "dds_mode": "throughput"}]
     assert any("only the runs its claims compare: 2 condition(s)" in x for x in lines)
     assert any("aimed at its 1 claim comparison(s)" in x for x in lines)
-    assert any("derived metric: variants stop on the host" in x for x in lines)
+    assert any("derived metric: its minimum rounds" in x for x in lines)
+    assert ran[1][1]["max-repetitions"] == ran[1][1]["min-repetitions"] and ran[0][1]["max-repetitions"] == "6"
 
 
 def test_a_budget_the_minimum_rounds_cannot_fit_is_said_before_and_while_it_runs():

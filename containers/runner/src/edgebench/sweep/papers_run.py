@@ -226,9 +226,10 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
                   "sweep-id": task.sweep_id, **chosen}
         if "aim" in params:
             log(f"papers: [{i + 1}/{len(tasks)}] aimed at its {len(json.loads(params['aim']))} claim comparison(s)")
-        else:
-            log(f"papers: [{i + 1}/{len(tasks)}] a claim is judged on a derived metric: variants stop on the host, "
-                f"from round {params['min-repetitions']}")
+        else:  # its variants would stop on the host, not on its claims: its minimum rounds now, the rest from the
+            params["max-repetitions"] = params["min-repetitions"]  # second pass, for the claims a few runs short
+            log(f"papers: [{i + 1}/{len(tasks)}] a claim is judged on a derived metric: its minimum rounds "
+                f"({params['min-repetitions']}) now; the second pass goes back to its claims a few runs short")
         if "select" in params:
             log(f"papers: [{i + 1}/{len(tasks)}] only the runs its claims compare: {len(json.loads(params['select']))} "
                 "condition(s) (select)")
