@@ -22,8 +22,8 @@ def _run(run_id, intercluster="none", service="payload-echo", length=60, workloa
 
 
 class _Testbed:  # the namespace testbed's provider as measure_together reads it
-    def __init__(self, name, container=None, hooks=None, pids=None):
-        self.name, self.container, self.hooks, self.pids = name, container, hooks, pids or {}
+    def __init__(self, name, container=None, hooks=None):
+        self.name, self.container, self.hooks = name, container, hooks
 
     def client(self, placement):
         return SimpleNamespace(ns=f"{self.name}-c", ip="10.0.0.1", cpu=0, cgroups=(), container=self.container,
@@ -35,9 +35,6 @@ class _Testbed:  # the namespace testbed's provider as measure_together reads it
     def pin(self, endpoint, role):
         return endpoint
 
-    def workload_pids(self):  # the processes in its namespaces, as the testbed's provider reads them from /proc
-        return dict(self.pids)
-
     def flush_services(self):
         pass
 
@@ -45,14 +42,9 @@ class _Testbed:  # the namespace testbed's provider as measure_together reads it
         return None
 
 
-IDLE = [{"t_s": 0.25, "phase": "idle", "component": "system", "name": "system", "cpu_pct": 3.0, "rss_mb": 1.0,
-         "cpus": 2}]
-
-
 def _members(*providers, **run):
-    """Cells set up for a duet window, each with its idle baseline sampled (sweep/sampling.py)."""
-    return [(SimpleNamespace(provider=p, state={"supported": True, "idle_baseline": IDLE}, save=lambda: None),
-             _run(f"r{k}", **run)) for k, p in enumerate(providers)]
+    return [(SimpleNamespace(provider=p, state={"supported": True}), _run(f"r{k}", **run))
+            for k, p in enumerate(providers)]
 
 
 @pytest.fixture
@@ -121,11 +113,10 @@ def test_duet_together_leaves_the_results_for_run_one_and_skips_unsupported_memb
     assert logs == []
 
 
-def test_duet_together_samples_the_window_once_and_gives_each_member_its_share(built, monkeypatch):
-    """The window's CPU and memory (the headroom gate's input, int_runs__cpu_headroom): one sampler over every
-    member's processes; each member's resources.json is its idle baseline, then the machine's rows and its own
-    processes' rows, never another member's."""
-    import os
+def test_duet_together_samples_the_window_for_the_headroom_gate(built, monkeypatch):
+    """The machine during the window (the headroom gate's input, int_runs__cpu_headroom): every member's
+    resources.json holds the window's system rows, phase `window`, and no process rows: one client serves every
+    member, so no member's own CPU can be told apart (the resource marts read phases idle and run only)."""
     import time
 
     from edgebench.sweep import sampling
@@ -137,18 +128,37 @@ def test_duet_together_samples_the_window_once_and_gives_each_member_its_share(b
         time.sleep(0.4)  # a window long enough for several samples
         return inner(*args, **kw)
     monkeypatch.setattr(driver, "measure_together", slow)
-    ms = _members(_Testbed("a", pids={"fortio@a-s": os.getpid()}), _Testbed("b", pids={"fortio@b-s": os.getppid()}))
+    ms = _members(_Testbed("a"), _Testbed("b"))
     ctxs = {k: ctx for k, (ctx, _) in enumerate(ms)}
     for ctx in ctxs.values():
         ctx.premeasured = {}
     duet.together(ctxs, [(k, r) for k, (_, r) in enumerate(ms)], lambda line: None)
     shares = [json.loads(ctxs[k].premeasured[f"r{k}"][1][0]["resources.json"]) for k in (0, 1)]
-    for k, rows in enumerate(shares):
-        assert rows[0] == IDLE[0] and all(r["phase"] == "run" for r in rows[1:])
-        assert {r["name"] for r in rows[1:]} == {"system", f"fortio@{'ab'[k]}-s"}
-        assert len([r for r in rows if r["name"] == "system" and r["phase"] == "run"]) >= 3
-        assert min(r["t_s"] for r in rows[1:]) > IDLE[0]["t_s"]
+    assert shares[0] == shares[1] and len(shares[0]) >= 3
+    assert {(r["phase"], r["component"], r["name"]) for r in shares[0]} == {("window", "system", "system")}
+    assert all(r["cpus"] >= 1 and r["cpu_pct"] >= 0 for r in shares[0])
     assert ctxs[0].premeasured["r0"][1][0]["httpduet-access.jsonl"] == b""
+
+
+def test_a_window_that_falls_back_stores_no_samples(monkeypatch):
+    """measure_together refused (here EDGEBENCH_DUET_INTERLEAVE=0): the runs are measured one after another, each
+    with its own sampler (sweep/phases.py); the window's sampler is stopped and its rows dropped."""
+    from edgebench.sweep import sampling
+
+    stopped = []
+
+    class Spy:
+        def stop(self):
+            stopped.append(True)
+            return [{"phase": "window"}]
+    monkeypatch.setattr(sampling, "joint", lambda ctxs: Spy())
+    monkeypatch.setenv("EDGEBENCH_DUET_INTERLEAVE", "0")
+    ms = _members(_Testbed("a"), _Testbed("b"))
+    ctxs = {k: ctx for k, (ctx, _) in enumerate(ms)}
+    for ctx in ctxs.values():
+        ctx.premeasured = {}
+    duet.together(ctxs, [(k, r) for k, (_, r) in enumerate(ms)], lambda line: None)
+    assert stopped == [True] and not ctxs[0].premeasured and not ctxs[1].premeasured
 
 
 def test_duet_together_logs_why_it_falls_back(monkeypatch):
@@ -172,28 +182,3 @@ def test_the_clients_logs_parse_as_their_own_format():
     assert rec["metrics"]["client"] == driver.DUET_CLIENT and rec["metrics"]["resolution_ms"] == 0.001
     assert rec["samples"][0]["response_ms"] == pytest.approx(0.123)
 
-
-def test_testbed_members_are_sampled_in_one_pass_over_proc(monkeypatch):
-    """Members of the namespace testbed: one /proc pass per sample for all of them (pids_under with every member's
-    prefix), not one per member; each process goes to the member whose prefix its namespace starts with."""
-    import os
-    import time
-
-    from edgebench.substrates.local import provider
-    from edgebench.sweep import sampling
-
-    monkeypatch.setattr(sampling, "SAMPLE_INTERVAL_S", 0.05)
-    calls = []
-
-    def pids_under(prefixes):
-        calls.append(list(prefixes))
-        return {"fortio@eb-d0-n2": os.getpid(), "fortio@eb-d1-n2": os.getppid()}
-    monkeypatch.setattr(provider, "pids_under", pids_under)
-    ctxs = [SimpleNamespace(provider=SimpleNamespace(testbed=SimpleNamespace(prefix=p)),
-                            state={"idle_baseline": IDLE}) for p in ("eb-d0", "eb-d1")]
-    joint = sampling.joint(ctxs)
-    time.sleep(0.3)
-    shares = joint.stop()
-    assert calls and all(c == ["eb-d0", "eb-d1"] for c in calls)
-    assert [{r["name"] for r in rows[1:]} for rows in shares] == [{"system", "fortio@eb-d0-n2"},
-                                                                   {"system", "fortio@eb-d1-n2"}]

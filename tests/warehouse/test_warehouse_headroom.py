@@ -63,3 +63,26 @@ def test_the_floor_has_one_value():
 
     project = yaml.safe_load((Path(__file__).resolve().parents[2] / "analytics" / "dbt_project.yml").read_text())
     assert project["vars"]["cpu_headroom_floor_pct"] == CPU_HEADROOM_FLOOR_PCT
+
+
+def test_a_duet_windows_machine_rows_gate_the_run_and_stay_out_of_the_resource_marts(tmp_path):
+    """A run measured with others in one duet window carries only the machine's rows over the window (phase
+    `window`, sweep/sampling.py Joint): the headroom gate reads them; fct_resource_usage, which would show one
+    window's machine as every member's own, does not."""
+    runs = _runs()
+    for m, files in runs:
+        if (m["cni"], m["repetition"]) == ("flannel", 1):
+            samples = json.loads(files["resources.json"])
+            files["resources.json"] = json.dumps([{**s, "phase": "window"} for s in samples
+                                                  if s["phase"] == "run" and s["component"] == "system"]).encode()
+            window_run = m["run_id"]
+    root = fx.write_version_tree(tmp_path / "raw", runs)
+    db = tmp_path / "warehouse.duckdb"
+    warehouse.build(warehouse_path=db, raw_root=str(root), quiet=True)
+    with duckdb.connect(str(db), read_only=True) as con:
+        gate = con.execute("select min_idle_cpu_pct, low_cpu_headroom from fct_iperf3_runs where run_id = ?",
+                           [window_run]).fetchone()
+        usage = con.execute("select count(*) from fct_resource_usage where run_id = ?", [window_run]).fetchone()[0]
+        others = con.execute("select count(distinct run_id) from fct_resource_usage").fetchone()[0]
+    assert abs(gate[0] - 3.0) < 1e-9 and gate[1] is True  # the window's busiest second: 194 % of 2 CPUs
+    assert usage == 0 and others == len(BUSY) - 1

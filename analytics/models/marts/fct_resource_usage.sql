@@ -13,7 +13,8 @@ with samples as (
         on  samples.run_id = runs.run_id
         and samples.sweep_id = runs.sweep_id
         and samples.cell_id = runs.cell_id
-    {{ only_changed_runs('samples.run_id', keyword='where') }}
+    where samples.phase in ('idle', 'run')  -- a duet window's machine rows (`window`) are the headroom gate's alone
+    {{ only_changed_runs('samples.run_id', keyword='and') }}
 
 ),
 

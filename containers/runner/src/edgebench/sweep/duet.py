@@ -103,22 +103,22 @@ def together(ctxs: dict[int, phases.CellContext], members: Sequence[tuple[int, A
     if not workload.measures_together:
         return
     started = phases.now()
-    sampled = sampling.joint([ctxs[i] for i, _ in able])  # the window's CPU and memory, every member's share
+    sampled = None
     try:
+        sampled = sampling.joint([ctxs[i] for i, _ in able])  # the machine during the window (headroom gate)
         got = workload.measure_together([(ctxs[i], r) for i, r in able])
     except Exception as exc:  # noqa: BLE001 - measured one after another instead, with the reason in the log
         got = f"{type(exc).__name__}: {exc}"
     finally:
-        samples = sampled.stop() if sampled is not None else [None] * len(able)
+        window = sampled.stop() if sampled is not None else []
     if isinstance(got, str):
-        if not got.endswith("one run at a time"):
-            log(f"duet: {able[0][1].workload} measured one member after another: {got}")
+        log(f"duet: {able[0][1].workload} measured one member after another: {got}")
         return
-    for (i, r), own in zip(able, samples):
+    for i, r in able:
         if r.run_id in got:
             raw, metrics, error, params = got[r.run_id]
-            if own:
-                raw = {**raw, "resources.json": json.dumps(own).encode()}
+            if window:
+                raw = {**raw, "resources.json": json.dumps(window).encode()}
             ctxs[i].premeasured[r.run_id] = (started, (raw, metrics, error, params))
 
 

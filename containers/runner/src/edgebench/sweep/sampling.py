@@ -43,60 +43,27 @@ def sampler(ctx: Any):
     return make(idle).start()
 
 
+
 class Joint:
-    """One sampler for the members of a duet window measured together (sweep/duet.py together): one /proc pass per
-    interval over every member's processes, not one sampler per member. stop() gives each member its own
-    `resources.json`: its idle baseline, then the window's system rows (the one machine every member shares) and
-    its own processes' rows, t_s counting on from its baseline."""
+    """The machine's CPU and memory during a duet window measured together (sweep/duet.py together): one client
+    serves every member, so no member's own CPU can be told apart; each member's `resources.json` holds the
+    window's `system` rows alone, phase `window`, which the CPU-headroom gate reads (int_runs__cpu_headroom) and
+    the resource marts, reading phases `idle` and `run`, do not."""
 
-    def __init__(self, ctxs: Sequence[Any]):
-        self._ctxs = list(ctxs)
-        self._owner: dict[str, int] = {}
-        self._sampler = resources.Sampler(self._pids, interval_s=SAMPLE_INTERVAL_S, idle=[])
-
-    def _pids(self) -> dict[str, int]:
-        prefixes = [getattr(getattr(ctx.provider, "testbed", None), "prefix", None) for ctx in self._ctxs]
-        if all(isinstance(p, str) for p in prefixes):  # testbed members: one pass over /proc for all of them
-            from edgebench.substrates.local.provider import pids_under
-
-            out = pids_under(prefixes)
-            for name in out:
-                ns = name.partition("@")[2]  # a member's names start with its prefix, never with another's
-                self._owner[name] = next((k for k, p in enumerate(prefixes) if ns.startswith(p + "-")), -1)
-            return out
-        out = {}
-        for k, ctx in enumerate(self._ctxs):
-            for name, pid in ctx.provider.workload_pids().items():
-                out[name] = pid
-                self._owner[name] = k
-        return out
+    def __init__(self) -> None:
+        self._sampler = resources.Sampler(dict, interval_s=SAMPLE_INTERVAL_S, idle=[])
 
     def start(self) -> "Joint":
         self._sampler.start()
         return self
 
-    def stop(self) -> list[list[dict]]:
-        rows = self._sampler.stop()
-        out = []
-        for k, ctx in enumerate(self._ctxs):
-            idle = [dict(s) for s in ctx.state.get("idle_baseline") or ()]
-            offset = max((s["t_s"] for s in idle), default=0.0)
-            own = [{**r, "t_s": round(r["t_s"] + offset, 3)} for r in rows
-                   if r["component"] == "system" or self._owner.get(r["name"]) == k]
-            out.append(idle + own)
-        return out
+    def stop(self) -> list[dict]:
+        return [{**r, "phase": "window"} for r in self._sampler.stop() if r["component"] == "system"]
 
 
 def joint(ctxs: Sequence[Any]) -> Joint | None:
-    """Start one sampler for members measured in one window, each member's idle baseline sampled first where it has
-    none yet (as sampler() does); None where a member cannot be sampled from this machine's /proc (a real cluster's
-    nodes are sampled over SSH, one run at a time)."""
+    """Start the window's sampler; None where the members are not on this machine (a real cluster's nodes are
+    sampled over SSH, one run at a time)."""
     if any(getattr(ctx.provider, "resource_sampler", None) is not None for ctx in ctxs):
         return None
-    for ctx in ctxs:
-        if ctx.state.get("idle_baseline") is None:
-            first = sampler(ctx)
-            if first is None:
-                return None
-            first.stop()
-    return Joint(ctxs).start()
+    return Joint().start()

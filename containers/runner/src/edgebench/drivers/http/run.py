@@ -108,7 +108,9 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
     method, path, body_bytes = command.request_plan(service, payload_bytes)
     reply_size = command.reply_bytes(service, payload_bytes)
     raw: dict[str, bytes] = {}
-    workdir = Path(tempfile.mkdtemp(prefix="edgebench-http-"))
+    # under /tmp: the client's side of it (payload, access log) is made where the client runs, and a runc container
+    # has only /tmp writable (substrates/local/container.py)
+    workdir = Path(tempfile.mkdtemp(prefix="edgebench-http-", dir="/tmp"))
     log_path = workdir / "fortio-server.log"
     srv: subprocess.Popen | None = None
     try:
@@ -129,13 +131,17 @@ def measure(client, server, target: str, port: int, service: str, payload_bytes:
         cli = sh.call(client.cmd(command.load_cmd(url, method, body_file, requests, reply_size, access)),
                              capture_output=True, stdin=subprocess.DEVNULL,
                              timeout=requests * command.REQUEST_TIMEOUT_S + 30)
-        log = sh.call(client.cmd(["sh", "-c", 'cat "$0" && rm -f "$0"', access]), capture_output=True).stdout
-        raw["fortio-access.jsonl"] = log
+        got = sh.call(client.cmd(["sh", "-c", 'cat "$0" && rm -f "$0"', access]), capture_output=True, timeout=60)
+        access_log = got.stdout
+        raw["fortio-access.jsonl"] = access_log
         raw["fortio-load.log"] = cli.stderr
         if cli.returncode != 0:
             raise HttpDriverError(f"fortio load exited with {cli.returncode}: "
                                   f"{(cli.stderr or cli.stdout).decode(errors='replace').strip()[-500:]}")
-        metrics, error = _judge(raw, log, requests, command.CLIENT, f"{service} {url}")
+        if got.returncode != 0:
+            raise HttpDriverError(f"could not read the client's access log {access}: "
+                                  f"{got.stderr.decode(errors='replace').strip()[-300:]}")
+        metrics, error = _judge(raw, access_log, requests, command.CLIENT, f"{service} {url}")
         return raw, metrics, error
     except (HttpDriverError, subprocess.TimeoutExpired, OSError) as exc:
         return raw, None, str(exc)

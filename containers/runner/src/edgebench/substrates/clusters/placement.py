@@ -25,8 +25,6 @@ PLACEMENTS = ("same-node", "cross-node", "pi-to-x86", "x86-to-pi")
 POD_LABEL = "edgebench.io/workload"
 SERVICE_LABEL = "edgebench.io/bench-service"
 PEERS_PER_NODE = 3
-# what every workload pod requests (Burstable QoS): the CPU weight a pod with no request lacks (BestEffort, cpu.shares 2)
-WORKLOAD_REQUESTS = {"cpu": "100m", "memory": "64Mi"}
 
 
 def _order(nodes: list[Node]) -> list[Node]:
@@ -85,7 +83,7 @@ def workload_pod(node: Node, index: int, host_network: bool = False) -> dict[str
             "image": RUNNER_IMAGE,
             "imagePullPolicy": "IfNotPresent",
             "command": ["sleep", "infinity"],
-            "resources": {"requests": dict(WORKLOAD_REQUESTS)},
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }],
     }
@@ -109,9 +107,6 @@ def http_server_pod(node: Node, host_network: bool = False, port: int = 8080) ->
             "image": HTTP_IMAGE,
             "ports": [{"containerPort": port, "name": "http", "protocol": "TCP"}],
             "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 2},
-            # the runner pod's request: without one the server is BestEffort (cpu.shares 2), and every request it
-            # answers waits behind any busier cgroup of the node (measured: docs/lab-vs-testbed.md)
-            "resources": {"requests": dict(WORKLOAD_REQUESTS)},
             "securityContext": {"runAsNonRoot": True, "allowPrivilegeEscalation": False,
                                 "capabilities": {"drop": ["ALL"]}},
         }],

@@ -163,7 +163,23 @@ class LocalProvider(Provider):
         """Every process running in the testbed's namespaces (the workload tools), named comm@namespace; the netem
         emulator is part of the link, not of the workload. Reads /proc directly (no subprocess per sample), so the
         sampling itself costs the measured machine next to nothing."""
-        return pids_under([self.testbed.prefix])
+        import os
+
+
+        try:
+            names = [n for n in os.listdir("/run/netns") if n.startswith(self.testbed.prefix + "-")]
+        except OSError:
+            names = []
+        out = {}
+        for ns, pids in netns_pids(names).items():
+            for pid in pids:
+                try:
+                    comm = open(f"/proc/{pid}/comm").read().strip()
+                except OSError:
+                    continue
+                if not comm.startswith("edgebench-netem"):
+                    out[f"{comm}@{ns}"] = pid
+        return out
 
     def pinning(self) -> dict[str, int] | None:
         """The CPUs a pinned workload's client and server run on (endpoints.py), recorded in its runs' environment."""
@@ -199,24 +215,3 @@ class LocalProvider(Provider):
     def teardown(self) -> list[str]:
         self.disconnect_clusters()
         return self.testbed.down()
-
-
-def pids_under(prefixes: list[str]) -> dict[str, int]:
-    """The processes in the namespaces of these testbed prefixes, comm@namespace, in one pass over /proc (a duet
-    window samples all its members at once: sweep/sampling.py Joint); the netem emulator left out."""
-    import os
-
-    try:
-        names = [n for n in os.listdir("/run/netns") if any(n.startswith(p + "-") for p in prefixes)]
-    except OSError:
-        names = []
-    out = {}
-    for ns, pids in netns_pids(names).items():
-        for pid in pids:
-            try:
-                comm = open(f"/proc/{pid}/comm").read().strip()
-            except OSError:
-                continue
-            if not comm.startswith("edgebench-netem"):
-                out[f"{comm}@{ns}"] = pid
-    return out
