@@ -43,7 +43,6 @@ def sampler(ctx: Any):
     return make(idle).start()
 
 
-
 class Joint:
     """The machine's CPU and memory during a duet window measured together (sweep/duet.py together): one client
     serves every member, so no member's own CPU can be told apart; each member's `resources.json` holds the
