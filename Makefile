@@ -51,7 +51,7 @@ export EDGEBENCH_HOME  := $(ROOT)
 export PATH := $(VENV)/bin:$(TOOLS):$(PATH)
 
 .PHONY: help setup apt tools venv minio minio-stop sweep papers warehouse summary portal test bench clean \
-        up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo lab-mirror-arm64 \
+        up up-upstream submit submit-tiny down mgmt-tools events-tools e2e-argo lab-local lab-local-down lab-argo papers-lab lab-mirror-arm64 \
         lab-vm lab-vm-down lab-vm-test
 
 help: ## list the targets
@@ -180,6 +180,16 @@ BUDGET ?= 2h
 papers: setup minio ## run the testbed presets the papers' undecided claims need, within BUDGET (2h), then the scorecard
 	@$(EDGEBENCH) papers run --budget $(BUDGET) $(ARGS)
 
+# the same on the local lab (after make lab-local KEEP=1): the papers' cluster presets through the ssh substrate, the
+# lab's own claims (substrate ssh, never pooled with the testbed's); ARGS='--paper 002 -p dds-duration=10' e.g.
+papers-lab: setup minio ## the papers' cluster presets on the local lab (make lab-local KEEP=1 first) within BUDGET (root; opt-in)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make papers-lab needs root (the lab's nodes)" >&2; exit 1; }
+	@eval "$$(scripts/lab-local/lab.sh env)"; \
+	 [ -f "$$EDGEBENCH_INVENTORY" ] || { echo "error: the local lab is not up ($$EDGEBENCH_INVENTORY): make lab-local KEEP=1" >&2; exit 2; }; \
+	 PY=$(PY) scripts/lab-local/mirror.sh serve 10.77.0.1 && \
+	 PATH=$${EDGEBENCH_E2E:-$$HOME/.local/share/edgebench/e2e-argo}/bin:$$PATH $(EDGEBENCH) papers run --budget $(BUDGET) \
+	   --inventory "$$EDGEBENCH_INVENTORY" --ssh-key "$$EDGEBENCH_SSH_KEY" --artifact-source http://10.77.0.1:8089 $(ARGS)
+
 warehouse: setup minio ## rebuild the warehouse (.edgebench/warehouse.duckdb) from what is in MinIO
 	@$(EDGEBENCH) warehouse
 
@@ -231,7 +241,7 @@ e2e-argo: ## smoke, a tiny sweep and a version-bump rerun on real Argo Workflows
 # through the ssh substrate: kubeadm over SSH, flannel / kube-router from their mirrored manifests, cilium from the
 # mirrored Helm chart, the default sweep's workloads in real pods; then the same cells on the testbed for
 # `edgebench report --emulation`.
-# KEEP=1 keeps the lab up; CNIS='[...]' REPS=N change the sweep. See docs/lab-local.md.
+# KEEP=1 keeps the lab up (LAB_ONLY=1: up with its mirror, no sweep); CNIS='[...]' REPS=N change the sweep. See docs/lab-local.md.
 LAB_PACKAGES := containerd runc containernetworking-plugins umoci skopeo debootstrap gcc libc6-dev conntrack iptables \
                 openssh-server openssh-client sudo util-linux
 lab-local: setup ## real CNIs on a local 3-node kubeadm lab through the ssh substrate, beside the testbed (root; opt-in)

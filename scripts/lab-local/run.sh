@@ -7,7 +7,8 @@
 #      kubeadm over SSH from the mirror, the CNI from its mirrored manifest, the default sweep's workloads in real
 #      pods, teardown; then the same cells on the namespace testbed (`--local`) for the emulation-vs-real table;
 #   4. build the warehouse; stop everything (lab.sh down checks that nothing is left), also on failure.
-# KEEP=1 leaves the lab up. CNIS, REPS, SWEEP_ID, SKIP_TESTBED=1, SWEEP_ARGS (e.g. --cell-by-cell: one cluster per
+# KEEP=1 leaves the lab up; LAB_ONLY=1 builds, starts the lab and its mirror, and leaves it up without a sweep (for
+# make papers-lab or make lab-argo). CNIS, REPS, SWEEP_ID, SKIP_TESTBED=1, SWEEP_ARGS (e.g. --cell-by-cell: one cluster per
 # cell instead of one per cell and round) change the sweep; RUNNER_TAR=FILE takes that runner image. Stage times: .edgebench/lab-local/report.json.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,11 +40,16 @@ child=
 stop_child() { if [[ -n $child ]] && kill -0 "$child" 2>/dev/null; then kill -TERM "$child"; wait "$child" || true; fi; }
 trap 'stop_child; exit 130' INT TERM HUP
 # our own sweep is gone by then, so its lease (if it died without giving it back) does not stop the teardown
+[[ ${LAB_ONLY:-0} == 1 ]] && KEEP=1
 if [[ ${KEEP:-0} != 1 ]]; then trap 'stop_child; FORCE=1 "$HERE/lab.sh" down' EXIT; else trap stop_child EXIT; fi
 sweep() { "$EB" sweep "$@" & child=$!; wait "$child"; }
 step "start the lab (1 control plane + 2 workers) and serve the mirror"
 timed lab_up "$HERE/lab.sh" up 3
 "$HERE/mirror.sh" serve 10.77.0.1
+if [[ ${LAB_ONLY:-0} == 1 ]]; then
+  step "the lab is up with its mirror (LAB_ONLY=1: no sweep; make lab-local-down stops it)"
+  exit 0
+fi
 step "the sweep on the lab, through the ssh substrate"
 rc=0
 t0=$SECONDS

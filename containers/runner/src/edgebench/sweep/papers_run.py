@@ -1,5 +1,5 @@
-"""`make papers` / `edgebench papers run`: every testbed preset that a seed paper's undecided claims need, run one
-after another within one wall-time budget, then the scorecard (issue 46).
+"""`make papers` / `edgebench papers run`: every testbed preset that a seed paper's undecided claims need, run
+one after another within one wall-time budget, then the scorecard (issue 46).
 
 The plan comes from the reproduction scorecard (results/report/scorecard.py): for each claim the testbed cannot tell yet,
 the testbed preset that measures it (results/report/claim_preset.home, the one answer the scorecard's hints give
@@ -21,7 +21,10 @@ and filters a run holds), the sweep aims at those claims (`aim`): a variant stop
 side of is decided or cannot be, and one that no claim uses stops at min-repetitions; otherwise (a claim on a metric
 the marts derive, such as an efficiency) the variants stop on their comparison with the host.
 With budget left after every preset ran, a second pass goes back to the claims a few runs short (`second_pass`).
-What it does not do yet: run the cluster presets (`argo submit` on a lab).
+
+On a lab (`--inventory`: the ssh substrate) the same plan reads the scorecard's `ssh` rows and takes the cluster
+presets (claim_preset.home on a cluster), each run through the ssh provider as `edgebench sweep --inventory` runs
+it; the two substrates' claims are judged apart, never pooled.
 Everything that touches the machine is injected (run_sweep, rebuild, read_rows), so the plan and the loop are
 tested offline.
 """
@@ -44,7 +47,7 @@ MIN_SLICE_S = 120.0  # less budget left than this: no preset can finish its mini
 
 @dataclass
 class PresetTask:
-    """A testbed preset and the undecided claims (paper, claim id) it measures."""
+    """A preset (a testbed one, or a cluster one on a lab) and the undecided claims (paper, claim id) it measures."""
 
     preset: str
     claims: list[tuple[str, str]] = field(default_factory=list)
@@ -89,54 +92,57 @@ class PresetTask:
         return f"papers-{stem}"[:63].rstrip("-")
 
 
-def _testbed_rows(rows: list[dict], papers: list[str] | None = None) -> list[dict]:
-    """Each paper's scorecard row for the testbed: its `local` row, or its row without a substrate when the testbed
-    measured nothing of it."""
+def _rows_on(rows: list[dict], papers: list[str] | None = None, substrate: str = "local") -> list[dict]:
+    """Each paper's scorecard row for the substrate (`local`: the testbed, `ssh`: a lab), or its row without a
+    substrate when that substrate measured nothing of it."""
     out = []
     for paper in dict.fromkeys(r["paper"] for r in rows):
         if papers and paper not in papers:
             continue
         mine = [r for r in rows if r["paper"] == paper]
-        row = next((r for r in mine if r["substrate"] == "local"), None) or \
+        row = next((r for r in mine if r["substrate"] == substrate), None) or \
             next((r for r in mine if r["substrate"] is None), None)
         if row is not None:
             out.append(row)
     return out
 
 
-def undecided(rows: list[dict], papers: list[str] | None = None) -> list[tuple[str, str]]:
-    """(paper, claim id) of every claim the testbed cannot tell yet: the scorecard's `local` row of each paper, or
-    its row without a substrate when the testbed measured nothing of it."""
-    return [(row["paper"], u["claim_id"]) for row in _testbed_rows(rows, papers) for u in row["cannot_tell"]]
+def undecided(rows: list[dict], papers: list[str] | None = None, substrate: str = "local") -> list[tuple[str, str]]:
+    """(paper, claim id) of every claim the substrate cannot tell yet: the scorecard's row of each paper on it, or
+    its row without a substrate when the substrate measured nothing of it."""
+    return [(row["paper"], u["claim_id"]) for row in _rows_on(rows, papers, substrate) for u in row["cannot_tell"]]
 
 
-def to_decide(rows: list[dict], key: tuple[str, str]) -> str | None:
-    """The scorecard's own hint for an undecided claim on the testbed (what would decide it), as it prints it."""
-    return next((u.get("to_decide") for row in _testbed_rows(rows, [key[0]]) for u in row["cannot_tell"]
+def to_decide(rows: list[dict], key: tuple[str, str], substrate: str = "local") -> str | None:
+    """The scorecard's own hint for an undecided claim on the substrate (what would decide it), as it prints it."""
+    return next((u.get("to_decide") for row in _rows_on(rows, [key[0]], substrate) for u in row["cannot_tell"]
                  if u["claim_id"] == key[1]), None)
 
 
-def short_of_runs(rows: list[dict], keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
-    """Of these claims, those the testbed cannot tell for want of runs alone (the scorecard's `more_runs`), each
+def short_of_runs(rows: list[dict], keys: list[tuple[str, str]],
+                  substrate: str = "local") -> dict[tuple[str, str], tuple[int, int]]:
+    """Of these claims, those the substrate cannot tell for want of runs alone (the scorecard's `more_runs`), each
     with (its runs a side, about how many more would decide it)."""
     want = set(keys)
     return {(row["paper"], u["claim_id"]): (u["runs_a_side"], u["more_runs"])
-            for row in _testbed_rows(rows, sorted({p for p, _ in want})) for u in row["cannot_tell"]
+            for row in _rows_on(rows, sorted({p for p, _ in want}), substrate) for u in row["cannot_tell"]
             if (row["paper"], u["claim_id"]) in want and u.get("more_runs") is not None
             and u.get("runs_a_side") is not None}
 
 
 def plan(rows: list[dict], claims: dict[tuple[str, str], dict], root: Path | None = None,
-         papers: list[str] | None = None) -> tuple[list[PresetTask], list[tuple[str, str]]]:
-    """The presets to run, most undecided claims first, and the undecided claims no testbed preset measures (none's
-    grid holds both sides under the claim's filters: the tuned profiles the testbed leaves out, say).
-    `claims`: (paper, claim id) -> the published_claims row."""
+         papers: list[str] | None = None, substrate: str = "local",
+         skip: dict[str, str] | None = None) -> tuple[list[PresetTask], list[tuple[str, str]]]:
+    """The presets to run on the substrate (testbed presets on `local`, cluster presets on `ssh`), most undecided
+    claims first, and the undecided claims no preset of that kind measures (none's grid holds both sides under the
+    claim's filters: the tuned profiles the testbed leaves out, say). `claims`: (paper, claim id) -> the
+    published_claims row; `skip`: presets the substrate cannot run, with the reason (claim_preset.home)."""
     tasks: dict[str, PresetTask] = {}
     orphans = []
-    for key in undecided(rows, papers):
-        if substrate_limit(claims.get(key, {}), "local"):  # never the testbed's, whatever it runs (a paper with
-            continue                                         # nothing measured has them among its undecided)
-        where = claim_preset.home(claims.get(key, {}), key[0], root, "local")
+    for key in undecided(rows, papers, substrate):
+        if substrate_limit(claims.get(key, {}), substrate):  # never the substrate's, whatever it runs (a paper
+            continue                                          # with nothing measured has them among its undecided)
+        where = claim_preset.home(claims.get(key, {}), key[0], root, substrate, skip)
         if not where.holds:
             orphans.append(key)
             continue

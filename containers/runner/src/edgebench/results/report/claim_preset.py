@@ -126,16 +126,23 @@ def _not_carried(added: list[str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def home(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local") -> Home:
+def home(claim: dict, paper: str, root: Path | None = None, substrate: str | None = "local",
+         skip: dict[str, str] | None = None) -> Home:
     """The preset(s) that measure the claim on the substrate, with the -p that adds its conditions where a grid
-    lacks them, or why none does (the module's doc: the order the presets are tried in)."""
+    lacks them, or why none does (the module's doc: the order the presets are tried in). `skip`: presets this
+    substrate cannot run, each with the reason (a lab's mirror without their distribution); never chosen, and
+    named in `why` where the claim is left without a preset."""
     kind = kind_for(claim, substrate)
     base = root or repo_root()
-    own = papers.presets(paper, root)[kind]
-    every = _of_kind(sorted(str(papers.PRESETS / f.name) for f in (base / papers.PRESETS).glob("*.yaml")), kind)
+    skip = skip or {}
+    own = [p for p in papers.presets(paper, root)[kind] if p not in skip]
+    every = [p for p in _of_kind(sorted(str(papers.PRESETS / f.name) for f in (base / papers.PRESETS).glob("*.yaml")),
+                                 kind) if p not in skip]
     first = _named(claim, own) or (every[0] if every else None)
+    mine = [Path(p).name for p in skip if Path(p).name.startswith(f"seed-{paper}")]
+    left_out = f"; left out, this substrate cannot run them: {', '.join(mine)}" if mine else ""
     if first is None:
-        return Home(kind, why=f"there is no {kind} preset in {papers.PRESETS}/")
+        return Home(kind, why=f"there is no {kind} preset in {papers.PRESETS}/ this substrate can run{left_out}")
     parsed = claim_runs.sides(claim)
     if parsed is None:
         return Home(kind, (first,))
@@ -174,7 +181,7 @@ def home(claim: dict, paper: str, root: Path | None = None, substrate: str | Non
             "as default_settings"))
     if params:
         why += f", not even {first} with {widened}"
-    return Home(kind, why=why)
+    return Home(kind, why=why + left_out)
 
 
 def _filters(claim: dict) -> dict:

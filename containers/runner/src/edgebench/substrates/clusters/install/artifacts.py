@@ -61,8 +61,9 @@ def needed(distribution: str, cni: str, version: str | None = None) -> list[str]
     the pinned ones."""
     n = spec()["needs"]
     if distribution not in n["distributions"]:
+        why = spec().get("unavailable_distributions", {}).get(distribution)
         raise SpecError(f"the artifact source has no install path for distribution {distribution!r} "
-                        f"(only {', '.join(sorted(n['distributions']))})")
+                        f"(only {', '.join(sorted(n['distributions']))})" + (f": {why}" if why else ""))
     cnis = n["cnis"]
     inner = "flannel" if cni == "host" and distribution == "kubeadm" else cni
     if inner not in cnis:
