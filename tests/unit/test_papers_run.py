@@ -163,10 +163,19 @@ def test_a_budget_the_minimum_rounds_cannot_fit_is_said_before_and_while_it_runs
 
     papers_run.run([a, b], 1800, planned_runs=lambda p: 100, run_sweep=run_sweep, rebuild=lambda: None,
                    still_open=lambda t: t.claims, log=lines.append, clock=clock, minimum_s=minimum)
-    first, second = [x for x in lines if "undecided claim(s); budget" in x]
+    first, = [x for x in lines if "undecided claim(s); budget" in x]
     assert "runs past its share" not in first and "ETA the whole run 30 min at the latest" in first
+    # b's minimum rounds (50 min) would run on past the 18.3 min left: not started (on a lab, hours past the budget)
+    assert any("b.testbed.yaml: its minimum rounds alone hold 50.0 min of timed measurement, more than the 18.3 min "
+               "of the budget left; not run" in x for x in lines), lines
+    # within the budget left but past its share: started, and said
+    c = PresetTask("c.testbed.yaml", [("002", "3")])
+    clock, lines = Clock(), []
+    papers_run.run([a, b, c], 4000, planned_runs=lambda p: 100, run_sweep=run_sweep, rebuild=lambda: None,
+                   still_open=lambda t: t.claims, log=lines.append, clock=clock,
+                   minimum_s=lambda p: minimum(p) or 60.0)
+    second = [x for x in lines if "undecided claim(s); budget" in x][1]
     assert "minimum rounds alone hold 50.0 min" in second and "runs past its share" in second
-    assert "ETA this preset 62 min or later, after the budget" in second
 
 
 # ---- the plan against the real presets and claims: what `make papers` measures on a new machine ---------------------

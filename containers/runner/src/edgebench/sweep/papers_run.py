@@ -195,8 +195,9 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
         minimum_s: Callable[[str], float] | None = None, shortfall: Shortfall | None = None) -> list[dict]:
     """Run the tasks within budget_s; returns one record per task: its preset, what happened (`run`, `decided`:
     nothing left to decide, `no budget`) and its time budget and wall time in seconds, then one per preset of the
-    second pass (`second pass`). minimum_s(preset): the timed measurement of its minimum rounds, to say when a preset
-    will run past its share. shortfall(task): its claims still undecided for want of runs alone, each with (runs a
+    second pass (`second pass`). minimum_s(preset): the timed measurement of its minimum rounds (min-repetitions
+    always run, whatever its share): a preset whose minimum rounds hold more than the budget left is not started,
+    one whose minimum rounds hold more than its share is said to run past it. shortfall(task): its claims still undecided for want of runs alone, each with (runs a
     side, about how many more would decide it); with it, budget left after every preset ran goes back to them
     (second_pass)."""
     t0 = clock()
@@ -215,13 +216,18 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
                 f"{budget_s:.0f} s); not run. Run again with a larger --budget: stored runs are kept")
             done.append({"preset": task.preset, "outcome": "no budget", "budget_s": 0.0, "wall_s": 0.0})
             continue
+        floor = minimum_s(task.preset) if minimum_s else 0.0
+        if floor > left:  # started, its minimum rounds would run on past the budget (hours for a lab's preset)
+            log(f"papers: [{i + 1}/{len(tasks)}] {task.preset}: its minimum rounds alone hold {floor / 60:.1f} min "
+                f"of timed measurement, more than the {left / 60:.1f} min of the budget left; not run. Run again "
+                "with a larger --budget: stored runs are kept")
+            done.append({"preset": task.preset, "outcome": "no budget", "budget_s": 0.0, "wall_s": 0.0})
+            continue
         rest = sum(weights[t.preset] for t in tasks[i:])
         share = max(MIN_SLICE_S, left * weights[task.preset] / rest)
-        floor = minimum_s(task.preset) if minimum_s else 0.0
         past = (f"; its minimum rounds alone hold {floor / 60:.1f} min of timed measurement, so it runs past "
                 "its share" if floor > share else "")
-        eta = (f"ETA the whole run {(elapsed + left) / 60:.0f} min at the latest" if floor <= left else
-               f"ETA this preset {(elapsed + floor) / 60:.0f} min or later, after the budget")
+        eta = f"ETA the whole run {(elapsed + left) / 60:.0f} min at the latest"
         log(f"papers: [{i + 1}/{len(tasks)}] seed {', '.join(task.papers)}: {task.preset} for {len(open_now)} "
             f"undecided claim(s); budget {share / 60:.1f} min of the {left / 60:.1f} min left{past}; {eta} "
             f"(sweep {task.sweep_id})")
