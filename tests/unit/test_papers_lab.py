@@ -126,3 +126,22 @@ def test_presets_the_lab_cannot_install_are_never_planned_and_are_named():
     assert "seed-004-k0s.yaml" in why and "cannot run" in why
     assert "`argo submit workflows/presets/seed-004-k0s.yaml`" in \
         claim_preset.home(published[("004", "004-12")], "004", REPO, "ssh").command()
+
+
+def test_udp_against_tcp_compares_each_at_its_own_length_but_a_length_claim_keeps_the_protocol():
+    """Seed 004's cluster preset runs iperf3 TCP at 128 KiB writes and UDP at 1300 B datagrams: a claim naming the
+    protocol (004-06, 004-16: the nodes' and the agents' CPU, UDP against TCP) is held by its grid, as the scorecard
+    groups rows (papers.freed_by, one home for both); a claim naming the length does not pool protocols."""
+    from edgebench.results.report import claim_runs
+    from edgebench.results.report.papers import freed_by
+
+    assert freed_by({"protocol"}) == {"protocol", "length_bytes"}
+    assert freed_by({"length_bytes"}) == {"length_bytes"}
+    assert "datapath" in freed_by({"cni"})
+    published = _published()
+    grid = claim_runs.grid("workflows/presets/seed-004-kubeadm.yaml", REPO, None)
+    for cid in ("004-06", "004-16"):
+        assert claim_runs.measures(published[("004", cid)], grid), cid
+    length_claim = {**published[("004", "004-06")], "left_subject": "length_bytes=1300",
+                    "right_subject": "length_bytes=131072"}
+    assert not claim_runs.measures(length_claim, grid)  # 1300 B is UDP's, 128 KiB TCP's: never the same protocol

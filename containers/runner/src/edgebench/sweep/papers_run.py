@@ -175,7 +175,8 @@ def overrun(tasks: list[PresetTask], budget_s: float, minimum_s: Callable[[str],
         return None
     return (f"the presets' minimum rounds alone hold {total / 60:.0f} min of timed measurement (run set-up and HTTP "
             f"runs, counted in requests, not included), more than the {budget_s / 60:.0f} min budget: {fit} of "
-            f"{len(tasks)} fit; a preset runs its minimum rounds even past its share, and the presets left when the "
+            f"{len(tasks)} fit; a preset runs its minimum rounds even past its share, one they would take past the "
+            "budget left is not started, and the presets left when the "
             "budget is spent do not run (run again with a larger --budget: stored runs are kept)")
 
 

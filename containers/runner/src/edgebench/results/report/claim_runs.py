@@ -23,7 +23,7 @@ from edgebench.plan import selection, spec
 from edgebench.plan.cells import expand_checked, runs_for
 from edgebench.results.records.store import repo_root
 from edgebench.results.report.claim_compare import parse_subject, threshold
-from edgebench.results.report.papers import FREED_TOGETHER, GRAINS
+from edgebench.results.report.papers import FREED_TOGETHER, GRAINS, freed_by
 
 Side = dict[str, list[str]]
 # the columns that name the network: a host counterpart drops them and names the host network instead
@@ -102,10 +102,7 @@ def measures(claim: dict[str, Any], runs: list[Any]) -> bool:
     grain = GRAINS.get(str(claim.get("mart") or ""))
     left, right, filters = parsed
     named = set(left) | set(right or {})
-    freed = named | {"substrate"}
-    for group in FREED_TOGETHER:
-        if named & group:
-            freed |= group
+    freed = freed_by(named) | {"substrate"}
     for alias, key in selection.ALIASES.items():
         if alias in freed or key in freed:
             freed |= {alias, key}

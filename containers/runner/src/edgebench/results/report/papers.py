@@ -92,6 +92,23 @@ FREED_TOGETHER = (
     frozenset({"intercluster", "intercluster_tool", "intercluster_mode", "intercluster_implementation",
                "is_emulated", "intercluster_model", "is_baseline"}),
 )
+# ... and one way: naming the protocol frees the message length, which is the protocol's own in iperf3 (a TCP write
+# of 128 KiB, a UDP datagram of 1300 B), so "UDP against TCP" compares each at its own length (seed 004's Figs. 1-2);
+# a claim on the length does not free the protocol
+FREED_WITH = {"protocol": frozenset({"length_bytes"})}
+
+
+def freed_by(named: set[str]) -> set[str]:
+    """The columns a claim naming `named` leaves out of its grouping: those it names, each FREED_TOGETHER set one of
+    them is in, and FREED_WITH's."""
+    freed = set(named)
+    for group in FREED_TOGETHER:
+        if named & group:
+            freed |= group
+    for column, also in FREED_WITH.items():
+        if column in named:
+            freed |= also
+    return freed
 
 # the conditions a measured number is labelled with, and the value each takes when it is not worth naming
 CONDITIONS = {"distribution": "none", **{d.warehouse_column: d.base for d in DIMENSIONS if d.in_grain},
@@ -204,10 +221,7 @@ def evaluate_claim(claim: dict, rows: list[dict]) -> dict:
         return r.get(metric) is not None
 
     rows = [r for r in rows if keep(r)]
-    freed = set(named) | {"substrate"}
-    for group in FREED_TOGETHER:
-        if named & group:
-            freed |= group
+    freed = freed_by(set(named)) | {"substrate"}
     key_cols = [c for c in GRAINS[mart] if c not in freed]
     groups: dict[tuple, tuple[list, list]] = {}
     for r in rows:
@@ -309,7 +323,7 @@ def numbers_report(fetch: Fetch, paper: str) -> tuple[list[dict], list[dict]]:
         rows = rows_by_mart.setdefault(spec.mart, mart_rows(fetch, spec.mart))
         freed = frozenset()
         if spec.vary:
-            freed = frozenset({spec.vary}).union(*(g for g in FREED_TOGETHER if spec.vary in g))
+            freed = frozenset(freed_by({spec.vary}))
         hits = counterparts.measured(spec, p, rows, GRAINS.get(spec.mart, ()), freed)
         base = {**_published(p), "ours_are": spec.ours}
         if not hits:
