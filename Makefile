@@ -180,12 +180,12 @@ BUDGET ?= 2h
 papers: setup minio ## run the testbed presets the papers' undecided claims need, within BUDGET (2h), then the scorecard
 	@$(EDGEBENCH) papers run --budget $(BUDGET) $(ARGS)
 
-# the same on the local lab (after make lab-local KEEP=1): the papers' cluster presets through the ssh substrate, the
+# the same on the local lab (after make lab-local LAB_ONLY=1): the papers' cluster presets through the ssh substrate, the
 # lab's own claims (substrate ssh, never pooled with the testbed's); ARGS='--paper 002 -p dds-duration=10' e.g.
-papers-lab: setup minio ## the papers' cluster presets on the local lab (make lab-local KEEP=1 first) within BUDGET (root; opt-in)
+papers-lab: setup minio ## the papers' cluster presets on the local lab (make lab-local LAB_ONLY=1 first) within BUDGET (root; opt-in)
 	@[ "$$(id -u)" = 0 ] || { echo "error: make papers-lab needs root (the lab's nodes)" >&2; exit 1; }
 	@eval "$$(scripts/lab-local/lab.sh env)"; \
-	 [ -f "$$EDGEBENCH_INVENTORY" ] || { echo "error: the local lab is not up ($$EDGEBENCH_INVENTORY): make lab-local KEEP=1" >&2; exit 2; }; \
+	 [ -f "$$EDGEBENCH_INVENTORY" ] || { echo "error: the local lab is not up ($$EDGEBENCH_INVENTORY): make lab-local LAB_ONLY=1" >&2; exit 2; }; \
 	 PY=$(PY) scripts/lab-local/mirror.sh serve 10.77.0.1 && \
 	 PATH=$${EDGEBENCH_E2E:-$$HOME/.local/share/edgebench/e2e-argo}/bin:$$PATH $(EDGEBENCH) papers run --budget $(BUDGET) \
 	   --inventory "$$EDGEBENCH_INVENTORY" --ssh-key "$$EDGEBENCH_SSH_KEY" --artifact-source http://10.77.0.1:8089 $(ARGS)

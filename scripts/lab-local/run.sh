@@ -39,8 +39,8 @@ timed build_mirror "$HERE/mirror.sh" build
 child=
 stop_child() { if [[ -n $child ]] && kill -0 "$child" 2>/dev/null; then kill -TERM "$child"; wait "$child" || true; fi; }
 trap 'stop_child; exit 130' INT TERM HUP
-# our own sweep is gone by then, so its lease (if it died without giving it back) does not stop the teardown
 [[ ${LAB_ONLY:-0} == 1 ]] && KEEP=1
+# our own sweep is gone by then, so its lease (if it died without giving it back) does not stop the teardown
 if [[ ${KEEP:-0} != 1 ]]; then trap 'stop_child; FORCE=1 "$HERE/lab.sh" down' EXIT; else trap stop_child EXIT; fi
 sweep() { "$EB" sweep "$@" & child=$!; wait "$child"; }
 step "start the lab (1 control plane + 2 workers) and serve the mirror"

@@ -4,6 +4,7 @@ claims the lab (substrate ssh) cannot tell yet, never from the testbed's."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ from typer.testing import CliRunner
 from edgebench.cli import app as cli_app
 from edgebench.cli import papers as cli_papers
 from edgebench.errors import EdgebenchError
-from edgebench.results.report import papers
+from edgebench.results import warehouse
+from edgebench.results.report import papers, scorecard
+from edgebench.results.report.marts import papers as paper_marts
 from edgebench.results.report.claim_compare import substrate_limit
 from edgebench.sweep import papers_run
 
@@ -77,7 +80,11 @@ def test_a_parameter_for_every_preset_reaches_the_plan_and_its_estimate():
 @pytest.mark.parametrize("argv, message", [
     (["-p", "repetitions=3"], "papers run sets it for each preset"),
     (["-p", "sweep-id=x", "-p", "aim=[]"], "-p aim, sweep-id: papers run sets them"),
+    (["-p", "run-lengths=paper"], "would replace repetitions=auto"),
+    (["-p", "dds-duraton=10"], "-p dds-duraton: not a sweep parameter"),
+    (["-p", "dds-duration=soon"], "dds-duration"),
     (["--ssh-key", "/nonexistent"], "give --inventory too"),
+    (["--cell-by-cell"], "give --inventory too"),
     (["--inventory", "/nonexistent/inventory.yaml"], "inventory /nonexistent/inventory.yaml not found"),
 ])
 def test_bad_lab_options_change_nothing(tmp_path, monkeypatch, argv, message):
@@ -89,22 +96,50 @@ def test_bad_lab_options_change_nothing(tmp_path, monkeypatch, argv, message):
     assert not built and not missing.exists()
 
 
-def test_the_lab_dry_run_plans_cluster_presets_from_the_seeds(tmp_path, monkeypatch):
-    """A machine that has measured nothing, --inventory: the dry run names the lab, plans only cluster presets and
-    runs nothing."""
+def _dry_run(tmp_path, monkeypatch, inventory_text: str, *argv: str):
     def no_results(*a, **k):
         raise cli_papers.warehouse.NoResultsError("nothing stored")
     monkeypatch.setattr(cli_papers.warehouse, "build", no_results)
     monkeypatch.setattr(cli_papers.ResultStore, "check", lambda self: None)
     monkeypatch.setattr(cli_papers.papers_run, "run", lambda *a, **k: pytest.fail("the dry run ran something"))
+    monkeypatch.delenv("EDGEBENCH_ARTIFACT_SOURCE", raising=False)
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(LAB_INVENTORY)
+    inventory.write_text(inventory_text)
     res = CliRunner().invoke(cli_app, ["papers", "run", "--warehouse", str(tmp_path / "w.duckdb"), "--dry-run",
-                                       "--inventory", str(inventory), "--paper", "002", "-p", "dds-duration=10"])
+                                       "--inventory", str(inventory), *argv])
     assert res.exit_code == 0, res.output
-    assert "(substrate ssh, the cluster presets)" in res.output
-    assert "seed-002-dds-k8s.yaml" in res.output and ".testbed.yaml" not in res.output
-    assert papers.paper_id("2") == "002"
+    return res.output
+
+
+def test_the_lab_dry_run_plans_cluster_presets_from_the_seeds(tmp_path, monkeypatch):
+    """A machine that has measured nothing, --inventory: the dry run names the lab, plans only cluster presets and
+    runs nothing; -p reaches the estimate (seed 002's DDS runs at 10 s instead of the paper's 60)."""
+    text = " ".join(_dry_run(tmp_path, monkeypatch, LAB_INVENTORY, "--paper", "002").split())
+    assert "(substrate ssh, the cluster presets)" in text
+    assert "seed-002-dds-k8s.yaml" in text and ".testbed.yaml" not in text
+    short = " ".join(_dry_run(tmp_path, monkeypatch, LAB_INVENTORY, "--paper", "002", "-p", "dds-duration=10").split())
+    minutes = [int(re.search(r"(\d+) min of timed measurement", t).group(1)) for t in (text, short)]
+    assert minutes[0] == 6 * minutes[1] > 0, minutes
+
+
+def test_the_mirror_named_by_the_inventory_keeps_the_distributions_it_cannot_install_out(tmp_path, monkeypatch):
+    text = " ".join(_dry_run(tmp_path, monkeypatch, LAB_INVENTORY + "artifact_source: http://10.77.0.1:8089\n",
+                             "--paper", "004").split())
+    assert "seed-004-k3s.yaml: not planned on this lab: unsupported:" in text
+    assert "seed-004-kubeadm.yaml: " in text and "seed-004-k0s.yaml: 1" not in text
+
+
+def test_a_paper_the_testbed_measured_is_still_planned_on_the_lab():
+    """The scorecard gives each paper a row on the substrate asked for, measured there or not: a lab after the
+    testbed sees every claim it can test undecided, with what it cannot test by its own limits (not the testbed's)."""
+    fetch = paper_marts.seeds_fetcher(warehouse.analytics_dir())
+    plain = scorecard.scorecard(fetch, REPO)
+    assert {r["substrate"] for r in plain} == {None}
+    rows = {(r["paper"], r["substrate"]): r for r in scorecard.scorecard(fetch, REPO, also=("ssh", "local"))}
+    assert set(rows) == {(p, s) for p in papers.PAPERS for s in ("ssh", "local")}
+    # seed 004's claims on distributions and on the agents: testable on a lab, never on the testbed
+    assert rows[("004", "ssh")]["testable"] == 16 and rows[("004", "local")]["testable"] == 6
+    assert len(papers_run.undecided(list(rows.values()), ["004"], "ssh")) == 16
 
 
 def test_presets_the_lab_cannot_install_are_never_planned_and_are_named():

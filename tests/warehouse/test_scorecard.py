@@ -149,6 +149,7 @@ def test_the_scorecard_counts_what_a_substrate_cannot_measure_as_not_testable(fi
     # own length: naming the protocol frees the length, papers.FREED_WITH)
     named = {c["claim_id"]: re.findall(r"seed-00\d[\w-]*\.testbed\.yaml", c["to_decide"]) for c in local["cannot_tell"]}
     assert all(n in ([], ["seed-004.testbed.yaml"]) for n in named.values()), named
+    assert all(named[c] == ["seed-004.testbed.yaml"] for c in ("004-06", "004-16") if c in named), named
 
 
 def test_totals_sum_each_substrate_over_the_papers():

@@ -37,18 +37,19 @@ def register(app: typer.Typer) -> None:
     app.add_typer(papers_app, name="papers", rich_help_panel="Results")
 
 
-def _read(path: Path) -> tuple[list[dict], dict[tuple[str, str], dict]]:
+def _read(path: Path, substrate: str) -> tuple[list[dict], dict[tuple[str, str], dict]]:
     """The scorecard rows and the claims: from the warehouse, or where none is built yet (a machine that has measured
-    nothing) from the papers' seeds alone, every testable claim undecided."""
+    nothing) from the papers' seeds alone, every testable claim undecided; each paper with a row on `substrate`,
+    measured there or not (a lab after the testbed, or the testbed after a lab)."""
     fetch = marts.path_fetcher(path) if path.exists() else paper_marts.seeds_fetcher(warehouse.analytics_dir())
-    rows = scorecard.scorecard(fetch)
+    rows = scorecard.scorecard(fetch, also=(substrate,))
     claims = {(c["paper"], c["claim_id"]): c for c in paper_marts.all_claims(fetch)}
     return rows, claims
 
 
 # the sweep parameters `papers run` sets itself for each preset (its own options say how): never from -p
 OWN_PARAMS = ("repetitions", "min-repetitions", "max-repetitions", "time-budget", "sweep-id", "aim", "select",
-              "substrate")
+              "substrate", "run-lengths", "paper-run-lengths")
 
 
 def _extra(param: list[str]) -> dict[str, str]:
@@ -59,13 +60,26 @@ def _extra(param: list[str]) -> dict[str, str]:
     if own:
         raise SpecError(f"-p {', '.join(own)}: papers run sets {'it' if len(own) == 1 else 'them'} for each preset "
                         "(--min-repetitions, --max-repetitions, --budget; the claims give aim and select; "
-                        "--inventory the substrate)")
+                        "--inventory the substrate; the paper's run lengths would replace repetitions=auto)")
+    for name, value in extra.items():  # an unknown name or a bad value: said before anything is read or built
+        if name not in spec_mod.PARAMS:
+            raise SpecError(f"-p {name}: not a sweep parameter (`edgebench sweep --help` and docs/parameters.md "
+                            "list them)")
+        spec_mod.PARAMS[name].parse(name, value)
     return extra
 
 
-def _substrate(lab: bool) -> str | None:
-    """spec.load's substrate: the testbed's `local`, or None on a lab (the cluster preset's own, ssh)."""
-    return None if lab else "local"
+def _never_measured(cell, run, lab: bool, mirror: str | None) -> bool:
+    """A run recorded unsupported before anything is measured: on the testbed a service proxy none where the CNI
+    keeps kube-proxy; on a lab served from a mirror a CNI the mirror cannot carry (calico, weave, kube-ovn, ...)."""
+    if lab:
+        return bool(mirror) and artifacts.unavailable(cell.cni) is not None
+    return service_proxy.never_measured(cell.service_proxy, cell.cni_info, run.path)
+
+
+def _substrate(lab: bool) -> str:
+    """spec.load's substrate: the testbed's `local`, or `ssh` on a lab, whatever a cluster preset says."""
+    return "ssh" if lab else "local"
 
 
 def _unrunnable(root: Path, source: str | None) -> dict[str, str]:
@@ -97,13 +111,14 @@ def _planned_runs(root: Path, preset: str, params: dict[str, str] | None = None,
 
 def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, str] | None = None,
              min_repetitions: int = papers_run.MIN_REPETITIONS, extra: dict[str, str] | None = None,
-             lab: bool = False) -> tuple[int, float, int]:
+             lab: bool = False, mirror: str | None = None) -> tuple[int, float, int]:
     """The runs, the seconds of timed measurement and the runs without a duration (HTTP: counted in requests) of the
     preset's minimum rounds as `papers run` plans it (repetitions=auto: min-repetitions always run, 3 or more where
     the preset is not aimed, papers_run.min_rounds; `params`: the claims' aim and select). The timed measurement
     leaves out the runs every testbed records unsupported at once (service proxy none where the CNI does not replace
     kube-proxy); runs recorded unsupported where a kernel lacks a feature (ESP, Geneve, IPVS) count as measured:
-    another machine's kernel may have it. On a lab (cluster presets) the clusters' set-up comes on top."""
+    another machine's kernel may have it. On a lab (cluster presets) the clusters' set-up comes on top, and the
+    runs of a CNI its mirror cannot carry are left out (recorded unsupported at once)."""
     rounds = min(papers_run.min_rounds(params or {}, min_repetitions), max_repetitions)
     s = spec_mod.load(root / preset, {**(extra or {}), "repetitions": "auto", "min-repetitions": str(rounds),
                                       "max-repetitions": str(max_repetitions),
@@ -113,8 +128,7 @@ def _minimum(root: Path, preset: str, max_repetitions: int, params: dict[str, st
     runs = [(c, r) for c in cells for r in runs_for(s, c)]
     share = s.values["min-repetitions"] / s.values["max-repetitions"]
     # a run every testbed records unsupported before it measures anything takes no measurement time
-    timed = sum(r.duration_s or 0 for c, r in runs
-                if lab or not service_proxy.never_measured(c.service_proxy, c.cni_info, r.path))
+    timed = sum(r.duration_s or 0 for c, r in runs if not _never_measured(c, r, lab, mirror))
     return round(len(runs) * share), timed * share, round(sum(not r.duration_s for _, r in runs) * share)
 
 
@@ -160,13 +174,17 @@ def run_cmd(
 
     With --inventory the same on a lab (`make papers-lab`): the claims the lab (substrate ssh) cannot tell yet, the
     papers' cluster presets that measure them, each run through the ssh provider (kubeadm over SSH, the CNI from
-    the lab's mirror); a CNI or distribution the mirror cannot carry is recorded unsupported with the reason."""
+    the lab's mirror); a CNI the mirror cannot carry is recorded unsupported with the reason, a preset of a
+    distribution it cannot install is named and not planned."""
     extra = _extra(param)
     lab = inventory is not None
-    if not lab and (ssh_key or artifact_source):
-        raise SpecError("--ssh-key and --artifact-source are for a lab: give --inventory too")
-    if lab:
-        inv.load(inventory)  # a missing or malformed inventory is one clear error before anything runs
+    if not lab and (ssh_key or artifact_source or not interleave):
+        raise SpecError("--ssh-key, --artifact-source and --cell-by-cell are for a lab: give --inventory too")
+    # a missing or malformed inventory is one clear error before anything runs; the provider's mirror: the option,
+    # else $EDGEBENCH_ARTIFACT_SOURCE, else the inventory's artifact_source (substrates.clusters.factory)
+    lab_inventory = inv.load(inventory) if lab else None
+    mirror = (artifact_source or os.environ.get(artifacts.ENV_SOURCE) or lab_inventory.artifact_source
+              if lab_inventory else None)
     substrate = "ssh" if lab else "local"
     seconds = time_budget("--budget", budget)
     if seconds is None:
@@ -187,14 +205,14 @@ def run_cmd(
         except warehouse.NoResultsError:
             out.print(f"papers: nothing measured here yet (no warehouse, no run stored): every testable claim is "
                       "undecided; the plan reads the claims from the papers' seeds", highlight=False)
-    rows, claims = _read(path)
-    skip = _unrunnable(root, (artifact_source or os.environ.get(artifacts.ENV_SOURCE)) if lab else None)
+    rows, claims = _read(path, substrate)
+    skip = _unrunnable(root, mirror)
     for preset, why in skip.items():
         out.print(f"  {preset}: not planned on this lab: {why}", highlight=False)
     tasks, orphans = papers_run.plan(rows, claims, root, ids or None, substrate, skip)
     chosen = {t.preset: t.params(claims) for t in tasks}  # aim and select, as each preset's sweep gets them
-    minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset], min_repetitions, extra, lab)
-               for t in tasks}
+    minimum = {t.preset: _minimum(root, t.preset, max_repetitions, chosen[t.preset], min_repetitions, extra, lab,
+                                  mirror) for t in tasks}
     planned = {t.preset: _planned_runs(root, t.preset, chosen[t.preset], extra, lab) for t in tasks}
     where = f"the lab {inventory} (substrate ssh, the cluster presets)" if lab else "the testbed (substrate local)"
     out.print(f"papers: on {where}: {len(tasks)} preset(s) for {sum(len(t.claims) for t in tasks)} undecided "
@@ -231,7 +249,7 @@ def run_cmd(
         return
     if lab:  # the ssh provider reads these (substrates.clusters.from_cell), as `edgebench sweep --inventory` sets them
         for var, value in (("EDGEBENCH_INVENTORY", inventory), ("EDGEBENCH_SSH_KEY", ssh_key),
-                           ("EDGEBENCH_ARTIFACT_SOURCE", artifact_source)):
+                           (artifacts.ENV_SOURCE, artifact_source)):
             if value:
                 os.environ[var] = str(value)
 
@@ -245,7 +263,7 @@ def run_cmd(
                   f"{c['skipped']} already stored", highlight=False)
 
     def still_open(task: papers_run.PresetTask) -> list[tuple[str, str]]:
-        now = set(papers_run.undecided(_read(path)[0], ids or None, substrate))
+        now = set(papers_run.undecided(_read(path, substrate)[0], ids or None, substrate))
         return [k for k in task.claims if k in now]
 
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -255,8 +273,9 @@ def run_cmd(
                        log=lambda line: out.print(line, highlight=False), max_repetitions=max_repetitions,
                        min_repetitions=min_repetitions,
                        claims=claims, minimum_s=lambda p: minimum[p][1],
-                       shortfall=lambda task: papers_run.short_of_runs(_read(path)[0], task.claims, substrate))
+                       shortfall=lambda task: papers_run.short_of_runs(_read(path, substrate)[0], task.claims,
+                                                                       substrate))
     except KeyboardInterrupt:
         err.print("interrupted: runs already measured are stored; run the same command again to resume")
         raise typer.Exit(130)
-    print_scorecard(_read(path)[0])
+    print_scorecard(_read(path, substrate)[0])

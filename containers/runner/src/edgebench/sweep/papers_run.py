@@ -198,9 +198,9 @@ def run(tasks: list[PresetTask], budget_s: float, *, planned_runs: Callable[[str
     nothing left to decide, `no budget`) and its time budget and wall time in seconds, then one per preset of the
     second pass (`second pass`). minimum_s(preset): the timed measurement of its minimum rounds (min-repetitions
     always run, whatever its share): a preset whose minimum rounds hold more than the budget left is not started,
-    one whose minimum rounds hold more than its share is said to run past it. shortfall(task): its claims still undecided for want of runs alone, each with (runs a
-    side, about how many more would decide it); with it, budget left after every preset ran goes back to them
-    (second_pass)."""
+    one whose minimum rounds hold more than its share is said to run past it. shortfall(task): its claims still
+    undecided for want of runs alone, each with (runs a side, about how many more would decide it); with it, budget
+    left after every preset ran goes back to them (second_pass)."""
     t0 = clock()
     weights = {t.preset: max(1, planned_runs(t.preset)) for t in tasks}
     done: list[dict] = []

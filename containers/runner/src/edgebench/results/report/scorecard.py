@@ -95,8 +95,11 @@ def _number_key(n: dict) -> tuple:
                                     "payload_bytes", "distribution", "tuning_profile", "qualifier", "value"))
 
 
-def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -> list[dict]:
-    """One row per substrate the paper has results on (one row with substrate None when it has none)."""
+def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None,
+                    also: tuple[str, ...] = ()) -> list[dict]:
+    """One row per substrate the paper has results on (one row with substrate None when it has none), and one per
+    substrate of `also` it has none on (every claim there nothing measured or not testable: `papers run` on a lab
+    the testbed has measured before)."""
     paper = papers.paper_id(paper)
     rep = papers.paper_report(fetch, paper)
     claims = {c["claim_id"]: c for c in published_claims(fetch, paper)}
@@ -105,7 +108,8 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
     # a counterpart, or a reason stated for the number itself (published_results.no_counterpart_reason)
     explained = comparable | {_number_key(n) for n in rep["published_only"] if n.get("reason_stated")}
     out = []
-    for sub in rep["substrates"] or [None]:
+    subs = [*rep["substrates"], *(s for s in also if s not in rep["substrates"])]
+    for sub in subs or [None]:
         tally = dict.fromkeys(papers.OUTCOMES, 0)
         undecided = []
         for cid, claim in claims.items():
@@ -113,7 +117,8 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
             row = next((r for r in rows if r["substrate"] == sub), None)
             if row is None:
                 limit = papers.substrate_limit(claim, sub)
-                row = next((r for r in rows if r["outcome"] == "not testable"), None) or (
+                row = next((r for r in rows if r["outcome"] == "not testable" and r["substrate"] in (None, sub)),
+                           None) or (
                     {"claim_id": cid, "outcome": "not testable", "reason": "not testable", "substrate": sub,
                      "detail": limit} if limit else
                     {"claim_id": cid, "outcome": "cannot tell", "reason": "nothing measured", "substrate": None,
@@ -136,9 +141,9 @@ def paper_scorecard(fetch: papers.Fetch, paper: str, root: Path | None = None) -
     return out
 
 
-def scorecard(fetch: papers.Fetch, root: Path | None = None) -> list[dict]:
-    """Every seed paper's scorecard rows, in paper order."""
-    return [row for paper in papers.PAPERS for row in paper_scorecard(fetch, paper, root)]
+def scorecard(fetch: papers.Fetch, root: Path | None = None, also: tuple[str, ...] = ()) -> list[dict]:
+    """Every seed paper's scorecard rows, in paper order (`also`: paper_scorecard's)."""
+    return [row for paper in papers.PAPERS for row in paper_scorecard(fetch, paper, root, also)]
 
 
 def totals(rows: list[dict]) -> list[dict]:
