@@ -203,7 +203,7 @@ def test_papers_run_on_a_machine_that_measured_nothing_plans_every_testable_clai
     assert res.exit_code == 0, res.output
     assert "nothing measured here yet" in " ".join(res.output.split())
     assert not missing.exists()  # a dry run on nothing builds nothing
-    rows, claims = cli_papers._read(missing)
+    rows, claims = cli_papers._read(missing, "local")
     assert all(isinstance(c["testable"], bool) for c in claims.values())
     testable = {k for k, c in claims.items() if c["testable"] and substrate_limit(c, "local") is None}
     assert len(testable) >= 60
