@@ -332,7 +332,9 @@ def cleanup_script(distribution: str, leftovers: dict[str, Any], node: Node) -> 
         "done",
         "for t in iptables ip6tables; do",
         "  command -v $t-save >/dev/null || continue",
-        "  $t-save | grep -viE 'cilium|KUBE-|CALI|cali:|FLANNEL|ANTREA|WEAVE|KUBE-ROUTER|kube-ovn|OVN' | $t-restore",
+        # kube-router's FORWARD rule carries no chain name of its own, only its comment
+        "  $t-save | grep -viE 'cilium|KUBE-|CALI|cali:|FLANNEL|ANTREA|WEAVE|KUBE-ROUTER|kube-ovn|OVN|"
+        "node port traffic on node interface' | $t-restore",
         "done",
         "if command -v nft >/dev/null; then",
         "  for tbl in $(nft list tables 2>/dev/null | awk '{print $2\":\"$3}' | grep -iE 'kube|cilium|calico|antrea|flannel'); do",
@@ -341,6 +343,11 @@ def cleanup_script(distribution: str, leftovers: dict[str, Any], node: Node) -> 
         "fi",
         "ip route show | grep -E 'via .* dev (flannel|cilium|tunl0|vxlan.calico|kube-bridge|antrea|ovn0|weave)' |"
         " while read -r r; do ip route del $r; done",
+        # kube-router's BGP routes to the other nodes' pod CIDRs go via the node's own interface (protocol 17) and its
+        # policy rule `from <pod CIDR> lookup 77` outlive its pods: left, the next cluster's pod CIDRs (given in join
+        # order) were routed to the wrong node and a flannel cell after kube-router failed every cross-node run
+        "ip route show proto 17 | while read -r r; do ip route del $r proto 17; done",
+        "while ip rule del lookup 77 2>/dev/null; do :; done",
         "ipvsadm --clear 2>/dev/null",
         "rm -rf " + " ".join(files),
         "rm -f /opt/cni/bin/weave-* /opt/cni/bin/flannel /opt/cni/bin/calico /opt/cni/bin/calico-ipam "
