@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from edgebench.cli.options import INVENTORY_HELP, SSH_KEY_HELP, on_sigterm
+from edgebench.cli.options import INVENTORY_HELP, SSH_KEY_HELP, export_cluster_env, on_sigterm
 from edgebench.cli.report_tables import print_scorecard
 from edgebench.console import err, out
 from edgebench.errors import SpecError
@@ -150,8 +150,8 @@ def run_cmd(
                                                   "(default $EDGEBENCH_WAREHOUSE or .edgebench/warehouse.duckdb)."),
     param: List[str] = typer.Option([], "-p", "--parameter", metavar="NAME=VALUE", help="A sweep parameter for "
                                     "every preset run, e.g. -p dds-duration=10 (shorter runs than the paper's: the "
-                                    "runs record it); repeatable. Not the ones papers run sets itself "
-                                    "(repetitions, aim, select, sweep-id, time-budget, substrate)."),
+                                    "runs record it); repeatable. Not the ones papers run sets itself: "
+                                    + ", ".join(OWN_PARAMS) + "."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help="Run on this lab instead of the testbed: "
                                              "the papers' cluster presets through the ssh substrate, judged on "
                                              "its `ssh` claims (never pooled with the testbed's). "
@@ -185,7 +185,7 @@ def run_cmd(
     lab_inventory = inv.load(inventory) if lab else None
     mirror = (artifact_source or os.environ.get(artifacts.ENV_SOURCE) or lab_inventory.artifact_source
               if lab_inventory else None)
-    substrate = "ssh" if lab else "local"
+    substrate = _substrate(lab)
     seconds = time_budget("--budget", budget)
     if seconds is None:
         raise SpecError("--budget must be a time such as 7200, 90m or 2h")
@@ -248,16 +248,13 @@ def run_cmd(
             out.print(f"papers: nothing to run: every claim the {'cluster' if lab else 'testbed'} presets measure is "
                       "decided")
         return
-    if lab:  # the ssh provider reads these (substrates.clusters.from_cell), as `edgebench sweep --inventory` sets them
-        for var, value in (("EDGEBENCH_INVENTORY", inventory), ("EDGEBENCH_SSH_KEY", ssh_key),
-                           (artifacts.ENV_SOURCE, artifact_source)):
-            if value:
-                os.environ[var] = str(value)
+    if lab:  # as `edgebench sweep --inventory` sets them
+        export_cluster_env(inventory, ssh_key, artifact_source)
 
     def run_sweep(task: papers_run.PresetTask, params: dict[str, str]) -> None:
         s = spec_mod.load(root / task.preset, {**extra, **params}, substrate=_substrate(lab))
         with holding.sweep_hold(s.values["substrate"], s.sweep_id, inventory, ssh_key):
-            report = run_local(s, ResultStore(), log=out.print, interleave=interleave or not lab,
+            report = run_local(s, ResultStore(), log=out.print, interleave=interleave,
                                live=sys.stdout if sys.stdout.isatty() else None)
         c = report.counts
         out.print(f"sweep {s.sweep_id}: {c['ok']} ok, {c['failed']} failed, {c['unsupported']} unsupported, "

@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from edgebench.cli.options import INVENTORY_HELP, PARAM_HELP, SSH_KEY_HELP, on_sigterm
+from edgebench.cli.options import INVENTORY_HELP, PARAM_HELP, SSH_KEY_HELP, export_cluster_env, on_sigterm
 from edgebench.console import err, out
 from edgebench.errors import EdgebenchError
 from edgebench.plan import catalog as catalog_mod
@@ -131,10 +131,7 @@ def sweep(
         return
     if s.values["substrate"] in ("ssh", "kind"):  # the provider reads these (substrates.clusters.from_cell); kind
         # clusters are made on this machine's Docker engine (scripts/kind/dockerd.sh, docs/substrates.md)
-        for var, value in (("EDGEBENCH_INVENTORY", inventory), ("EDGEBENCH_SSH_KEY", ssh_key),
-                           ("EDGEBENCH_ARTIFACT_SOURCE", artifact_source)):
-            if value:
-                os.environ[var] = str(value)
+        export_cluster_env(inventory, ssh_key, artifact_source)
         if s.values["substrate"] == "kind" and os.environ.get(ENV_SOURCE):  # offline: the node image built here
             kind_mod.check_node_image(sh.run, kind_mod.node_image(offline=True))  # SpecError, nothing created
     elif s.values["substrate"] != "local":
